@@ -1,0 +1,340 @@
+//! The database layer on diesel + r2d2: the SQL of `order_core::sql`, run with `sql_query`.
+//!
+//! Mirrors reactive-api's `db.rs`: the same statements, in the same transactions, with every
+//! acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting, wait time, timeouts).
+//! These functions block their thread; they only ever run on the blocking pool.
+
+use std::sync::Arc;
+
+use diesel::connection::{AnsiTransactionManager, TransactionManager};
+use diesel::pg::PgConnection;
+use diesel::r2d2::{ConnectionManager, Pool, PooledConnection};
+use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Timestamptz};
+use diesel::{QueryableByName, RunQueryDsl, sql_query};
+use order_core::contract::ValidOrder;
+use order_core::error::ApiError;
+use order_core::idempotency::{ExistingKey, Reservation};
+use order_core::metrics::Metrics;
+use order_core::order::{OrderDocument, Outcome, plain};
+use order_core::settings::{CommonSettings, TxScope};
+use order_core::sql;
+use prometheus::HistogramTimer;
+
+type PgPool = Pool<ConnectionManager<PgConnection>>;
+
+pub struct Db {
+    pool: PgPool,
+    metrics: Arc<Metrics>,
+}
+
+/// A transaction on a pooled connection; rolled back if dropped before [`Tx::commit`].
+pub struct Tx {
+    conn: PooledConnection<ConnectionManager<PgConnection>>,
+    open: bool,
+    _held: HistogramTimer,
+}
+
+impl Tx {
+    fn commit(mut self) -> Result<(), ApiError> {
+        self.open = false;
+        AnsiTransactionManager::commit_transaction(&mut *self.conn).map_err(db_error)
+    }
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        if self.open {
+            // A failed rollback marks the connection broken; r2d2 then discards it.
+            let _ = AnsiTransactionManager::rollback_transaction(&mut *self.conn);
+        }
+    }
+}
+
+/// With `DB_TX_SCOPE=request`, the transaction every step of a request runs in.
+pub struct Held(Option<Tx>);
+
+/// One step's transaction: the request's held one, or a short one of its own.
+// Lives on the stack for one step; boxing `Own` would only add an allocation per step.
+#[allow(clippy::large_enum_variant)]
+pub enum Step<'h> {
+    Held(&'h mut Tx),
+    Own(Tx),
+}
+
+impl Step<'_> {
+    pub fn conn(&mut self) -> &mut PgConnection {
+        match self {
+            Step::Held(tx) => &mut tx.conn,
+            Step::Own(tx) => &mut tx.conn,
+        }
+    }
+
+    /// Commits a step's own transaction; a held one commits at the end of the request.
+    pub fn finish(self) -> Result<(), ApiError> {
+        match self {
+            Step::Held(_) => Ok(()),
+            Step::Own(tx) => tx.commit(),
+        }
+    }
+}
+
+impl Db {
+    /// A lazy pool: connections open on first use, as in reactive-api's sqlx pool.
+    pub fn connect(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+        let pool = Pool::builder()
+            .max_size(settings.db_pool_size)
+            .min_idle(Some(0))
+            .connection_timeout(settings.db_pool_timeout())
+            // sqlx's pool is likewise told not to ping before every checkout.
+            .test_on_check_out(false)
+            .build_unchecked(ConnectionManager::new(&settings.database_url));
+        Ok(Db { pool, metrics })
+    }
+
+    /// Open connections and idle ones, for the pool gauges.
+    pub fn pool_state(&self) -> (u32, u32) {
+        let state = self.pool.state();
+        (state.connections, state.idle_connections)
+    }
+
+    /// Takes a connection (bounded wait, measured) and opens a transaction on it.
+    pub fn begin(&self, kind: &str) -> Result<Tx, ApiError> {
+        let timer = self.metrics.start_acquire();
+        // r2d2 only fails a checkout when DB_POOL_TIMEOUT_MS has passed.
+        let conn = self.pool.get();
+        timer.finish(conn.is_err());
+        let mut conn = conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
+        AnsiTransactionManager::begin_transaction(&mut *conn).map_err(db_error)?;
+        Ok(Tx {
+            conn,
+            open: true,
+            _held: self.metrics.tx_timer(kind),
+        })
+    }
+
+    /// For `DB_TX_SCOPE=request`: takes the request's connection now and holds it to the end.
+    pub fn hold(&self, scope: TxScope) -> Result<Held, ApiError> {
+        Ok(Held(match scope {
+            TxScope::Short => None,
+            TxScope::Request => Some(self.begin("request")?),
+        }))
+    }
+
+    pub fn step<'h>(&self, held: &'h mut Held, kind: &str) -> Result<Step<'h>, ApiError> {
+        Ok(match &mut held.0 {
+            Some(tx) => Step::Held(tx),
+            None => Step::Own(self.begin(kind)?),
+        })
+    }
+
+    /// Ends a request: commits its held transaction (a no-op in short scope).
+    pub fn commit(&self, held: Held) -> Result<(), ApiError> {
+        match held.0 {
+            Some(tx) => tx.commit(),
+            None => Ok(()),
+        }
+    }
+
+    /// Frees a reservation after a failure. In request scope the rollback already did.
+    pub fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
+        if held.0.is_some() {
+            return; // dropping the transaction rolls the reservation back
+        }
+        let result = (|| {
+            let mut tx = self.begin("release")?;
+            sql_query(sql::RELEASE_KEY)
+                .bind::<Text, _>(seller_id)
+                .bind::<Text, _>(reference_id)
+                .bind::<Integer, _>(attempt)
+                .execute(&mut *tx.conn)
+                .map_err(db_error)?;
+            tx.commit()
+        })();
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "could not release the key; its lease will expire");
+        }
+    }
+
+    pub fn ping(&self) -> Result<(), ApiError> {
+        let timer = self.metrics.start_acquire();
+        let conn = self.pool.get();
+        timer.finish(conn.is_err());
+        let mut conn = conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
+        sql_query(sql::PING).execute(&mut *conn).map_err(db_error)?;
+        Ok(())
+    }
+
+    /// The stored document of an order, if it belongs to `seller_id`.
+    pub fn find_order(&self, id: &str, seller_id: &str) -> Result<Option<String>, ApiError> {
+        #[derive(QueryableByName)]
+        struct Found {
+            #[diesel(sql_type = Text)]
+            response_body: String,
+        }
+        let mut tx = self.begin("read")?;
+        let found: Option<Found> = sql_query(sql::FIND_ORDER)
+            .bind::<Text, _>(id)
+            .bind::<Text, _>(seller_id)
+            .get_result(&mut *tx.conn)
+            .map(Some)
+            .or_else(not_found_is_none)?;
+        tx.commit()?;
+        Ok(found.map(|f| f.response_body))
+    }
+}
+
+#[derive(QueryableByName)]
+struct Attempt {
+    #[diesel(sql_type = Integer)]
+    attempt: i32,
+}
+
+#[derive(QueryableByName)]
+struct KeyRow {
+    #[diesel(sql_type = Text)]
+    request_hash: String,
+    #[diesel(sql_type = Text)]
+    state: String,
+    #[diesel(sql_type = Nullable<Integer>)]
+    response_status: Option<i32>,
+    #[diesel(sql_type = Nullable<Text>)]
+    response_body: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    order_id: Option<String>,
+}
+
+/// Reserves the key, or reads who holds it (see `order_core::idempotency`).
+pub fn reserve(
+    conn: &mut PgConnection,
+    seller_id: &str,
+    order: &ValidOrder,
+    lease_seconds: f64,
+) -> Result<Reservation, ApiError> {
+    let reference_id = &order.request.reference_id;
+    let won: Option<Attempt> = sql_query(sql::RESERVE_KEY)
+        .bind::<Text, _>(seller_id)
+        .bind::<Text, _>(reference_id)
+        .bind::<Text, _>(&order.request_hash)
+        .bind::<Double, _>(lease_seconds)
+        .get_result(conn)
+        .map(Some)
+        .or_else(not_found_is_none)?;
+    if let Some(won) = won {
+        return Ok(Reservation::Acquired {
+            attempt: won.attempt,
+        });
+    }
+    let existing: Option<KeyRow> = sql_query(sql::FIND_KEY)
+        .bind::<Text, _>(seller_id)
+        .bind::<Text, _>(reference_id)
+        .get_result(conn)
+        .map(Some)
+        .or_else(not_found_is_none)?;
+    let Some(row) = existing else {
+        return Ok(Reservation::Released);
+    };
+    Ok(Reservation::Taken(ExistingKey {
+        request_hash: row.request_hash,
+        state: row.state,
+        response_status: row.response_status,
+        response_body: row.response_body,
+        order_id: row.order_id,
+    }))
+}
+
+/// Stores a completed outcome on the key. `false`: this attempt lost its lease.
+pub fn complete_key(
+    conn: &mut PgConnection,
+    seller_id: &str,
+    reference_id: &str,
+    attempt: i32,
+    outcome: &Outcome,
+) -> Result<bool, ApiError> {
+    let rows = sql_query(sql::COMPLETE_KEY)
+        .bind::<Text, _>(seller_id)
+        .bind::<Text, _>(reference_id)
+        .bind::<Integer, _>(attempt)
+        .bind::<Integer, _>(i32::from(outcome.status))
+        .bind::<Text, _>(&outcome.body)
+        .bind::<Nullable<Text>, _>(outcome.order_id.as_deref())
+        .execute(conn)
+        .map_err(db_error)?;
+    Ok(rows == 1)
+}
+
+/// Inserts customer, order and items (the caller's transaction makes it all or nothing).
+pub fn insert_order(conn: &mut PgConnection, doc: &OrderDocument) -> Result<(), ApiError> {
+    #[derive(QueryableByName)]
+    struct CustomerId {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+    }
+    let c = &doc.customer;
+    let a = &c.address;
+    let customer: CustomerId = sql_query(sql::INSERT_CUSTOMER)
+        .bind::<Text, _>(&c.full_name)
+        .bind::<Text, _>(&c.tax_id)
+        .bind::<Text, _>(&a.street)
+        .bind::<Text, _>(&a.number)
+        .bind::<Text, _>(&a.state)
+        .bind::<Text, _>(&a.city)
+        .bind::<Text, _>(&a.locality)
+        .bind::<Text, _>(&a.zip_code)
+        .bind::<Nullable<Text>, _>(a.complement.as_deref())
+        .get_result(conn)
+        .map_err(db_error)?;
+    let p = &doc.payment;
+    sql_query(sql::INSERT_ORDER)
+        .bind::<Text, _>(&doc.id)
+        .bind::<Text, _>(&doc.seller_id)
+        .bind::<Text, _>(&doc.reference_id)
+        .bind::<BigInt, _>(customer.id)
+        .bind::<Text, _>(&doc.status)
+        .bind::<BigInt, _>(doc.amount)
+        .bind::<BigInt, _>(doc.installments)
+        .bind::<Text, _>(&p.method)
+        .bind::<Text, _>(&p.card_last4)
+        .bind::<Text, _>(&p.code)
+        .bind::<Text, _>(plain(&p.status))
+        .bind::<Text, _>(plain(&doc.risk.recommendation))
+        .bind::<Timestamptz, _>(doc.created_at)
+        .execute(conn)
+        .map_err(db_error)?;
+    let positions: Vec<i32> = (1..=doc.items.len() as i32).collect();
+    let names: Vec<&str> = doc.items.iter().map(|i| i.name.as_str()).collect();
+    let quantities: Vec<i64> = doc.items.iter().map(|i| i.quantity).collect();
+    let values: Vec<i64> = doc.items.iter().map(|i| i.value).collect();
+    sql_query(sql::INSERT_ITEMS)
+        .bind::<Text, _>(&doc.id)
+        .bind::<Array<Integer>, _>(positions)
+        .bind::<Array<Text>, _>(names)
+        .bind::<Array<BigInt>, _>(quantities)
+        .bind::<Array<BigInt>, _>(values)
+        .execute(conn)
+        .map_err(db_error)?;
+    Ok(())
+}
+
+fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError> {
+    match e {
+        diesel::result::Error::NotFound => Ok(None),
+        other => Err(db_error(other)),
+    }
+}
+
+/// Lost connections are `database_unavailable`; anything else is a bug.
+fn db_error(e: diesel::result::Error) -> ApiError {
+    use diesel::result::{DatabaseErrorKind, Error};
+    let unavailable = matches!(
+        &e,
+        Error::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _
+        ) | Error::BrokenTransactionManager
+    );
+    if unavailable {
+        ApiError::DatabaseUnavailable(e.into())
+    } else {
+        ApiError::Internal(e.into())
+    }
+}

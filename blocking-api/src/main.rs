@@ -1,0 +1,12 @@
+use blocking_api::{Application, Settings};
+use clap::Parser;
+
+#[actix_web::main]
+async fn main() -> anyhow::Result<()> {
+    order_core::telemetry::init();
+    let settings = Settings::parse();
+    Application::build(settings)
+        .await?
+        .run_until_stopped()
+        .await
+}

@@ -1,0 +1,307 @@
+//! The `POST /orders` request: its shape (the original experiment's snake_case body) and the rules
+//! that make it valid. Parsing and validation happen once, here, for both APIs.
+
+use chrono::{Datelike, NaiveDate};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+
+/// Largest accepted request body, in bytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Most items one order may carry.
+pub const MAX_ITEMS: usize = 100;
+/// Largest quantity of one item (keeps `quantity × value` far from overflowing).
+pub const MAX_QUANTITY: i64 = 100_000;
+/// Largest amount, in cents, of one order or one item value (one billion currency units).
+pub const MAX_AMOUNT: i64 = 100_000_000_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateOrderRequest {
+    pub reference_id: String,
+    pub payment: Payment,
+    pub items: Vec<Item>,
+    pub customer: Customer,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payment {
+    /// Integer cents; must equal Σ quantity × value.
+    pub amount: i64,
+    pub payment_method: PaymentMethod,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentMethod {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub installments: i64,
+    pub card: Card,
+}
+
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Card {
+    pub number: String,
+    pub holder: String,
+    pub cvv: String,
+    pub expiration_date: String,
+}
+
+/// Never print a card number or CVV, not even in a debug log.
+impl std::fmt::Debug for Card {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Card")
+            .field("last4", &self.last4())
+            .field("holder", &self.holder)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Card {
+    /// The last four digits: the only part of the number that is stored or returned.
+    pub fn last4(&self) -> &str {
+        let n = self.number.len();
+        &self.number[n.saturating_sub(4)..]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Item {
+    pub name: String,
+    pub quantity: i64,
+    pub value: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Customer {
+    pub full_name: String,
+    pub tax_id: String,
+    pub address: Address,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Address {
+    pub street: String,
+    pub number: String,
+    pub state: String,
+    pub city: String,
+    pub locality: String,
+    pub zip_code: String,
+    #[serde(default)]
+    pub complement: Option<String>,
+}
+
+/// A request that passed every rule, with the hash that identifies it for idempotency.
+#[derive(Debug, Clone)]
+pub struct ValidOrder {
+    pub request: CreateOrderRequest,
+    /// SHA-256 (hex) of the canonical form: the parsed request re-serialised with the fields in
+    /// declaration order, unknown fields dropped. Two bodies that parse to the same request
+    /// (whitespace, field order, extra fields) are the same request.
+    pub request_hash: String,
+}
+
+impl CreateOrderRequest {
+    /// Parses a JSON body. A syntax error, a missing field or a wrong type is a 400 naming the field.
+    pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        let de = &mut serde_json::Deserializer::from_slice(body);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { "body".to_owned() } else { path };
+            ApiError::invalid(field, e.inner().to_string())
+        })
+    }
+
+    /// Checks every rule of the contract; `today` decides whether the card has expired.
+    pub fn validate(self, today: NaiveDate) -> Result<ValidOrder, ApiError> {
+        check_reference_id(&self.reference_id)?;
+        self.payment.validate(today)?;
+        check_items(&self.items, self.payment.amount)?;
+        self.customer.validate()?;
+        let canonical = serde_json::to_vec(&self).expect("a parsed request always serialises");
+        let request_hash = hex::encode(Sha256::digest(&canonical));
+        Ok(ValidOrder {
+            request: self,
+            request_hash,
+        })
+    }
+}
+
+fn check_reference_id(id: &str) -> Result<(), ApiError> {
+    let ok = (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    ok.then_some(()).ok_or_else(|| {
+        ApiError::invalid("reference_id", "must be 1-64 characters of A-Z a-z 0-9 _ -")
+    })
+}
+
+impl Payment {
+    fn validate(&self, today: NaiveDate) -> Result<(), ApiError> {
+        if !(1..=MAX_AMOUNT).contains(&self.amount) {
+            return Err(ApiError::invalid(
+                "payment.amount",
+                format!("must be between 1 and {MAX_AMOUNT} cents"),
+            ));
+        }
+        let method = &self.payment_method;
+        let max_installments = match method.kind.as_str() {
+            "CREDIT_CARD" => 12,
+            "DEBIT_CARD" => 1,
+            _ => {
+                return Err(ApiError::invalid(
+                    "payment.payment_method.type",
+                    "must be CREDIT_CARD or DEBIT_CARD",
+                ));
+            }
+        };
+        if !(1..=max_installments).contains(&method.installments) {
+            return Err(ApiError::invalid(
+                "payment.payment_method.installments",
+                format!(
+                    "must be between 1 and {max_installments} for {}",
+                    method.kind
+                ),
+            ));
+        }
+        let card = &method.card;
+        if !(13..=19).contains(&card.number.len()) || !all_digits(&card.number) {
+            return Err(ApiError::invalid(
+                "payment.payment_method.card.number",
+                "must be 13-19 digits",
+            ));
+        }
+        if !luhn_valid(&card.number) {
+            return Err(ApiError::invalid(
+                "payment.payment_method.card.number",
+                "fails the Luhn check",
+            ));
+        }
+        check_text("payment.payment_method.card.holder", &card.holder, 1, 100)?;
+        if !(3..=4).contains(&card.cvv.len()) || !all_digits(&card.cvv) {
+            return Err(ApiError::invalid(
+                "payment.payment_method.card.cvv",
+                "must be 3 or 4 digits",
+            ));
+        }
+        check_expiration(&card.expiration_date, today)
+    }
+}
+
+fn check_expiration(value: &str, today: NaiveDate) -> Result<(), ApiError> {
+    const FIELD: &str = "payment.payment_method.card.expiration_date";
+    let parsed = value.split_once('-').and_then(|(mm, yyyy)| {
+        let ok = mm.len() == 2 && yyyy.len() == 4 && all_digits(mm) && all_digits(yyyy);
+        ok.then(|| (mm.parse::<u32>().ok(), yyyy.parse::<i32>().ok()))
+    });
+    let Some((Some(month @ 1..=12), Some(year))) = parsed else {
+        return Err(ApiError::invalid(FIELD, "must be MM-YYYY"));
+    };
+    // A card is valid until the last day of its expiration month.
+    if (year, month) < (today.year(), today.month()) {
+        return Err(ApiError::invalid(FIELD, "the card has expired"));
+    }
+    Ok(())
+}
+
+fn check_items(items: &[Item], amount: i64) -> Result<(), ApiError> {
+    if items.is_empty() || items.len() > MAX_ITEMS {
+        return Err(ApiError::invalid(
+            "items",
+            format!("must hold 1-{MAX_ITEMS} items"),
+        ));
+    }
+    let mut total: i64 = 0;
+    for (i, item) in items.iter().enumerate() {
+        check_text(&format!("items[{i}].name"), &item.name, 1, 200)?;
+        if !(1..=MAX_QUANTITY).contains(&item.quantity) {
+            return Err(ApiError::invalid(
+                format!("items[{i}].quantity"),
+                format!("must be between 1 and {MAX_QUANTITY}"),
+            ));
+        }
+        if !(1..=MAX_AMOUNT).contains(&item.value) {
+            return Err(ApiError::invalid(
+                format!("items[{i}].value"),
+                format!("must be between 1 and {MAX_AMOUNT} cents"),
+            ));
+        }
+        // Both factors are bounded above, so neither the product nor the sum can overflow i64.
+        total += item.quantity * item.value;
+    }
+    if total != amount {
+        return Err(ApiError::invalid(
+            "payment.amount",
+            format!("must equal the sum of quantity x value of the items ({total})"),
+        ));
+    }
+    Ok(())
+}
+
+impl Customer {
+    fn validate(&self) -> Result<(), ApiError> {
+        check_text("customer.full_name", &self.full_name, 1, 200)?;
+        if !matches!(self.tax_id.len(), 11 | 14) || !all_digits(&self.tax_id) {
+            return Err(ApiError::invalid(
+                "customer.tax_id",
+                "must be 11 or 14 digits",
+            ));
+        }
+        let a = &self.address;
+        check_text("customer.address.street", &a.street, 1, 200)?;
+        check_text("customer.address.number", &a.number, 1, 20)?;
+        check_text("customer.address.state", &a.state, 1, 50)?;
+        check_text("customer.address.city", &a.city, 1, 100)?;
+        check_text("customer.address.locality", &a.locality, 1, 100)?;
+        check_text("customer.address.zip_code", &a.zip_code, 1, 20)?;
+        if let Some(complement) = &a.complement {
+            check_text("customer.address.complement", complement, 0, 200)?;
+        }
+        Ok(())
+    }
+}
+
+/// A string of `min..=max` characters with no control characters, and not blank when required.
+fn check_text(field: &str, value: &str, min: usize, max: usize) -> Result<(), ApiError> {
+    let chars = value.chars().count();
+    if chars < min || chars > max || (min > 0 && value.trim().is_empty()) {
+        return Err(ApiError::invalid(
+            field,
+            format!("must be {min}-{max} characters and not blank"),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(())
+}
+
+fn all_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The Luhn checksum used by card numbers; `s` must be all ASCII digits.
+pub fn luhn_valid(s: &str) -> bool {
+    let sum: u32 = s
+        .bytes()
+        .rev()
+        .enumerate()
+        .map(|(i, b)| {
+            let d = u32::from(b - b'0');
+            if i % 2 == 1 {
+                let doubled = d * 2;
+                if doubled > 9 { doubled - 9 } else { doubled }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+#[cfg(test)]
+mod tests;

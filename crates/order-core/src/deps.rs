@@ -1,0 +1,135 @@
+//! The wire format of the three dependencies (seller, risk, payment) and how their answers are
+//! read. Both APIs' `clients` modules only move bytes; what an answer *means* is decided here, once.
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::{PaymentMethod, ValidOrder};
+use crate::error::{ApiError, Dependency};
+
+pub const SELLER_PATH: &str = "/sellers/authorization";
+pub const RISK_PATH: &str = "/risk-analysis/validate";
+pub const PAY_PATH: &str = "/gateway/pay";
+
+#[derive(Debug, Deserialize)]
+struct SellerResponse {
+    seller_id: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RiskRequest<'a> {
+    pub seller_id: &'a str,
+    pub reference_id: &'a str,
+    pub amount: i64,
+    pub tax_id: &'a str,
+}
+
+impl<'a> RiskRequest<'a> {
+    pub fn new(seller_id: &'a str, order: &'a ValidOrder) -> Self {
+        RiskRequest {
+            seller_id,
+            reference_id: &order.request.reference_id,
+            amount: order.request.payment.amount,
+            tax_id: &order.request.customer.tax_id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Recommendation {
+    Approve,
+    Disapprove,
+}
+
+#[derive(Debug, Deserialize)]
+struct RiskResponse {
+    recommendation: Recommendation,
+}
+
+/// The charge sent to the gateway. The card travels to the gateway and nowhere else.
+#[derive(Debug, Serialize)]
+pub struct PayRequest<'a> {
+    pub amount: i64,
+    pub installments: i64,
+    pub payment_method: &'a PaymentMethod,
+}
+
+impl<'a> PayRequest<'a> {
+    pub fn new(order: &'a ValidOrder) -> Self {
+        let payment = &order.request.payment;
+        PayRequest {
+            amount: payment.amount,
+            installments: payment.payment_method.installments,
+            payment_method: &payment.payment_method,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PayStatus {
+    Success,
+    Declined,
+}
+
+/// The gateway's answer to a charge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PayResult {
+    pub code: String,
+    #[serde(rename = "message")]
+    pub status: PayStatus,
+}
+
+/// The `Idempotency-Key` sent to the gateway: one order, one key, whatever the number of attempts.
+pub fn payment_idempotency_key(seller_id: &str, reference_id: &str) -> String {
+    format!("{seller_id}:{reference_id}")
+}
+
+/// Reads the seller service's answer: 200 names the seller, 401 refuses the token.
+pub fn seller_outcome(status: u16, body: &[u8]) -> Result<String, ApiError> {
+    match status {
+        200 => {
+            let parsed: SellerResponse = parse(Dependency::Seller, body)?;
+            let id = parsed.seller_id;
+            if id.is_empty() || id.len() > 64 {
+                return Err(unexpected(Dependency::Seller, "seller_id out of range"));
+            }
+            Ok(id)
+        }
+        401 | 403 => Err(ApiError::Unauthorized),
+        other => Err(unexpected(Dependency::Seller, format!("status {other}"))),
+    }
+}
+
+pub fn risk_outcome(status: u16, body: &[u8]) -> Result<Recommendation, ApiError> {
+    match status {
+        200 => Ok(parse::<RiskResponse>(Dependency::Risk, body)?.recommendation),
+        other => Err(unexpected(Dependency::Risk, format!("status {other}"))),
+    }
+}
+
+pub fn pay_outcome(status: u16, body: &[u8]) -> Result<PayResult, ApiError> {
+    match status {
+        200 => parse(Dependency::Payment, body),
+        other => Err(unexpected(Dependency::Payment, format!("status {other}"))),
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(dep: Dependency, body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::dependency(dep, e))
+}
+
+fn unexpected(dep: Dependency, what: impl std::fmt::Display) -> ApiError {
+    ApiError::dependency(dep, anyhow::anyhow!("unexpected answer: {what}"))
+}
+
+/// Extracts the seller token from an `Authorization` header: the raw token, or `Bearer <token>`.
+pub fn token_from_header(value: Option<&str>) -> Result<String, ApiError> {
+    let raw = value.map(str::trim).unwrap_or_default();
+    let token = match raw.split_once(' ') {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim(),
+        _ => raw,
+    };
+    let ok = !token.is_empty() && token.len() <= 128 && token.bytes().all(|b| b.is_ascii_graphic());
+    ok.then(|| token.to_owned()).ok_or(ApiError::Unauthorized)
+}

@@ -1,0 +1,137 @@
+//! actix-web glue shared by both servers: reading the body within its limits, the seller token,
+//! the metrics middleware, JSON fallbacks for unknown routes and methods, `/health`, `/metrics`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header;
+use actix_web::middleware::Next;
+use actix_web::web::{self, Bytes, BytesMut};
+use actix_web::{HttpRequest, HttpResponse};
+use futures_util::StreamExt;
+
+use crate::contract::MAX_BODY_BYTES;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// Listen backlog of both servers: thousands of connections can arrive at once under a ramp.
+pub const BACKLOG: u32 = 4096;
+/// Concurrent connections each actix worker accepts (actix's default is 25,000), same in both.
+pub const MAX_CONNECTIONS_PER_WORKER: usize = 25_000;
+
+/// Reads a JSON request body: `application/json` only (415), at most 64 KiB (413, refused from
+/// `Content-Length` before reading when the client announces it).
+pub async fn read_json_body(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+) -> Result<Bytes, ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let essence = content_type.split(';').next().unwrap_or_default().trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let too_large = ApiError::PayloadTooLarge {
+        limit: MAX_BODY_BYTES,
+    };
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(too_large);
+    }
+    let mut body = BytesMut::with_capacity(announced.unwrap_or(1024));
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::invalid("body", format!("unreadable: {e}")))?;
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(too_large);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+/// The seller token from the `Authorization` header (raw or `Bearer`), or 401.
+pub fn seller_token(req: &HttpRequest) -> Result<String, ApiError> {
+    let value = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    crate::deps::token_from_header(value)
+}
+
+/// Counts every request by route pattern, method and status, times it, and tracks those in flight.
+pub async fn track_metrics(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let metrics = req.app_data::<web::Data<Arc<Metrics>>>().cloned();
+    let method = req.method().to_string();
+    let start = Instant::now();
+    if let Some(m) = &metrics {
+        m.in_flight.inc();
+    }
+    let result = next.call(req).await;
+    if let Some(m) = &metrics {
+        m.in_flight.dec();
+        let (route, status) = match &result {
+            Ok(res) => (
+                res.request()
+                    .match_pattern()
+                    .unwrap_or_else(|| "unmatched".to_owned()),
+                res.status().as_u16(),
+            ),
+            Err(e) => (
+                "unmatched".to_owned(),
+                e.as_response_error().status_code().as_u16(),
+            ),
+        };
+        m.http_requests
+            .with_label_values(&[&route, &method, &status.to_string()])
+            .inc();
+        m.http_duration
+            .with_label_values(&[&route, &method])
+            .observe(start.elapsed().as_secs_f64());
+    }
+    result
+}
+
+/// `GET /health`: the process is up.
+pub async fn health() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(r#"{"status":"ok"}"#)
+}
+
+/// Renders `/metrics` after the caller refreshed the pool gauges.
+pub fn metrics_response(metrics: &Metrics) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(metrics.render())
+}
+
+/// Fallback for unknown paths: a JSON 404 rather than an empty body.
+pub async fn not_found() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::NotFound)
+}
+
+/// Fallback for a known path with the wrong method.
+pub async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed)
+}
+
+/// Registers the routes whose handlers are the same in both APIs.
+pub fn shared_routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/health")
+            .route(web::get().to(health))
+            .default_service(web::to(method_not_allowed)),
+    );
+}

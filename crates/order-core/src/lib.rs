@@ -1,0 +1,26 @@
+//! Everything the two order APIs share, so that they differ only in their execution model.
+//!
+//! The lab's claim is that `blocking-api` and `reactive-api` do exactly the same work. This crate
+//! holds the parts that must therefore exist once: the HTTP contract and its validation
+//! ([`contract`]), the error enum and its status mapping ([`error`]), typed settings
+//! ([`settings`]), the SQL text both database layers run ([`sql`]), the idempotency decision
+//! ([`idempotency`]), the order document returned and replayed ([`order`]), the actix-web glue both
+//! servers use ([`http`]), the Prometheus metrics with identical names ([`metrics`]) and the
+//! migrations, applied by one migrator ([`migrate`]).
+//!
+//! Only `service`, `db` and `clients` are written twice — as plain functions on a blocking pool in
+//! `blocking-api`, as `async fn`s in `reactive-api`.
+
+pub mod contract;
+pub mod deps;
+pub mod error;
+pub mod http;
+pub mod idempotency;
+pub mod metrics;
+pub mod migrate;
+pub mod order;
+pub mod settings;
+pub mod sql;
+pub mod telemetry;
+
+pub use error::{ApiError, Dependency};

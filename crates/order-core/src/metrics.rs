@@ -1,0 +1,210 @@
+//! Prometheus metrics with the same names in both APIs (see docs/lab-interfaces.md).
+//!
+//! Pool gauges are refreshed when `/metrics` is scraped; waiting-for-a-connection, acquire time
+//! and timeouts are measured around every acquire by the APIs' `db` modules, because neither
+//! r2d2 nor sqlx reports its waiters.
+
+use std::time::Instant;
+
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
+};
+
+/// Latency buckets from 1 ms to 60 s: the lab's latencies span both ends.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0,
+    7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+pub struct Metrics {
+    registry: Registry,
+    pub http_requests: IntCounterVec,
+    pub http_duration: HistogramVec,
+    pub in_flight: IntGauge,
+    pub db_pool_max: IntGauge,
+    pub db_pool_in_use: IntGauge,
+    pub db_pool_idle: IntGauge,
+    pub db_pool_waiting: IntGauge,
+    pub db_acquire_timeouts: IntCounter,
+    pub db_acquire_seconds: Histogram,
+    pub db_tx_seconds: HistogramVec,
+    pub dep_seconds: HistogramVec,
+    pub blocking: Option<BlockingPoolMetrics>,
+}
+
+/// blocking-api only: the bounded pool every order request runs on.
+pub struct BlockingPoolMetrics {
+    pub threads: IntGauge,
+    pub busy: IntGauge,
+    pub queued: IntGauge,
+}
+
+impl Metrics {
+    /// `blocking_threads` is `Some(max threads)` for blocking-api, `None` for reactive-api.
+    pub fn new(pool_size: u32, blocking_threads: Option<usize>) -> Self {
+        let registry = Registry::new();
+        let reg = |c: Box<dyn prometheus::core::Collector>| {
+            registry.register(c).expect("metric names are unique");
+        };
+        let http_requests = IntCounterVec::new(
+            Opts::new(
+                "http_requests_total",
+                "HTTP requests by route, method and status",
+            ),
+            &["route", "method", "status"],
+        )
+        .unwrap();
+        let http_duration = HistogramVec::new(
+            HistogramOpts::new("http_request_duration_seconds", "Time to the response head")
+                .buckets(LATENCY_BUCKETS.to_vec()),
+            &["route", "method"],
+        )
+        .unwrap();
+        let gauge = |name: &str, help: &str| IntGauge::new(name, help).unwrap();
+        let in_flight = gauge("http_requests_in_flight", "Requests being handled");
+        let db_pool_max = gauge("db_pool_max_connections", "Configured pool size");
+        let db_pool_in_use = gauge("db_pool_connections_in_use", "Connections checked out");
+        let db_pool_idle = gauge("db_pool_connections_idle", "Open connections not in use");
+        let db_pool_waiting = gauge("db_pool_waiting", "Requests waiting for a connection");
+        let db_acquire_timeouts = IntCounter::new(
+            "db_pool_acquire_timeouts_total",
+            "Acquires that gave up after DB_POOL_TIMEOUT_MS",
+        )
+        .unwrap();
+        let db_acquire_seconds = Histogram::with_opts(
+            HistogramOpts::new("db_pool_acquire_duration_seconds", "Wait for a connection")
+                .buckets(LATENCY_BUCKETS.to_vec()),
+        )
+        .unwrap();
+        let db_tx_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "db_transaction_duration_seconds",
+                "Connection held, by purpose",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+            &["kind"],
+        )
+        .unwrap();
+        let dep_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "dependency_request_duration_seconds",
+                "Calls to dependencies",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+            &["dependency", "outcome"],
+        )
+        .unwrap();
+        db_pool_max.set(i64::from(pool_size));
+        reg(Box::new(http_requests.clone()));
+        reg(Box::new(http_duration.clone()));
+        for g in [
+            &in_flight,
+            &db_pool_max,
+            &db_pool_in_use,
+            &db_pool_idle,
+            &db_pool_waiting,
+        ] {
+            reg(Box::new(g.clone()));
+        }
+        reg(Box::new(db_acquire_timeouts.clone()));
+        reg(Box::new(db_acquire_seconds.clone()));
+        reg(Box::new(db_tx_seconds.clone()));
+        reg(Box::new(dep_seconds.clone()));
+        let blocking = blocking_threads.map(|max| {
+            let b = BlockingPoolMetrics {
+                threads: gauge("blocking_pool_threads", "Maximum blocking threads"),
+                busy: gauge("blocking_pool_busy", "Blocking threads running a request"),
+                queued: gauge(
+                    "blocking_pool_queued",
+                    "Requests waiting for a blocking thread",
+                ),
+            };
+            b.threads.set(max as i64);
+            for g in [&b.threads, &b.busy, &b.queued] {
+                reg(Box::new(g.clone()));
+            }
+            b
+        });
+        Metrics {
+            registry,
+            http_requests,
+            http_duration,
+            in_flight,
+            db_pool_max,
+            db_pool_in_use,
+            db_pool_idle,
+            db_pool_waiting,
+            db_acquire_timeouts,
+            db_acquire_seconds,
+            db_tx_seconds,
+            dep_seconds,
+            blocking,
+        }
+    }
+
+    /// Refreshes the pool gauges from the pool's own view: `open` connections, `idle` of them.
+    pub fn set_pool(&self, open: u32, idle: u32) {
+        self.db_pool_idle.set(i64::from(idle));
+        self.db_pool_in_use
+            .set(i64::from(open.saturating_sub(idle)));
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        TextEncoder::new()
+            .encode_to_string(&self.registry.gather())
+            .unwrap_or_default()
+    }
+
+    /// Starts timing a connection acquire; counts the caller as waiting until it finishes.
+    pub fn start_acquire(&self) -> AcquireTimer<'_> {
+        self.db_pool_waiting.inc();
+        AcquireTimer {
+            metrics: self,
+            start: Instant::now(),
+            done: false,
+        }
+    }
+
+    pub fn observe_dependency(&self, dependency: &str, ok: bool, start: Instant) {
+        let outcome = if ok { "ok" } else { "error" };
+        self.dep_seconds
+            .with_label_values(&[dependency, outcome])
+            .observe(start.elapsed().as_secs_f64());
+    }
+
+    /// Times how long a connection is held for one purpose (reserve, persist, request).
+    pub fn tx_timer(&self, kind: &str) -> prometheus::HistogramTimer {
+        self.db_tx_seconds.with_label_values(&[kind]).start_timer()
+    }
+}
+
+/// Dropped without [`AcquireTimer::finish`] (a cancelled future), it still stops counting the
+/// waiter, so the gauge cannot drift.
+pub struct AcquireTimer<'a> {
+    metrics: &'a Metrics,
+    start: Instant,
+    done: bool,
+}
+
+impl AcquireTimer<'_> {
+    pub fn finish(mut self, timed_out: bool) {
+        self.done = true;
+        self.metrics.db_pool_waiting.dec();
+        self.metrics
+            .db_acquire_seconds
+            .observe(self.start.elapsed().as_secs_f64());
+        if timed_out {
+            self.metrics.db_acquire_timeouts.inc();
+        }
+    }
+}
+
+impl Drop for AcquireTimer<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.metrics.db_pool_waiting.dec();
+        }
+    }
+}

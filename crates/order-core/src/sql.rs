@@ -1,0 +1,70 @@
+//! The SQL both APIs run, word for word. diesel (`sql_query`) and sqlx (`query`) both bind `$n`
+//! parameters, so one text serves both and a reader need not diff two query builders to trust
+//! that the two services do the same database work. Parameter types are spelled out with casts.
+
+/// Reserves `(seller_id, reference_id)`; takes over a crashed attempt's expired lease when the
+/// request is the same. Returns the attempt number, or no row when the key is taken.
+/// `$1` seller_id, `$2` reference_id, `$3` request_hash, `$4` lease in seconds (float8).
+pub const RESERVE_KEY: &str = "\
+INSERT INTO idempotency_keys (seller_id, reference_id, request_hash, state, attempt, lease_expires_at)
+VALUES ($1, $2, $3, 'IN_PROGRESS', 1, now() + make_interval(secs => $4::float8))
+ON CONFLICT (seller_id, reference_id) DO UPDATE
+   SET attempt = idempotency_keys.attempt + 1,
+       lease_expires_at = EXCLUDED.lease_expires_at,
+       updated_at = now()
+ WHERE idempotency_keys.state = 'IN_PROGRESS'
+   AND idempotency_keys.lease_expires_at < now()
+   AND idempotency_keys.request_hash = EXCLUDED.request_hash
+RETURNING attempt";
+
+/// Reads a taken key. `$1` seller_id, `$2` reference_id.
+pub const FIND_KEY: &str = "\
+SELECT request_hash, state, response_status, response_body, order_id
+  FROM idempotency_keys
+ WHERE seller_id = $1 AND reference_id = $2";
+
+/// Frees a reservation after a transient failure so the client can retry.
+/// `$1` seller_id, `$2` reference_id, `$3` attempt.
+pub const RELEASE_KEY: &str = "\
+DELETE FROM idempotency_keys
+ WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'IN_PROGRESS'";
+
+/// Marks the key completed with the outcome to replay. Zero rows means this attempt lost its
+/// lease. `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` status, `$5` body, `$6` order_id.
+pub const COMPLETE_KEY: &str = "\
+UPDATE idempotency_keys
+   SET state = 'COMPLETED', response_status = $4, response_body = $5, order_id = $6,
+       updated_at = now()
+ WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'IN_PROGRESS'";
+
+/// `$1`..`$9`: full_name, tax_id, street, number, state, city, locality, zip_code, complement.
+pub const INSERT_CUSTOMER: &str = "\
+INSERT INTO customers (full_name, tax_id, street, number, state, city, locality, zip_code, complement)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id";
+
+/// `$1` id, `$2` seller_id, `$3` reference_id, `$4` customer_id, `$5` status, `$6` amount,
+/// `$7` installments, `$8` payment_method, `$9` card_last4, `$10` payment_code,
+/// `$11` payment_status, `$12` risk_recommendation, `$13` created_at.
+pub const INSERT_ORDER: &str = "\
+INSERT INTO orders (id, seller_id, reference_id, customer_id, status, amount, installments,
+                    payment_method, card_last4, payment_code, payment_status, risk_recommendation,
+                    created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7::int4, $8, $9, $10, $11, $12, $13)";
+
+/// All items in one statement. `$1` order_id, `$2` positions, `$3` names, `$4` quantities,
+/// `$5` values (arrays of equal length).
+pub const INSERT_ITEMS: &str = "\
+INSERT INTO order_items (order_id, position, name, quantity, value)
+SELECT $1, t.position, t.name, t.quantity, t.value
+  FROM UNNEST($2::int4[], $3::text[], $4::int8[], $5::int8[]) AS t(position, name, quantity, value)";
+
+/// The order document of `$1` (order id) if it belongs to seller `$2`.
+pub const FIND_ORDER: &str = "\
+SELECT k.response_body
+  FROM orders o
+  JOIN idempotency_keys k ON k.seller_id = o.seller_id AND k.reference_id = o.reference_id
+ WHERE o.id = $1 AND o.seller_id = $2";
+
+/// The readiness probe.
+pub const PING: &str = "SELECT 1";

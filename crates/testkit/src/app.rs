@@ -1,0 +1,146 @@
+//! One API under test, with its own database and mock-deps, on port 0.
+
+use std::time::Duration;
+
+use mock_deps::{MockConfig, MockDeps};
+use order_core::settings::CommonSettings;
+use sqlx::PgPool;
+
+use crate::database::TestDatabase;
+
+/// Which implementation of the contract a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Blocking,
+    Reactive,
+}
+
+pub struct TestApp {
+    pub api: Api,
+    pub address: String,
+    /// A pool of the test's own, to look at the rows the API wrote.
+    pub pool: PgPool,
+    pub deps: MockDeps,
+    pub client: reqwest::Client,
+    pub db: TestDatabase,
+}
+
+impl TestApp {
+    /// The API with default settings and instant mocks.
+    pub async fn spawn(api: Api) -> Self {
+        Self::spawn_with(api, MockConfig::instant(), |_| {}).await
+    }
+
+    /// The API with adjusted settings (pool size, timeouts…) and mock behaviour.
+    pub async fn spawn_with(
+        api: Api,
+        mocks: MockConfig,
+        adjust: impl FnOnce(&mut CommonSettings),
+    ) -> Self {
+        let db = TestDatabase::new().await;
+        let deps = MockDeps::spawn(mocks).await.expect("starting mock-deps");
+        let mut common = CommonSettings::new(&db.url, deps.base_url());
+        adjust(&mut common);
+        let bind_addr = "127.0.0.1:0".to_owned();
+        let port = match api {
+            Api::Blocking => {
+                let settings = blocking_api::Settings {
+                    bind_addr,
+                    // Enough threads for the concurrency tests, few enough to start fast.
+                    blocking_threads: 64,
+                    common,
+                };
+                let app = blocking_api::Application::build(settings)
+                    .await
+                    .expect("building blocking-api");
+                let port = app.port();
+                tokio::spawn(app.run_until_stopped());
+                port
+            }
+            Api::Reactive => {
+                let settings = reactive_api::Settings { bind_addr, common };
+                let app = reactive_api::Application::build(settings)
+                    .await
+                    .expect("building reactive-api");
+                let port = app.port();
+                tokio::spawn(app.run_until_stopped());
+                port
+            }
+        };
+        let pool = PgPool::connect(&db.url)
+            .await
+            .expect("connecting the test's pool");
+        TestApp {
+            api,
+            address: format!("http://127.0.0.1:{port}"),
+            pool,
+            deps,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+            db,
+        }
+    }
+
+    /// `POST /orders` with a JSON body and a seller token.
+    pub async fn post_order(&self, token: &str, body: &serde_json::Value) -> reqwest::Response {
+        self.post_raw(
+            Some(token),
+            Some("application/json"),
+            serde_json::to_vec(body).unwrap(),
+        )
+        .await
+    }
+
+    /// `POST /orders` with any header values and bytes.
+    pub async fn post_raw(
+        &self,
+        token: Option<&str>,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> reqwest::Response {
+        let mut request = self
+            .client
+            .post(format!("{}/orders", self.address))
+            .body(body);
+        if let Some(token) = token {
+            request = request.header("Authorization", token);
+        }
+        if let Some(content_type) = content_type {
+            request = request.header("Content-Type", content_type);
+        }
+        request.send().await.expect("POST /orders")
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> reqwest::Response {
+        let mut request = self.client.get(format!("{}{path}", self.address));
+        if let Some(token) = token {
+            request = request.header("Authorization", token);
+        }
+        request.send().await.expect("GET")
+    }
+
+    /// Rows in a table of the API's database.
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
+            .fetch_one(&self.pool)
+            .await
+            .expect("counting rows")
+    }
+
+    /// Every row of every table of the order schema, as text.
+    pub async fn dump_rows(&self) -> Vec<String> {
+        let mut rows = Vec::new();
+        for table in ["idempotency_keys", "customers", "orders", "order_items"] {
+            let sql = format!("SELECT t::text FROM {table} t");
+            rows.extend(
+                sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
+                    .fetch_all(&self.pool)
+                    .await
+                    .expect("dumping rows"),
+            );
+        }
+        rows
+    }
+}

@@ -1,0 +1,40 @@
+//! The harness of the contract suite: every test gets a fresh PostgreSQL database, its own
+//! mock-deps and the API under test, all real and on port 0, talking real HTTP.
+//!
+//! The contract suite (`tests/contract*.rs`) is written once against [`TestApp`] and instantiated
+//! for both APIs by the [`contract_tests!`] macro, so a behaviour cannot be tested on one API and
+//! silently skipped on the other.
+//!
+//! PostgreSQL comes from `TEST_DATABASE_URL` (a URL of a role allowed to create databases);
+//! `scripts/test.sh` starts a throw-away cluster and sets it.
+
+mod app;
+mod database;
+mod orders;
+
+pub use app::{Api, TestApp};
+pub use database::TestDatabase;
+pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
+
+/// Instantiates each listed case, an `async fn(Api)` in scope, once per API.
+#[macro_export]
+macro_rules! contract_tests {
+    ($($case:ident),* $(,)?) => {
+        mod blocking {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case($crate::Api::Blocking).await
+                }
+            )*
+        }
+        mod reactive {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case($crate::Api::Reactive).await
+                }
+            )*
+        }
+    };
+}

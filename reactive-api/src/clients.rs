@@ -1,0 +1,91 @@
+//! Calls to the seller, risk and payment services with one shared `reqwest::Client`.
+//!
+//! Mirrors blocking-api's `clients.rs`; what an answer means is decided in `order_core::deps`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use order_core::contract::ValidOrder;
+use order_core::deps::{self, PayRequest, PayResult, Recommendation, RiskRequest};
+use order_core::error::{ApiError, Dependency};
+use order_core::metrics::Metrics;
+use order_core::settings::CommonSettings;
+
+pub struct Deps {
+    http: reqwest::Client,
+    base: String,
+    metrics: Arc<Metrics>,
+}
+
+impl Deps {
+    /// One client for the process: keep-alive connections are reused across requests, and every
+    /// call is bounded by `DEPS_TIMEOUT_MS` (connect and whole response).
+    pub fn new(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(settings.deps_timeout())
+            .connect_timeout(settings.deps_timeout())
+            .pool_idle_timeout(std::time::Duration::from_secs(90))
+            .build()
+            .context("building the HTTP client")?;
+        Ok(Deps {
+            http,
+            base: settings.deps_url.trim_end_matches('/').to_owned(),
+            metrics,
+        })
+    }
+
+    /// Step 1: resolves the seller token to a seller id.
+    pub async fn authenticate(&self, token: &str) -> Result<String, ApiError> {
+        let request = self
+            .http
+            .get(format!("{}{}", self.base, deps::SELLER_PATH))
+            .header("Authorization", token);
+        let (status, body) = self.call(Dependency::Seller, request).await?;
+        deps::seller_outcome(status, &body)
+    }
+
+    /// Step 3: the risk analysis's recommendation.
+    pub async fn risk(
+        &self,
+        seller_id: &str,
+        order: &ValidOrder,
+    ) -> Result<Recommendation, ApiError> {
+        let request = self
+            .http
+            .post(format!("{}{}", self.base, deps::RISK_PATH))
+            .json(&RiskRequest::new(seller_id, order));
+        let (status, body) = self.call(Dependency::Risk, request).await?;
+        deps::risk_outcome(status, &body)
+    }
+
+    /// Step 4: the charge, under an idempotency key so a retried attempt never charges twice.
+    pub async fn pay(&self, seller_id: &str, order: &ValidOrder) -> Result<PayResult, ApiError> {
+        let key = deps::payment_idempotency_key(seller_id, &order.request.reference_id);
+        let request = self
+            .http
+            .post(format!("{}{}", self.base, deps::PAY_PATH))
+            .header("Idempotency-Key", key)
+            .json(&PayRequest::new(order));
+        let (status, body) = self.call(Dependency::Payment, request).await?;
+        deps::pay_outcome(status, &body)
+    }
+
+    async fn call(
+        &self,
+        dependency: Dependency,
+        request: reqwest::RequestBuilder,
+    ) -> Result<(u16, Vec<u8>), ApiError> {
+        let start = Instant::now();
+        let result = async {
+            let response = request.send().await?;
+            let status = response.status().as_u16();
+            Ok::<_, reqwest::Error>((status, response.bytes().await?.to_vec()))
+        }
+        .await;
+        let ok = matches!(&result, Ok((status, _)) if *status < 500);
+        self.metrics
+            .observe_dependency(dependency.as_str(), ok, start);
+        result.map_err(|e| ApiError::dependency(dependency, e))
+    }
+}

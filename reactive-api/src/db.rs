@@ -1,0 +1,301 @@
+//! The database layer on sqlx: the SQL of `order_core::sql`, run on a `PgPool`.
+//!
+//! Mirrors blocking-api's `db.rs`: the same statements, in the same transactions, with every
+//! acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting, wait time, timeouts).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use order_core::contract::ValidOrder;
+use order_core::error::{ApiError, sqlstate_unavailable};
+use order_core::idempotency::{ExistingKey, Reservation};
+use order_core::metrics::Metrics;
+use order_core::order::{OrderDocument, Outcome};
+use order_core::settings::{CommonSettings, TxScope};
+use order_core::sql;
+use prometheus::HistogramTimer;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
+
+pub struct Db {
+    pool: PgPool,
+    metrics: Arc<Metrics>,
+}
+
+/// A transaction and the timer of how long its connection is held.
+pub struct Tx {
+    tx: Transaction<'static, Postgres>,
+    _held: HistogramTimer,
+}
+
+/// With `DB_TX_SCOPE=request`, the transaction every step of a request runs in.
+pub struct Held(Option<Tx>);
+
+/// One step's transaction: the request's held one, or a short one of its own.
+// Lives on the stack for one step; boxing `Own` would only add an allocation per step.
+#[allow(clippy::large_enum_variant)]
+pub enum Step<'h> {
+    Held(&'h mut Tx),
+    Own(Tx),
+}
+
+impl Step<'_> {
+    pub fn conn(&mut self) -> &mut PgConnection {
+        match self {
+            Step::Held(tx) => &mut tx.tx,
+            Step::Own(tx) => &mut tx.tx,
+        }
+    }
+
+    /// Commits a step's own transaction; a held one commits at the end of the request.
+    pub async fn finish(self) -> Result<(), ApiError> {
+        match self {
+            Step::Held(_) => Ok(()),
+            Step::Own(tx) => tx.tx.commit().await.map_err(db_error),
+        }
+    }
+}
+
+impl Db {
+    /// A lazy pool: connections open on first use, as in blocking-api's r2d2 pool.
+    pub fn connect(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+        let options: PgConnectOptions = settings
+            .database_url
+            .parse()
+            .context("parsing DATABASE_URL")?;
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.db_pool_size)
+            .min_connections(0)
+            .acquire_timeout(settings.db_pool_timeout())
+            .connect_lazy_with(options);
+        Ok(Db { pool, metrics })
+    }
+
+    /// Open connections and idle ones, for the pool gauges.
+    pub fn pool_state(&self) -> (u32, u32) {
+        (self.pool.size(), self.pool.num_idle() as u32)
+    }
+
+    /// Takes a connection (bounded wait, measured) and opens a transaction on it.
+    pub async fn begin(&self, kind: &str) -> Result<Tx, ApiError> {
+        let timer = self.metrics.start_acquire();
+        match self.pool.begin().await {
+            Ok(tx) => {
+                timer.finish(false);
+                Ok(Tx {
+                    tx,
+                    _held: self.metrics.tx_timer(kind),
+                })
+            }
+            Err(e) => {
+                timer.finish(matches!(e, sqlx::Error::PoolTimedOut));
+                Err(db_error(e))
+            }
+        }
+    }
+
+    /// For `DB_TX_SCOPE=request`: takes the request's connection now and holds it to the end.
+    pub async fn hold(&self, scope: TxScope) -> Result<Held, ApiError> {
+        Ok(Held(match scope {
+            TxScope::Short => None,
+            TxScope::Request => Some(self.begin("request").await?),
+        }))
+    }
+
+    pub async fn step<'h>(&self, held: &'h mut Held, kind: &str) -> Result<Step<'h>, ApiError> {
+        Ok(match &mut held.0 {
+            Some(tx) => Step::Held(tx),
+            None => Step::Own(self.begin(kind).await?),
+        })
+    }
+
+    /// Ends a request: commits its held transaction (a no-op in short scope).
+    pub async fn commit(&self, held: Held) -> Result<(), ApiError> {
+        match held.0 {
+            Some(tx) => tx.tx.commit().await.map_err(db_error),
+            None => Ok(()),
+        }
+    }
+
+    /// Frees a reservation after a failure. In request scope the rollback already did.
+    pub async fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
+        if held.0.is_some() {
+            return; // dropping the transaction rolls the reservation back
+        }
+        let result = async {
+            let mut tx = self.begin("release").await?;
+            sqlx::query(sql::RELEASE_KEY)
+                .bind(seller_id)
+                .bind(reference_id)
+                .bind(attempt)
+                .execute(&mut *tx.tx)
+                .await
+                .map_err(db_error)?;
+            tx.tx.commit().await.map_err(db_error)
+        };
+        if let Err(e) = result.await {
+            tracing::debug!(error = %e, "could not release the key; its lease will expire");
+        }
+    }
+
+    pub async fn ping(&self) -> Result<(), ApiError> {
+        let timer = self.metrics.start_acquire();
+        let conn = self.pool.acquire().await;
+        timer.finish(matches!(conn, Err(sqlx::Error::PoolTimedOut)));
+        let mut conn = conn.map_err(db_error)?;
+        sqlx::query(sql::PING)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// The stored document of an order, if it belongs to `seller_id`.
+    pub async fn find_order(&self, id: &str, seller_id: &str) -> Result<Option<String>, ApiError> {
+        let mut tx = self.begin("read").await?;
+        let row = sqlx::query(sql::FIND_ORDER)
+            .bind(id)
+            .bind(seller_id)
+            .fetch_optional(&mut *tx.tx)
+            .await
+            .map_err(db_error)?;
+        tx.tx.commit().await.map_err(db_error)?;
+        row.map(|r| r.try_get::<String, _>(0).map_err(db_error))
+            .transpose()
+    }
+}
+
+/// Reserves the key, or reads who holds it (see `order_core::idempotency`).
+pub async fn reserve(
+    conn: &mut PgConnection,
+    seller_id: &str,
+    order: &ValidOrder,
+    lease_seconds: f64,
+) -> Result<Reservation, ApiError> {
+    let reference_id = &order.request.reference_id;
+    let won = sqlx::query(sql::RESERVE_KEY)
+        .bind(seller_id)
+        .bind(reference_id)
+        .bind(&order.request_hash)
+        .bind(lease_seconds)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    if let Some(row) = won {
+        let attempt = row.try_get::<i32, _>(0).map_err(db_error)?;
+        return Ok(Reservation::Acquired { attempt });
+    }
+    let existing = sqlx::query(sql::FIND_KEY)
+        .bind(seller_id)
+        .bind(reference_id)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    let Some(row) = existing else {
+        return Ok(Reservation::Released);
+    };
+    Ok(Reservation::Taken(ExistingKey {
+        request_hash: row.try_get(0).map_err(db_error)?,
+        state: row.try_get(1).map_err(db_error)?,
+        response_status: row.try_get(2).map_err(db_error)?,
+        response_body: row.try_get(3).map_err(db_error)?,
+        order_id: row.try_get(4).map_err(db_error)?,
+    }))
+}
+
+/// Stores a completed outcome on the key. `false`: this attempt lost its lease.
+pub async fn complete_key(
+    conn: &mut PgConnection,
+    seller_id: &str,
+    reference_id: &str,
+    attempt: i32,
+    outcome: &Outcome,
+) -> Result<bool, ApiError> {
+    let done = sqlx::query(sql::COMPLETE_KEY)
+        .bind(seller_id)
+        .bind(reference_id)
+        .bind(attempt)
+        .bind(i32::from(outcome.status))
+        .bind(&outcome.body)
+        .bind(outcome.order_id.as_deref())
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Inserts customer, order and items (the caller's transaction makes it all or nothing).
+pub async fn insert_order(conn: &mut PgConnection, doc: &OrderDocument) -> Result<(), ApiError> {
+    let c = &doc.customer;
+    let a = &c.address;
+    let customer_id: i64 = sqlx::query(sql::INSERT_CUSTOMER)
+        .bind(&c.full_name)
+        .bind(&c.tax_id)
+        .bind(&a.street)
+        .bind(&a.number)
+        .bind(&a.state)
+        .bind(&a.city)
+        .bind(&a.locality)
+        .bind(&a.zip_code)
+        .bind(a.complement.as_deref())
+        .fetch_one(&mut *conn)
+        .await
+        .and_then(|row| row.try_get(0))
+        .map_err(db_error)?;
+    let p = &doc.payment;
+    sqlx::query(sql::INSERT_ORDER)
+        .bind(&doc.id)
+        .bind(&doc.seller_id)
+        .bind(&doc.reference_id)
+        .bind(customer_id)
+        .bind(&doc.status)
+        .bind(doc.amount)
+        .bind(doc.installments)
+        .bind(&p.method)
+        .bind(&p.card_last4)
+        .bind(&p.code)
+        .bind(serde_plain(&p.status))
+        .bind(serde_plain(&doc.risk.recommendation))
+        .bind(doc.created_at)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    let positions: Vec<i32> = (1..=doc.items.len() as i32).collect();
+    let names: Vec<&str> = doc.items.iter().map(|i| i.name.as_str()).collect();
+    let quantities: Vec<i64> = doc.items.iter().map(|i| i.quantity).collect();
+    let values: Vec<i64> = doc.items.iter().map(|i| i.value).collect();
+    sqlx::query(sql::INSERT_ITEMS)
+        .bind(&doc.id)
+        .bind(positions)
+        .bind(names)
+        .bind(quantities)
+        .bind(values)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    Ok(())
+}
+
+/// An enum's JSON spelling without the quotes (`"APPROVE"` → `APPROVE`).
+fn serde_plain<T: serde::Serialize>(value: &T) -> String {
+    order_core::order::plain(value)
+}
+
+/// Pool timeouts and lost connections are `database_unavailable`; anything else is a bug.
+fn db_error(e: sqlx::Error) -> ApiError {
+    let unavailable = match &e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::BeginFailed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| sqlstate_unavailable(&c)),
+        _ => false,
+    };
+    if unavailable {
+        ApiError::DatabaseUnavailable(e.into())
+    } else {
+        ApiError::Internal(e.into())
+    }
+}

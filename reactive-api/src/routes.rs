@@ -1,0 +1,63 @@
+//! HTTP handlers: each request is a future on the worker's event loop.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use order_core::ApiError;
+use order_core::contract::CreateOrderRequest;
+use order_core::http::{method_not_allowed, metrics_response, read_json_body, seller_token};
+
+use crate::service;
+use crate::startup::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/orders")
+            .route(web::post().to(create_order))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/orders/{id}")
+            .route(web::get().to(get_order))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .route("/ready", web::get().to(ready))
+    .route("/metrics", web::get().to(metrics));
+}
+
+async fn create_order(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let token = seller_token(&req)?;
+    let body = read_json_body(&req, payload).await?;
+    let order = CreateOrderRequest::parse(&body)?.validate(chrono::Utc::now().date_naive())?;
+    let outcome = service::create_order(&state, &token, order).await?;
+    Ok(outcome.into_response())
+}
+
+async fn get_order(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let token = seller_token(&req)?;
+    let body = service::get_order(&state, &token, &id).await?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body))
+}
+
+async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    match state.db.ping().await {
+        Ok(()) => HttpResponse::Ok().json(serde_json::json!({"status": "ready"})),
+        Err(e) => HttpResponse::ServiceUnavailable().json(serde_json::json!({
+            "status": "unavailable", "error": e.code(), "detail": e.to_string()
+        })),
+    }
+}
+
+async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let (open, idle) = state.db.pool_state();
+    state.metrics.set_pool(open, idle);
+    metrics_response(&state.metrics)
+}
