@@ -3,24 +3,13 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
 use order_core::contract::CreateOrderRequest;
-use order_core::http::{method_not_allowed, metrics_response, read_json_body, seller_token};
+use order_core::http::{metrics_response, read_json_body, seller_token};
 
 use crate::service;
 use crate::startup::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/orders")
-            .route(web::post().to(create_order))
-            .default_service(web::to(method_not_allowed)),
-    )
-    .service(
-        web::resource("/orders/{id}")
-            .route(web::get().to(get_order))
-            .default_service(web::to(method_not_allowed)),
-    )
-    .route("/ready", web::get().to(ready))
-    .route("/metrics", web::get().to(metrics));
+    order_core::server::order_routes(cfg, create_order, get_order, ready, metrics);
 }
 
 async fn create_order(

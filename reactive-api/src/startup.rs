@@ -3,14 +3,10 @@
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use actix_web::dev::Server;
-use actix_web::middleware::from_fn;
-use actix_web::{App, HttpServer, web};
+use actix_web::web;
 use anyhow::Context;
-use order_core::http::{
-    BACKLOG, MAX_CONNECTIONS_PER_WORKER, not_found, shared_routes, track_metrics,
-};
 use order_core::metrics::Metrics;
+use order_core::server::{Running, serve};
 use order_core::settings::CommonSettings;
 
 use crate::{clients::Deps, db::Db, routes};
@@ -38,16 +34,14 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
 }
 
-pub struct Application {
-    port: u16,
-    server: Server,
-}
+pub struct Application(Running);
 
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let common = settings.common.clone();
         order_core::migrate::run(&common.database_url).await?;
-        let metrics = Arc::new(Metrics::new(common.db_pool_size, None));
+        let blocking_threads = None;
+        let metrics = Arc::new(Metrics::new(common.db_pool_size, blocking_threads));
         let state = web::Data::new(AppState {
             db: Db::connect(&common, metrics.clone())?,
             deps: Deps::new(&common, metrics.clone())?,
@@ -56,35 +50,29 @@ impl Application {
         });
         let listener = TcpListener::bind(&settings.bind_addr)
             .with_context(|| format!("binding {}", settings.bind_addr))?;
-        let port = listener.local_addr()?.port();
-        let metrics_data = web::Data::new(metrics);
-        let server = HttpServer::new(move || {
-            App::new()
-                .wrap(from_fn(track_metrics))
-                .app_data(state.clone())
-                .app_data(metrics_data.clone())
-                .configure(shared_routes)
-                .configure(routes::configure)
-                .default_service(web::to(not_found))
-        })
-        .workers(common.http_workers)
-        .backlog(BACKLOG)
-        .max_connections(MAX_CONNECTIONS_PER_WORKER)
-        .listen(listener)?
-        .run();
+        let workers = common.http_workers;
+        let running = serve(
+            listener,
+            workers,
+            blocking_threads,
+            state,
+            metrics,
+            routes::configure,
+        )?;
         tracing::info!(
-            port,
-            workers = common.http_workers,
+            port = running.port,
+            workers,
+            ?blocking_threads,
             "reactive-api listening"
         );
-        Ok(Application { port, server })
+        Ok(Application(running))
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.0.port
     }
 
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
-        Ok(self.server.await?)
+        self.0.run_until_stopped().await
     }
 }

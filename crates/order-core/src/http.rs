@@ -16,11 +16,6 @@ use crate::contract::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 
-/// Listen backlog of both servers: thousands of connections can arrive at once under a ramp.
-pub const BACKLOG: u32 = 4096;
-/// Concurrent connections each actix worker accepts (actix's default is 25,000), same in both.
-pub const MAX_CONNECTIONS_PER_WORKER: usize = 25_000;
-
 /// Reads a JSON request body: `application/json` only (415), at most 64 KiB (413, refused from
 /// `Content-Length` before reading when the client announces it).
 pub async fn read_json_body(

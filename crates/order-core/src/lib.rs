@@ -4,9 +4,9 @@
 //! holds the parts that must therefore exist once: the HTTP contract and its validation
 //! ([`contract`]), the error enum and its status mapping ([`error`]), typed settings
 //! ([`settings`]), the SQL text both database layers run ([`sql`]), the idempotency decision
-//! ([`idempotency`]), the order document returned and replayed ([`order`]), the actix-web glue both
-//! servers use ([`http`]), the Prometheus metrics with identical names ([`metrics`]) and the
-//! migrations, applied by one migrator ([`migrate`]).
+//! ([`idempotency`]), the order document returned and replayed ([`order`]), the actix-web glue,
+//! route table and server both use ([`http`], [`server`]), the Prometheus metrics with identical
+//! names ([`metrics`]) and the migrations, applied by one migrator ([`migrate`]).
 //!
 //! Only `service`, `db` and `clients` are written twice — as plain functions on a blocking pool in
 //! `blocking-api`, as `async fn`s in `reactive-api`.
@@ -19,6 +19,7 @@ pub mod idempotency;
 pub mod metrics;
 pub mod migrate;
 pub mod order;
+pub mod server;
 pub mod settings;
 pub mod sql;
 pub mod telemetry;
