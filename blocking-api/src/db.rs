@@ -85,7 +85,7 @@ impl Db {
             .max_size(settings.db_pool_size)
             .min_idle(Some(0))
             .connection_timeout(settings.db_pool_timeout())
-            // sqlx's pool is likewise told not to ping before every checkout.
+            // sqlx in reactive-api is likewise told not to ping before every checkout.
             .test_on_check_out(false)
             .build_unchecked(ConnectionManager::new(&settings.database_url));
         Ok(Db { pool, metrics })
@@ -104,7 +104,9 @@ impl Db {
         let conn = self.pool.get();
         timer.finish(conn.is_err());
         let mut conn = conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
-        AnsiTransactionManager::begin_transaction(&mut *conn).map_err(db_error)?;
+        // A connection that cannot even begin is as good as none: 503, like a failed checkout.
+        AnsiTransactionManager::begin_transaction(&mut *conn)
+            .map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
         Ok(Tx {
             conn,
             open: true,

@@ -67,6 +67,8 @@ impl Db {
             .max_connections(settings.db_pool_size)
             .min_connections(0)
             .acquire_timeout(settings.db_pool_timeout())
+            // r2d2 in blocking-api is likewise told not to ping before every checkout.
+            .test_before_acquire(false)
             .connect_lazy_with(options);
         Ok(Db { pool, metrics })
     }
@@ -88,8 +90,9 @@ impl Db {
                 })
             }
             Err(e) => {
+                // Whatever the cause (timeout, refused, shutting down), no connection: 503.
                 timer.finish(matches!(e, sqlx::Error::PoolTimedOut));
-                Err(db_error(e))
+                Err(ApiError::DatabaseUnavailable(e.into()))
             }
         }
     }
@@ -142,7 +145,7 @@ impl Db {
         let timer = self.metrics.start_acquire();
         let conn = self.pool.acquire().await;
         timer.finish(matches!(conn, Err(sqlx::Error::PoolTimedOut)));
-        let mut conn = conn.map_err(db_error)?;
+        let mut conn = conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
         sqlx::query(sql::PING)
             .execute(&mut *conn)
             .await

@@ -13,7 +13,7 @@ mod database;
 mod orders;
 
 pub use app::{Api, TestApp};
-pub use database::TestDatabase;
+pub use database::{TestDatabase, admin_url};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
 
 /// Instantiates each listed case, an `async fn(Api)` in scope, once per API.

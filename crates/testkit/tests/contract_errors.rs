@@ -15,6 +15,7 @@ contract_tests!(
     hanging_dependency_times_out_as_503,
     exhausted_pool_is_503_within_the_pool_timeout,
     no_card_number_or_cvv_anywhere,
+    database_down_is_503_and_ready_says_so,
 );
 
 /// (JSON pointer, replacement, field named in the error). `null` replacement removes the field.
@@ -365,4 +366,50 @@ async fn no_card_number_or_cvv_anywhere(api: Api) {
         let tokens = text.split(|c: char| !c.is_ascii_alphanumeric());
         assert!(tokens.clone().all(|t| t != "7319"), "cvv in {text}");
     }
+}
+
+/// The database refuses connections: orders get 503 `database_unavailable`, `/ready` 503, and
+/// both recover once it is back.
+async fn database_down_is_503_and_ready_says_so(api: Api) {
+    let app = TestApp::spawn_with(api, MockConfig::instant(), |s| s.db_pool_timeout_ms = 500).await;
+    assert_eq!(app.get("/ready", None).await.status(), 200);
+    let name = app.db.name().to_owned();
+    let switch = |allow: bool| {
+        let name = name.clone();
+        async move {
+            let mut admin = sqlx::PgConnection::connect(&testkit::admin_url())
+                .await
+                .unwrap();
+            let sql = format!(r#"ALTER DATABASE "{name}" ALLOW_CONNECTIONS {allow}"#);
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(&mut admin)
+                .await
+                .unwrap();
+            if !allow {
+                let kill = format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(kill))
+                    .execute(&mut admin)
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    switch(false).await;
+    let response = app.post_order(TOKEN, &valid_order("down-1")).await;
+    assert_eq!(response.status(), 503);
+    let json: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(json["error"], "database_unavailable");
+    assert_eq!(app.get("/ready", None).await.status(), 503);
+    switch(true).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while app.get("/ready", None).await.status() != 200 {
+        assert!(Instant::now() < deadline, "never became ready again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        app.post_order(TOKEN, &valid_order("down-1")).await.status(),
+        201
+    );
 }

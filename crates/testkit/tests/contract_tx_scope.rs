@@ -26,7 +26,14 @@ async fn connections_in_use_during_payment(api: Api, scope: TxScope) -> i64 {
         let (client, url) = (app.client.clone(), format!("{}/orders", app.address));
         async move {
             let body = valid_order("scope-1");
-            client.post(url).header("Authorization", TOKEN).json(&body).send().await.unwrap().status()
+            client
+                .post(url)
+                .header("Authorization", TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
         }
     });
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -36,7 +43,11 @@ async fn connections_in_use_during_payment(api: Api, scope: TxScope) -> i64 {
     }
     let metrics = app.get("/metrics", None).await.text().await.unwrap();
     let in_use = gauge(&metrics, "db_pool_connections_in_use");
-    assert_eq!(app.deps.stats().payment.in_flight, 1, "still inside the payment call");
+    assert_eq!(
+        app.deps.stats().payment.in_flight,
+        1,
+        "still inside the payment call"
+    );
     assert_eq!(request.await.unwrap(), 201);
     assert_eq!(app.count("orders").await, 1);
     in_use
@@ -50,11 +61,17 @@ fn gauge(metrics: &str, name: &str) -> i64 {
 }
 
 async fn short_scope_holds_no_connection_during_a_remote_call(api: Api) {
-    assert_eq!(connections_in_use_during_payment(api, TxScope::Short).await, 0);
+    assert_eq!(
+        connections_in_use_during_payment(api, TxScope::Short).await,
+        0
+    );
 }
 
 async fn request_scope_holds_a_connection_across_the_remote_calls(api: Api) {
-    assert_eq!(connections_in_use_during_payment(api, TxScope::Request).await, 1);
+    assert_eq!(
+        connections_in_use_during_payment(api, TxScope::Request).await,
+        1
+    );
 }
 
 async fn request_scope_keeps_the_idempotency_guarantees(api: Api) {
@@ -69,7 +86,10 @@ async fn request_scope_keeps_the_idempotency_guarantees(api: Api) {
         .filter(|r| r.status() == 201 && r.headers().get("idempotent-replayed").is_none())
         .count();
     assert_eq!(fresh, 1, "{statuses:?}");
-    assert!(statuses.iter().all(|s| matches!(s, 201 | 409)), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| matches!(s, 201 | 409)),
+        "{statuses:?}"
+    );
     assert_eq!(app.count("orders").await, 1);
     assert_eq!(app.deps.ledger().charges, 1);
 }
@@ -80,7 +100,11 @@ async fn request_scope_rolls_back_and_releases_on_failure(api: Api) {
     let app = TestApp::spawn_with(api, mocks, |s| s.db_tx_scope = TxScope::Request).await;
     let body = valid_order("scope-fail");
     assert_eq!(app.post_order(TOKEN, &body).await.status(), 503);
-    assert_eq!(app.count("idempotency_keys").await, 0, "rolled back with the transaction");
+    assert_eq!(
+        app.count("idempotency_keys").await,
+        0,
+        "rolled back with the transaction"
+    );
     mocks.payment.error_rate = 0.0;
     app.deps.set_config(mocks);
     assert_eq!(app.post_order(TOKEN, &body).await.status(), 201);
