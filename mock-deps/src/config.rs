@@ -1,0 +1,206 @@
+//! Behaviour knobs: latency, jitter and failure injection per endpoint.
+//!
+//! The whole [`MockConfig`] is small and `Copy`, so a request copies it out of an `RwLock` at its
+//! start and never holds the lock across an await.
+
+use serde::{Deserialize, Serialize};
+
+/// Default duration of an injected hang: ten minutes, past any sane client timeout.
+pub const DEFAULT_HANG_MS: u64 = 600_000;
+
+/// How one endpoint behaves. `Default` is the instant, always-healthy endpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Base delay before answering.
+    pub latency_ms: u64,
+    /// Uniform jitter added to the latency: the delay is drawn from `latency ± jitter` (floored at 0).
+    pub jitter_ms: u64,
+    /// Share (0..=1) of requests answered `503 {"error":"injected_failure"}` after the latency.
+    pub error_rate: f64,
+    /// Share (0..=1) of requests that hang for [`MockConfig::hang_ms`] after the latency.
+    /// One draw decides both: `r < error_rate` fails, else `r < error_rate + hang_rate` hangs,
+    /// so when the two add up past 1 the error share wins.
+    pub hang_rate: f64,
+}
+
+impl EndpointConfig {
+    /// A healthy endpoint answering after `latency_ms`.
+    pub fn with_latency(latency_ms: u64) -> Self {
+        Self {
+            latency_ms,
+            ..Self::default()
+        }
+    }
+
+    fn validate(&self, name: &str) -> Result<(), String> {
+        for (field, rate) in [
+            ("error_rate", self.error_rate),
+            ("hang_rate", self.hang_rate),
+        ] {
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(format!("{name}.{field} must be within 0..=1, got {rate}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The behaviour of all three mocked dependencies.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockConfig {
+    /// `GET /sellers/authorization`.
+    #[serde(default)]
+    pub seller: EndpointConfig,
+    /// `POST /risk-analysis/validate`.
+    #[serde(default)]
+    pub risk: EndpointConfig,
+    /// `POST /gateway/pay`.
+    #[serde(default)]
+    pub payment: EndpointConfig,
+    /// How long an injected hang lasts before the request is answered `504`.
+    #[serde(default = "default_hang_ms")]
+    pub hang_ms: u64,
+}
+
+fn default_hang_ms() -> u64 {
+    DEFAULT_HANG_MS
+}
+
+impl MockConfig {
+    /// The original experiment (SEEDS A): seller 200 ms, risk 1000 ms, payment 1000 ms, no failures.
+    pub fn seed_defaults() -> Self {
+        Self {
+            seller: EndpointConfig::with_latency(200),
+            risk: EndpointConfig::with_latency(1000),
+            payment: EndpointConfig::with_latency(1000),
+            hang_ms: DEFAULT_HANG_MS,
+        }
+    }
+
+    /// Zero latency and no failures: what integration tests usually want.
+    pub fn instant() -> Self {
+        Self {
+            seller: EndpointConfig::default(),
+            risk: EndpointConfig::default(),
+            payment: EndpointConfig::default(),
+            hang_ms: DEFAULT_HANG_MS,
+        }
+    }
+
+    /// Checks that every rate is a share in `0..=1` (NaN included in the rejects).
+    pub fn validate(&self) -> Result<(), String> {
+        self.seller.validate("seller")?;
+        self.risk.validate("risk")?;
+        self.payment.validate("payment")
+    }
+}
+
+/// Body of `PUT /admin/config`: any subset of endpoints and fields.
+///
+/// Unknown fields are rejected so that a typo (`"latency"`) is a 400, not a silent no-op.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigPatch {
+    pub seller: Option<EndpointPatch>,
+    pub risk: Option<EndpointPatch>,
+    pub payment: Option<EndpointPatch>,
+    pub hang_ms: Option<u64>,
+}
+
+/// Partial [`EndpointConfig`].
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointPatch {
+    pub latency_ms: Option<u64>,
+    pub jitter_ms: Option<u64>,
+    pub error_rate: Option<f64>,
+    pub hang_rate: Option<f64>,
+}
+
+impl EndpointPatch {
+    fn apply(&self, target: &mut EndpointConfig) {
+        if let Some(v) = self.latency_ms {
+            target.latency_ms = v;
+        }
+        if let Some(v) = self.jitter_ms {
+            target.jitter_ms = v;
+        }
+        if let Some(v) = self.error_rate {
+            target.error_rate = v;
+        }
+        if let Some(v) = self.hang_rate {
+            target.hang_rate = v;
+        }
+    }
+}
+
+impl ConfigPatch {
+    /// Returns `base` with the patch applied, or why the result would be invalid.
+    pub fn apply(&self, base: MockConfig) -> Result<MockConfig, String> {
+        let mut next = base;
+        let pairs = [
+            (self.seller, &mut next.seller),
+            (self.risk, &mut next.risk),
+            (self.payment, &mut next.payment),
+        ];
+        for (patch, target) in pairs {
+            if let Some(patch) = patch {
+                patch.apply(target);
+            }
+        }
+        if let Some(hang_ms) = self.hang_ms {
+            next.hang_ms = hang_ms;
+        }
+        next.validate()?;
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_patch_changes_only_named_fields() {
+        let patch: ConfigPatch =
+            serde_json::from_str(r#"{"risk":{"latency_ms":5},"hang_ms":10}"#).unwrap();
+        let next = patch.apply(MockConfig::seed_defaults()).unwrap();
+        assert_eq!(next.risk.latency_ms, 5);
+        assert_eq!(next.seller.latency_ms, 200);
+        assert_eq!(next.payment.latency_ms, 1000);
+        assert_eq!(next.hang_ms, 10);
+    }
+
+    #[test]
+    fn rates_outside_unit_interval_are_rejected() {
+        for bad in [
+            r#"{"seller":{"error_rate":1.5}}"#,
+            r#"{"payment":{"hang_rate":-0.1}}"#,
+        ] {
+            let patch: ConfigPatch = serde_json::from_str(bad).unwrap();
+            assert!(patch.apply(MockConfig::instant()).is_err(), "{bad}");
+        }
+        let nan = MockConfig {
+            risk: EndpointConfig {
+                error_rate: f64::NAN,
+                ..EndpointConfig::default()
+            },
+            ..MockConfig::instant()
+        };
+        assert!(nan.validate().is_err());
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        assert!(serde_json::from_str::<ConfigPatch>(r#"{"risk":{"latency":5}}"#).is_err());
+    }
+
+    #[test]
+    fn full_config_round_trips() {
+        let cfg = MockConfig::seed_defaults();
+        let back: MockConfig = serde_json::from_str(&serde_json::to_string(&cfg).unwrap()).unwrap();
+        assert_eq!(back, cfg);
+    }
+}

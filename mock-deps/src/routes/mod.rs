@@ -1,0 +1,63 @@
+//! HTTP routes: the three mocked dependencies and the admin surface that steers them.
+
+mod admin;
+mod deps;
+
+use actix_web::web;
+
+/// Registers every route. Paths are part of the wire contract the APIs are written against.
+pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route(
+        "/sellers/authorization",
+        web::get().to(deps::seller_authorization),
+    )
+    .route(
+        "/risk-analysis/validate",
+        web::post().to(deps::risk_validate),
+    )
+    .route("/gateway/pay", web::post().to(deps::gateway_pay))
+    .route("/admin/config", web::get().to(admin::get_config))
+    .route("/admin/config", web::put().to(admin::put_config))
+    .route("/admin/ledger", web::get().to(admin::get_ledger))
+    .route("/admin/stats", web::get().to(admin::get_stats))
+    .route("/admin/reset", web::post().to(admin::reset))
+    .route("/health", web::get().to(admin::health));
+}
+
+/// Fixed JSON answers, served from `'static` strings so the hot path allocates nothing for them.
+pub(crate) mod json {
+    use actix_web::HttpResponse;
+    use actix_web::http::{StatusCode, header::ContentType};
+
+    pub fn fixed(status: StatusCode, body: &'static str) -> HttpResponse {
+        HttpResponse::build(status)
+            .content_type(ContentType::json())
+            .body(body)
+    }
+
+    pub fn owned(status: StatusCode, body: String) -> HttpResponse {
+        HttpResponse::build(status)
+            .content_type(ContentType::json())
+            .body(body)
+    }
+
+    pub fn service_unavailable() -> HttpResponse {
+        fixed(
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"error":"injected_failure"}"#,
+        )
+    }
+
+    /// What a hung request finally answers if its client is still there after `hang_ms`.
+    pub fn gateway_timeout() -> HttpResponse {
+        fixed(StatusCode::GATEWAY_TIMEOUT, r#"{"error":"injected_hang"}"#)
+    }
+
+    pub fn unauthorized() -> HttpResponse {
+        fixed(StatusCode::UNAUTHORIZED, r#"{"error":"unauthorized"}"#)
+    }
+
+    pub fn bad_request() -> HttpResponse {
+        fixed(StatusCode::BAD_REQUEST, r#"{"error":"bad_request"}"#)
+    }
+}

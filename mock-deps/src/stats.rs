@@ -1,0 +1,153 @@
+//! Per-endpoint request counters: lock-free atomics bumped on the hot path, read by `/admin/stats`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde::{Deserialize, Serialize};
+
+/// Counters of one endpoint. `negative` is the endpoint's "no" answer with a 200/401 status:
+/// unauthorized (seller), DISAPPROVE (risk), DECLINED (payment).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub requests: AtomicU64,
+    pub ok: AtomicU64,
+    pub negative: AtomicU64,
+    pub conflicts: AtomicU64,
+    pub bad_requests: AtomicU64,
+    pub injected_errors: AtomicU64,
+    pub hangs: AtomicU64,
+    pub in_flight: AtomicU64,
+}
+
+impl Counters {
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Relaxed);
+    }
+
+    /// Counts the request and marks it in flight until the guard drops: when the handler
+    /// returns, or when actix drops the handler because the client went away.
+    pub fn start(&self) -> InFlight<'_> {
+        self.requests.fetch_add(1, Relaxed);
+        self.in_flight.fetch_add(1, Relaxed);
+        InFlight(&self.in_flight)
+    }
+
+    /// Zeroes everything but `in_flight`, which describes requests that still exist.
+    fn reset(&self) {
+        for c in [
+            &self.requests,
+            &self.ok,
+            &self.negative,
+            &self.conflicts,
+            &self.bad_requests,
+            &self.injected_errors,
+            &self.hangs,
+        ] {
+            c.store(0, Relaxed);
+        }
+    }
+}
+
+/// Decrements `in_flight` on drop.
+pub(crate) struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Counters of all three endpoints.
+#[derive(Debug, Default)]
+pub(crate) struct StatsStore {
+    pub seller: Counters,
+    pub risk: Counters,
+    pub payment: Counters,
+}
+
+impl StatsStore {
+    pub fn reset(&self) {
+        self.seller.reset();
+        self.risk.reset();
+        self.payment.reset();
+    }
+
+    pub fn snapshot(&self) -> Stats {
+        let (s, r, p) = (&self.seller, &self.risk, &self.payment);
+        Stats {
+            seller: SellerStats {
+                requests: s.requests.load(Relaxed),
+                ok: s.ok.load(Relaxed),
+                unauthorized: s.negative.load(Relaxed),
+                injected_errors: s.injected_errors.load(Relaxed),
+                hangs: s.hangs.load(Relaxed),
+                in_flight: s.in_flight.load(Relaxed),
+            },
+            risk: RiskStats {
+                requests: r.requests.load(Relaxed),
+                ok: r.ok.load(Relaxed),
+                disapproved: r.negative.load(Relaxed),
+                bad_requests: r.bad_requests.load(Relaxed),
+                injected_errors: r.injected_errors.load(Relaxed),
+                hangs: r.hangs.load(Relaxed),
+                in_flight: r.in_flight.load(Relaxed),
+            },
+            payment: PaymentStats {
+                requests: p.requests.load(Relaxed),
+                ok: p.ok.load(Relaxed),
+                declined: p.negative.load(Relaxed),
+                conflicts: p.conflicts.load(Relaxed),
+                bad_requests: p.bad_requests.load(Relaxed),
+                injected_errors: p.injected_errors.load(Relaxed),
+                hangs: p.hangs.load(Relaxed),
+                in_flight: p.in_flight.load(Relaxed),
+            },
+        }
+    }
+}
+
+/// Snapshot served by `GET /admin/stats`. Counters are read one by one, not atomically together.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub seller: SellerStats,
+    pub risk: RiskStats,
+    pub payment: PaymentStats,
+}
+
+/// `GET /sellers/authorization`: `ok` (200) + `unauthorized` (401) + injected errors + hangs
+/// account for every finished request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SellerStats {
+    pub requests: u64,
+    pub ok: u64,
+    pub unauthorized: u64,
+    pub injected_errors: u64,
+    pub hangs: u64,
+    pub in_flight: u64,
+}
+
+/// `POST /risk-analysis/validate`: `ok` counts every 200, APPROVE or DISAPPROVE;
+/// `disapproved` is the DISAPPROVE part of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RiskStats {
+    pub requests: u64,
+    pub ok: u64,
+    pub disapproved: u64,
+    pub bad_requests: u64,
+    pub injected_errors: u64,
+    pub hangs: u64,
+    pub in_flight: u64,
+}
+
+/// `POST /gateway/pay`: `ok` counts every 200, SUCCESS or DECLINED, replays included;
+/// `declined` is the DECLINED part of it; `conflicts` are the 409s.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentStats {
+    pub requests: u64,
+    pub ok: u64,
+    pub declined: u64,
+    pub conflicts: u64,
+    pub bad_requests: u64,
+    pub injected_errors: u64,
+    pub hangs: u64,
+    pub in_flight: u64,
+}

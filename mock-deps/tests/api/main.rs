@@ -1,0 +1,8 @@
+//! Integration tests: the real server on port 0, driven over real HTTP.
+
+mod admin;
+mod faults;
+mod helpers;
+mod payment;
+mod risk;
+mod seller;
