@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# One image holding the lab's four binaries; docker-compose.yml picks one per service with `command`.
+
+# ---- builder: the whole workspace, release profile, exactly the locked dependencies ----
+FROM rust:1.95-bookworm AS builder
+# libpq-dev + pkg-config: diesel's PostgreSQL backend (pq-sys) links libpq. cmake: aws-lc-sys.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libpq-dev pkg-config cmake \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+# Cache mounts keep the registry and target/ between builds; the binaries are copied out of the
+# cached target/ because it is not part of the image layer.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked -p blocking-api -p reactive-api -p mock-deps -p loadtest \
+    && mkdir -p /out \
+    && cp target/release/blocking-api target/release/reactive-api target/release/mock-deps \
+          target/release/loadtest /out/
+
+# ---- runtime: small Debian with libpq and curl (for the health checks) ----
+FROM debian:bookworm-slim AS runtime
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libpq5 ca-certificates curl \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --no-create-home --shell /usr/sbin/nologin lab
+COPY --from=builder /out/blocking-api /out/reactive-api /out/mock-deps /out/loadtest /usr/local/bin/
+WORKDIR /app
+# Migrations are embedded in the API binaries (sqlx::migrate!), nothing else to copy.
+USER lab
+# Overridden per service in docker-compose.yml.
+CMD ["blocking-api"]

@@ -1,0 +1,26 @@
+//! labkit — the load lab's infrastructure.
+//!
+//! The `loadtest` crate's `lab` command compares the thread-per-request `blocking-api` with the
+//! async `reactive-api` under the same load. A comparison is only fair if both run against the same
+//! database, under the same resource limits, and every number in the report can be traced to how it
+//! was measured. labkit provides those pieces, and nothing about HTTP load or reporting:
+//!
+//! - [`pg`]: a throw-away PostgreSQL cluster (its settings are exposed so the report can print them);
+//! - [`cgroup`]: CPU/memory limits for a child process (cgroup v2 or v1), read back from the kernel
+//!   so a report never claims a limit that is not enforced;
+//! - [`procstat`]: CPU seconds, RSS, threads and open files of processes (or process trees, e.g. a
+//!   PostgreSQL server and its backends) sampled from `/proc`;
+//! - [`process`]: spawning the services as children with their output in log files, waiting for
+//!   `/ready`, locating the workspace binaries, raising `RLIMIT_NOFILE`;
+//! - [`envinfo`]: the machine, OS, compiler and commit a run happened on;
+//! - [`cleanup`]: the one Ctrl-C/SIGTERM handler that stops everything above before exiting 130.
+//!
+//! Everything is synchronous except [`process::wait_ready_async`], so it can be used from tests, from
+//! plain `main`s and (sparingly, at set-up time) from async code.
+
+pub mod cgroup;
+pub mod cleanup;
+pub mod envinfo;
+pub mod pg;
+pub mod process;
+pub mod procstat;

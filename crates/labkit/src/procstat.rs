@@ -1,0 +1,259 @@
+//! Resource usage of processes, read from `/proc` (Linux).
+//!
+//! A [`Sampler`] holds named [`Target`]s — a single process, a process tree (PostgreSQL's postmaster
+//! and every backend it forked), or the current process (the load generator itself) — and reads one
+//! [`ProcSample`] per target per call. Counters are cumulative; rates come from two samples of the
+//! same target ([`cpu_percent`]).
+//!
+//! CPU time is `utime + stime` from `/proc/PID/stat`, converted with the kernel's clock tick
+//! (`sysconf(_SC_CLK_TCK)`). For a tree, each member also contributes `cutime + cstime` (the CPU of
+//! children it has reaped), so a backend that exits between two samples does not make the tree's
+//! counter go backwards. Memory is resident set size; for a tree it is the sum of the members' RSS,
+//! which counts shared memory (PostgreSQL's shared buffers) once per process that touched it — an
+//! upper bound, not the tree's real footprint.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// What to sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// One process (its threads included).
+    Process(u32),
+    /// A process and all its descendants, summed.
+    Tree(u32),
+    /// The calling process.
+    Myself,
+}
+
+/// One reading of one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcSample {
+    /// Seconds since the [`Sampler`] was created (monotonic clock).
+    pub t: f64,
+    /// Cumulative CPU time (user + system) in seconds, see the module docs.
+    pub cpu_seconds: f64,
+    /// Resident set size in bytes (summed over a tree).
+    pub rss_bytes: u64,
+    /// Number of threads (summed over a tree).
+    pub threads: u64,
+    /// Open file descriptors (summed over a tree); `None` when `/proc/PID/fd` was not readable.
+    pub fds: Option<u64>,
+    /// Number of processes read (1, or the size of the tree).
+    pub processes: u64,
+}
+
+/// Samples named targets; see the module docs.
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    start: Instant,
+    targets: Vec<(String, Target)>,
+}
+
+impl Default for Sampler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sampler {
+    /// A sampler with no targets; its clock (`ProcSample::t`) starts now.
+    pub fn new() -> Self {
+        Sampler {
+            start: Instant::now(),
+            targets: Vec::new(),
+        }
+    }
+
+    /// Adds a target under `name` (names are the caller's, e.g. "blocking-api", "postgres").
+    pub fn add(&mut self, name: impl Into<String>, target: Target) -> &mut Self {
+        self.targets.push((name.into(), target));
+        self
+    }
+
+    /// The targets, in the order they were added.
+    pub fn targets(&self) -> &[(String, Target)] {
+        &self.targets
+    }
+
+    /// One sample per target, in the order added; `None` for a target that no longer exists.
+    pub fn sample(&self) -> Vec<(String, Option<ProcSample>)> {
+        let table = if self
+            .targets
+            .iter()
+            .any(|(_, t)| matches!(t, Target::Tree(_)))
+        {
+            imp::process_table().ok()
+        } else {
+            None
+        };
+        self.targets
+            .iter()
+            .map(|(name, target)| {
+                let usage = match (target, &table) {
+                    (Target::Tree(pid), Some(table)) => imp::read_tree(*pid, table),
+                    _ => read_usage(*target),
+                };
+                let sample = usage.ok().map(|u| u.at(self.start.elapsed().as_secs_f64()));
+                (name.clone(), sample)
+            })
+            .collect()
+    }
+}
+
+/// Reads a target once; `t` is 0 (use a [`Sampler`] for timed series).
+pub fn read(target: Target) -> anyhow::Result<ProcSample> {
+    Ok(read_usage(target)?.at(0.0))
+}
+
+fn read_usage(target: Target) -> anyhow::Result<Usage> {
+    match target {
+        Target::Process(pid) => imp::read_process(pid),
+        Target::Myself => imp::read_process(std::process::id()),
+        Target::Tree(pid) => imp::read_tree(pid, &imp::process_table()?),
+    }
+}
+
+/// `pid` followed by all its live descendants (children of children…), from a scan of `/proc`.
+pub fn tree_pids(pid: u32) -> anyhow::Result<Vec<u32>> {
+    Ok(imp::descendants(pid, &imp::process_table()?))
+}
+
+/// CPU use between two samples of the same target, in percent of one core (200 = two cores busy).
+/// `None` if no time passed.
+pub fn cpu_percent(prev: &ProcSample, cur: &ProcSample) -> Option<f64> {
+    let dt = cur.t - prev.t;
+    (dt > 0.0).then(|| 100.0 * (cur.cpu_seconds - prev.cpu_seconds) / dt)
+}
+
+/// Counters before a timestamp is attached.
+#[derive(Debug, Default)]
+struct Usage {
+    cpu_seconds: f64,
+    rss_bytes: u64,
+    threads: u64,
+    fds: Option<u64>,
+    processes: u64,
+}
+
+impl Usage {
+    fn at(self, t: f64) -> ProcSample {
+        ProcSample {
+            t,
+            cpu_seconds: self.cpu_seconds,
+            rss_bytes: self.rss_bytes,
+            threads: self.threads,
+            fds: self.fds,
+            processes: self.processes,
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::collections::HashMap;
+
+    use anyhow::Context;
+    use procfs::process::{Process, Stat};
+
+    use super::Usage;
+
+    /// Every readable process's stat, by pid.
+    pub(super) type Table = HashMap<u32, Stat>;
+
+    pub(super) fn process_table() -> anyhow::Result<Table> {
+        let all = procfs::process::all_processes().context("listing /proc")?;
+        // Processes that exit during the scan are skipped.
+        Ok(all
+            .filter_map(|p| p.ok()?.stat().ok())
+            .filter_map(|s| Some((u32::try_from(s.pid).ok()?, s)))
+            .collect())
+    }
+
+    pub(super) fn descendants(root: u32, table: &Table) -> Vec<u32> {
+        let mut children: HashMap<i32, Vec<u32>> = HashMap::new();
+        for (pid, stat) in table {
+            children.entry(stat.ppid).or_default().push(*pid);
+        }
+        let mut out = vec![root];
+        let mut i = 0;
+        while i < out.len() {
+            if let Some(kids) = i32::try_from(out[i]).ok().and_then(|p| children.get(&p)) {
+                out.extend(kids);
+            }
+            i += 1;
+        }
+        out
+    }
+
+    pub(super) fn read_process(pid: u32) -> anyhow::Result<Usage> {
+        let process = open(pid)?;
+        let stat = process
+            .stat()
+            .with_context(|| format!("reading /proc/{pid}/stat"))?;
+        let mut usage = Usage::default();
+        add(&mut usage, &process, &stat, false);
+        Ok(usage)
+    }
+
+    pub(super) fn read_tree(root: u32, table: &Table) -> anyhow::Result<Usage> {
+        anyhow::ensure!(table.contains_key(&root), "process {root} not found");
+        let mut usage = Usage {
+            fds: Some(0),
+            ..Usage::default()
+        };
+        for pid in descendants(root, table) {
+            // A member that exited since the scan is skipped; its CPU moves to its parent's cutime.
+            if let (Ok(process), Some(stat)) = (open(pid), table.get(&pid)) {
+                add(&mut usage, &process, stat, true);
+            }
+        }
+        Ok(usage)
+    }
+
+    fn open(pid: u32) -> anyhow::Result<Process> {
+        let id = i32::try_from(pid).context("pid out of range")?;
+        Process::new(id).with_context(|| format!("process {pid} not found"))
+    }
+
+    fn add(usage: &mut Usage, process: &Process, stat: &Stat, with_children: bool) {
+        let tick = procfs::ticks_per_second() as f64;
+        let mut ticks = (stat.utime + stat.stime) as f64;
+        if with_children {
+            ticks += (stat.cutime + stat.cstime).max(0) as f64;
+        }
+        usage.cpu_seconds += ticks / tick;
+        usage.rss_bytes += stat.rss * procfs::page_size();
+        usage.threads += u64::try_from(stat.num_threads).unwrap_or(0);
+        let fds = process.fd_count().ok().map(|n| n as u64);
+        usage.fds = match (usage.processes, usage.fds, fds) {
+            (0, _, fds) => fds,
+            (_, Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        usage.processes += 1;
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::Usage;
+
+    pub(super) type Table = ();
+    const UNSUPPORTED: &str = "process sampling needs Linux's /proc";
+
+    pub(super) fn process_table() -> anyhow::Result<Table> {
+        anyhow::bail!(UNSUPPORTED)
+    }
+    pub(super) fn descendants(root: u32, _: &Table) -> Vec<u32> {
+        vec![root]
+    }
+    pub(super) fn read_process(_: u32) -> anyhow::Result<Usage> {
+        anyhow::bail!(UNSUPPORTED)
+    }
+    pub(super) fn read_tree(_: u32, _: &Table) -> anyhow::Result<Usage> {
+        anyhow::bail!(UNSUPPORTED)
+    }
+}

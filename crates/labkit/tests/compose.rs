@@ -1,0 +1,88 @@
+//! Fairness invariants of `docker-compose.yml` and `Dockerfile` (the lab in containers).
+//!
+//! The comparison is only meaningful if the two APIs differ in their execution model alone: same
+//! limits, same settings, same health checks and dependencies. `violations` lists every broken
+//! invariant; one test requires the real files to have none, another perturbs them in memory and
+//! requires each perturbation to be caught (so the checks cannot silently pass).
+
+use std::path::Path;
+
+use serde_yaml_ng::Value;
+
+mod compose_rules;
+use compose_rules::violations;
+
+fn files() -> (Value, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let compose = std::fs::read_to_string(root.join("docker-compose.yml")).unwrap();
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    (parse(&compose), dockerfile)
+}
+
+/// Parses and resolves anchors and merge keys; merged mappings may hold merge keys themselves.
+fn parse(text: &str) -> Value {
+    let mut value: Value = serde_yaml_ng::from_str(text).unwrap();
+    for _ in 0..5 {
+        value.apply_merge().unwrap();
+    }
+    value
+}
+
+#[test]
+fn compose_file_keeps_the_comparison_fair() {
+    let (compose, dockerfile) = files();
+    let bad = violations(&compose, &dockerfile);
+    assert!(
+        bad.is_empty(),
+        "fairness invariants broken:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn every_perturbation_is_caught() {
+    type Perturb = fn(&mut Value, &mut String);
+    let cases: [(&str, Perturb); 9] = [
+        ("mem_limit", |c, _| {
+            c["services"]["reactive-api"]["mem_limit"] = "2g".into()
+        }),
+        ("cpus", |c, _| {
+            c["services"]["blocking-api"]["cpus"] = 2.0.into()
+        }),
+        ("DB_POOL_SIZE", |c, _| {
+            c["services"]["reactive-api"]["environment"]["DB_POOL_SIZE"] = "50".into()
+        }),
+        ("health check", |c, _| {
+            c["services"]["blocking-api"]
+                .as_mapping_mut()
+                .unwrap()
+                .remove("healthcheck");
+        }),
+        ("mock-deps healthy", |c, _| {
+            c["services"]["reactive-api"]["depends_on"]["mock-deps"]["condition"] =
+                "service_started".into()
+        }),
+        ("max_connections", |c, _| {
+            c["services"]["postgres"]["command"][2] = "max_connections=300".into()
+        }),
+        ("`lab` profile", |c, _| {
+            c["services"]["loadtest"]
+                .as_mapping_mut()
+                .unwrap()
+                .remove("profiles");
+        }),
+        ("builds loadtest", |_, d| *d = d.replace("-p loadtest", "")),
+        ("RUST_LOG differs", |c, _| {
+            c["services"]["blocking-api"]["environment"]["RUST_LOG"] = "info".into()
+        }),
+    ];
+    let (compose, dockerfile) = files();
+    for (what, perturb) in cases {
+        let (mut c, mut d) = (compose.clone(), dockerfile.clone());
+        perturb(&mut c, &mut d);
+        assert!(
+            !violations(&c, &d).is_empty(),
+            "perturbing {what} went unnoticed"
+        );
+    }
+}

@@ -1,0 +1,251 @@
+//! The fairness invariants checked by `tests/compose.rs` (a module, not a test target).
+
+use serde_yaml_ng::{Mapping, Value};
+
+const APIS: [&str; 2] = ["blocking-api", "reactive-api"];
+/// The settings both APIs must receive with identical values.
+const SHARED: [&str; 7] = [
+    "DATABASE_URL",
+    "DEPS_URL",
+    "DB_POOL_SIZE",
+    "DB_POOL_TIMEOUT_MS",
+    "DEPS_TIMEOUT_MS",
+    "HTTP_WORKERS",
+    "RUST_LOG",
+];
+/// Connections PostgreSQL keeps beyond twice the pools: the lab's own, psql, superusers.
+const CONNECTION_MARGIN: u64 = 50;
+
+fn service<'a>(compose: &'a Value, name: &str) -> &'a Value {
+    &compose["services"][name]
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn env(compose: &Value, name: &str) -> Mapping {
+    service(compose, name)["environment"]
+        .as_mapping()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn env_var(compose: &Value, api: &str, key: &str) -> String {
+    text(&service(compose, api)["environment"][key])
+}
+
+pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            bad.push(what);
+        }
+    };
+    let (blocking, reactive) = (service(compose, APIS[0]), service(compose, APIS[1]));
+    for (api, port) in APIS.iter().zip(["8081", "8082"]) {
+        let s = service(compose, api);
+        check(
+            s["cpus"].as_f64() == Some(1.0),
+            format!("{api}: cpus must be 1.0"),
+        );
+        check(
+            text(&s["mem_limit"]) == "1g",
+            format!("{api}: mem_limit must be 1g"),
+        );
+        let health = s["healthcheck"]["test"]
+            .as_sequence()
+            .cloned()
+            .unwrap_or_default();
+        let health: Vec<String> = health.iter().map(text).collect();
+        let probe = format!("http://127.0.0.1:{port}/ready");
+        check(
+            health.contains(&probe),
+            format!("{api}: health check must GET {probe}"),
+        );
+        for dep in ["postgres", "mock-deps"] {
+            let condition = text(&s["depends_on"][dep]["condition"]);
+            check(
+                condition == "service_healthy",
+                format!("{api}: must wait for {dep} healthy"),
+            );
+        }
+        let bind = env_var(compose, api, "BIND_ADDR");
+        check(
+            bind == format!("0.0.0.0:{port}"),
+            format!("{api}: BIND_ADDR {bind}"),
+        );
+        check(
+            nofile(s) >= 10_000,
+            format!("{api}: nofile limit not raised"),
+        );
+        for key in SHARED {
+            check(
+                !env_var(compose, api, key).is_empty(),
+                format!("{api}: {key} missing"),
+            );
+        }
+    }
+    // Identical settings: every variable either API gets, except the per-API ones.
+    let (eb, er) = (env(compose, APIS[0]), env(compose, APIS[1]));
+    let keys: std::collections::BTreeSet<String> = eb.keys().chain(er.keys()).map(text).collect();
+    for key in keys {
+        let (b, r) = (
+            eb.get(key.as_str()).map(text),
+            er.get(key.as_str()).map(text),
+        );
+        let allowed = key == "BIND_ADDR" || (key == "BLOCKING_THREADS" && r.is_none());
+        check(
+            allowed || b == r,
+            format!("{key} differs: blocking {b:?}, reactive {r:?}"),
+        );
+    }
+    // Everything else in the two definitions identical too (limits, ulimits, health timing…).
+    let strip = |s: &Value| {
+        let mut m = s.as_mapping().cloned().unwrap_or_default();
+        for k in ["command", "environment", "ports"] {
+            m.remove(k);
+        }
+        if let Some(h) = m.get_mut("healthcheck").and_then(Value::as_mapping_mut) {
+            h.remove("test");
+        }
+        m
+    };
+    check(
+        strip(blocking) == strip(reactive),
+        "the API services differ beyond command/env/ports".into(),
+    );
+
+    let postgres = service(compose, "postgres");
+    let pg_health = serde_yaml_ng::to_string(&postgres["healthcheck"]["test"]).unwrap();
+    check(
+        pg_health.contains("pg_isready"),
+        "postgres: health check must use pg_isready".into(),
+    );
+    let pools: u64 = APIS
+        .iter()
+        .map(|a| {
+            env_var(compose, a, "DB_POOL_SIZE")
+                .parse()
+                .unwrap_or(u64::MAX / 4)
+        })
+        .sum();
+    let max_connections = max_connections(postgres).unwrap_or(100); // PostgreSQL's default
+    check(
+        max_connections >= 2 * pools + CONNECTION_MARGIN,
+        format!(
+            "postgres: max_connections {max_connections} < 2 × pools {pools} + {CONNECTION_MARGIN}"
+        ),
+    );
+
+    let mock = service(compose, "mock-deps");
+    check(
+        mock["cpus"].as_f64().is_none_or(|c| c >= 2.0),
+        "mock-deps must not be CPU-starved".into(),
+    );
+    check(
+        mock["healthcheck"].is_mapping(),
+        "mock-deps: no health check".into(),
+    );
+    check(
+        nofile(mock) >= 10_000,
+        "mock-deps: nofile limit not raised".into(),
+    );
+    for (key, ms) in [
+        ("SELLER_LATENCY_MS", "200"),
+        ("RISK_LATENCY_MS", "1000"),
+        ("PAY_LATENCY_MS", "1000"),
+    ] {
+        check(
+            text(&mock["environment"][key]) == ms,
+            format!("mock-deps: {key} must be {ms}"),
+        );
+    }
+
+    let lab = service(compose, "loadtest");
+    let profiles: Vec<String> = lab["profiles"]
+        .as_sequence()
+        .map(|s| s.iter().map(text).collect())
+        .unwrap_or_default();
+    check(
+        profiles == ["lab"],
+        format!("loadtest must be behind the `lab` profile, has {profiles:?}"),
+    );
+    let command: Vec<String> = lab["command"]
+        .as_sequence()
+        .map(|s| s.iter().map(text).collect())
+        .unwrap_or_default();
+    let database_url = env_var(compose, APIS[0], "DATABASE_URL");
+    let expected = [
+        "loadtest",
+        "lab",
+        "--targets",
+        "blocking=http://blocking-api:8081,reactive=http://reactive-api:8082",
+        "--deps-url",
+        "http://mock-deps:9090",
+        "--database-url",
+        &database_url,
+        "--out",
+        "/reports",
+    ];
+    check(command == expected, format!("loadtest command {command:?}"));
+    let volumes = serde_yaml_ng::to_string(&lab["volumes"]).unwrap();
+    check(
+        volumes.contains("./reports:/reports"),
+        "loadtest: ./reports must be mounted at /reports".into(),
+    );
+    check(
+        nofile(lab) >= 10_000,
+        "loadtest: nofile limit not raised".into(),
+    );
+
+    let build = dockerfile
+        .lines()
+        .find(|l| l.contains("cargo build"))
+        .unwrap_or_default();
+    check(
+        build.contains("--release") && build.contains("--locked"),
+        "Dockerfile: release, locked build".into(),
+    );
+    for bin in ["blocking-api", "reactive-api", "mock-deps", "loadtest"] {
+        check(
+            build.contains(&format!("-p {bin}")),
+            format!("Dockerfile does not build {bin}"),
+        );
+        check(
+            dockerfile.contains(&format!("/out/{bin}")),
+            format!("Dockerfile does not ship {bin}"),
+        );
+    }
+    for needle in [
+        "FROM rust:1.95-bookworm AS builder",
+        "FROM debian:bookworm-slim",
+        "libpq5",
+        "curl",
+    ] {
+        check(
+            dockerfile.contains(needle),
+            format!("Dockerfile lacks {needle}"),
+        );
+    }
+    bad
+}
+
+fn nofile(service: &Value) -> u64 {
+    service["ulimits"]["nofile"]["soft"].as_u64().unwrap_or(0)
+}
+
+fn max_connections(postgres: &Value) -> Option<u64> {
+    let command = serde_yaml_ng::to_string(&postgres["command"]).ok()?;
+    let at = command.find("max_connections=")? + "max_connections=".len();
+    command[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}

@@ -1,0 +1,171 @@
+//! Starts a real cluster from this machine's PostgreSQL binaries.
+
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+
+use labkit::pg::{self, EphemeralPostgres};
+use labkit::procstat::{self, Target};
+
+fn psql(pg: &EphemeralPostgres, sql: &str) -> String {
+    let out = Command::new(pg.bin_dir().join("psql"))
+        .args([
+            "-X",
+            "-A",
+            "-t",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+        ])
+        .args(["-p", &pg.port().to_string(), "-c", sql])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn cluster_answers_reports_its_settings_and_disappears_on_drop() {
+    if pg::find_bin_dir().is_err() {
+        eprintln!("SKIPPED: {}", pg::find_bin_dir().unwrap_err());
+        return;
+    }
+    let pg = EphemeralPostgres::start().unwrap();
+    let dir = pg.dir().to_owned();
+    let url = pg.url();
+    assert_eq!(
+        url,
+        format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port())
+    );
+    assert!(TcpStream::connect(("127.0.0.1", pg.port())).is_ok());
+    assert_eq!(psql(&pg, "SELECT 1"), "1");
+
+    // What the report prints is what the server runs with.
+    assert_eq!(pg.max_connections(), 300);
+    for (name, value) in pg.settings() {
+        assert_eq!(&psql(&pg, &format!("SHOW {name}")), value, "{name}");
+    }
+
+    // The tree holds the postmaster and its helper processes, plus one backend per session.
+    let before = pg.server_pids().unwrap();
+    assert_eq!(before[0], pg.pid());
+    assert!(
+        before.len() >= 4,
+        "postmaster + checkpointer, writer, …: {before:?}"
+    );
+    let sample = procstat::read(Target::Tree(pg.pid())).unwrap();
+    assert!(sample.processes >= 4, "{sample:?}"); // backends come and go between the two reads
+    assert!(sample.rss_bytes > 1 << 20);
+
+    let pid = pg.pid();
+    drop(pg);
+    assert!(!dir.exists(), "{} left behind", dir.display());
+    // Gone, or a zombie waiting for init (which here reaps lazily).
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    assert!(
+        status.is_empty() || status.contains("(zombie)"),
+        "postmaster still running: {status}"
+    );
+    assert!(
+        TcpStream::connect(
+            url.trim_start_matches("postgres://postgres@")
+                .trim_end_matches("/postgres")
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn settings_can_be_overridden_for_a_durable_run() {
+    if pg::find_bin_dir().is_err() {
+        return;
+    }
+    let pg = EphemeralPostgres::start_with_settings(&[("fsync", "on"), ("max_connections", "50")])
+        .unwrap();
+    assert_eq!(psql(&pg, "SHOW fsync"), "on");
+    assert_eq!(pg.max_connections(), 50);
+    assert_eq!(psql(&pg, "SHOW max_connections"), "50");
+}
+
+#[test]
+fn missing_binaries_say_what_to_install() {
+    let err = pg::find_bin_dir_in(&[PathBuf::from("/nonexistent")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("apt-get install postgresql"), "{err}");
+    assert!(err.contains("brew install postgresql@15"), "{err}");
+    assert!(err.contains("--database-url"), "{err}");
+}
+
+/// Run by `interrupt_stops_everything_and_exits_130` in a child copy of this test binary.
+#[test]
+fn interrupted_child() {
+    if std::env::var_os("LABKIT_INTERRUPT_CHILD").is_none() {
+        return;
+    }
+    let pg = EphemeralPostgres::start().unwrap();
+    let sleeper = labkit::process::ServiceProcess::spawn(
+        "sleeper",
+        std::path::Path::new("sleep"),
+        ["60"],
+        vec![],
+        &pg.dir().join("sleeper.log"),
+    )
+    .unwrap();
+    println!(
+        "READY {} {} {}",
+        pg.dir().display(),
+        pg.pid(),
+        sleeper.pid()
+    );
+    std::thread::sleep(std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn interrupt_stops_everything_and_exits_130() {
+    use std::io::{BufRead, BufReader};
+    if pg::find_bin_dir().is_err() {
+        return;
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "interrupted_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("LABKIT_INTERRUPT_CHILD", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let line = stdout
+        .lines()
+        .map(Result::unwrap)
+        // libtest may print "test interrupted_child ... " on the same line.
+        .find_map(|l| l.find("READY ").map(|i| l[i..].to_owned()))
+        .expect("child reported its cluster");
+    let fields: Vec<&str> = line.split(' ').collect();
+    let (dir, postmaster, sleeper) = (PathBuf::from(fields[1]), fields[2], fields[3]);
+    assert!(dir.exists());
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert!(!dir.exists(), "{} left behind", dir.display());
+    for pid in [postmaster, sleeper] {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        assert!(
+            state.is_empty() || state.contains("(zombie)"),
+            "{pid} survived: {state}"
+        );
+    }
+}

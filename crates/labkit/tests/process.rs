@@ -1,0 +1,189 @@
+//! Child services, readiness polling, binary lookup and /proc sampling, with real processes.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use labkit::process::{self, ServiceProcess};
+use labkit::procstat::{self, Sampler, Target};
+
+fn sh(name: &str, script: &str, log: &Path) -> ServiceProcess {
+    ServiceProcess::spawn(
+        name,
+        Path::new("sh"),
+        ["-c", script],
+        vec![("GREETING".into(), "hello".into())],
+        log,
+    )
+    .unwrap()
+}
+
+fn alive(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    !status.is_empty() && !status.contains("(zombie)")
+}
+
+#[test]
+fn output_goes_to_the_log_and_drop_stops_the_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("logs/svc.log");
+    let svc = sh("svc", "echo $GREETING; echo oops >&2; exec sleep 30", &log);
+    let pid = svc.pid();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(pid));
+    assert_eq!(svc.log_tail(5), "hello\noops");
+    assert!(svc.try_wait().unwrap().is_none());
+    drop(svc);
+    assert!(!alive(pid));
+}
+
+#[test]
+fn stop_escalates_to_sigkill_when_sigterm_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = sh(
+        "stubborn",
+        "trap '' TERM; exec sleep 30",
+        &dir.path().join("log"),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let start = Instant::now();
+    let status = svc.stop(Duration::from_millis(300)).unwrap();
+    assert_eq!(status.signal(), Some(9), "{status}");
+    assert!(start.elapsed() >= Duration::from_millis(300));
+}
+
+#[test]
+fn wait_ready_fails_fast_with_the_log_when_the_service_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = sh("dies", "echo cannot bind; exit 3", &dir.path().join("log"));
+    let start = Instant::now();
+    let err = svc
+        .wait_ready("http://127.0.0.1:9/ready", Duration::from_secs(30))
+        .unwrap_err()
+        .to_string();
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(
+        err.contains("exited") && err.contains("cannot bind"),
+        "{err}"
+    );
+}
+
+/// A server answering 503 twice, then 200.
+fn flaky_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/ready", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for (i, stream) in listener.incoming().enumerate() {
+            let mut stream = stream.unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.ends_with(b"\r\n\r\n") {
+                let n = stream.read(&mut buf).unwrap();
+                assert!(n > 0, "request cut short");
+                request.extend_from_slice(&buf[..n]);
+            }
+            assert!(request.starts_with(b"GET /ready HTTP/1.1\r\n"));
+            let status = if i < 2 {
+                "503 Service Unavailable"
+            } else {
+                "200 OK"
+            };
+            let _ = write!(stream, "HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    url
+}
+
+#[test]
+fn wait_ready_polls_until_200() {
+    let url = flaky_server();
+    let waited = process::wait_ready(&url, Duration::from_secs(10)).unwrap();
+    assert!(
+        waited >= Duration::from_millis(100),
+        "two 50 ms pauses: {waited:?}"
+    );
+    assert_eq!(
+        process::http_status(&url, Duration::from_secs(1)).unwrap(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn wait_ready_async_times_out_on_a_closed_port() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/ready");
+    let err = process::wait_ready_async(url, Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("did not answer 200"), "{err}");
+}
+
+#[test]
+fn nofile_limit_is_raised_to_the_hard_limit() {
+    let raised = process::raise_nofile_limit().unwrap();
+    let (soft, hard) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+    assert_eq!(soft, raised);
+    assert!(raised >= 1024 && raised <= hard, "{raised} / {hard}");
+}
+
+#[test]
+fn binaries_are_found_or_the_error_says_how_to_build_them() {
+    let err = process::find_binary("no-such-binary")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cargo build --release -p no-such-binary"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mock-deps"), "").unwrap();
+    let dirs = [PathBuf::from("/nonexistent"), dir.path().to_owned()];
+    assert_eq!(
+        process::find_binary_in("mock-deps", &dirs).unwrap(),
+        dir.path().join("mock-deps")
+    );
+}
+
+#[test]
+fn sampler_reads_cpu_memory_threads_and_files() {
+    let dir = tempfile::tempdir().unwrap();
+    // A tree: sh with two children, one of them burning CPU.
+    let tree = sh(
+        "tree",
+        "sleep 30 & (while :; do :; done) & wait",
+        &dir.path().join("log"),
+    );
+    let mut sampler = Sampler::new();
+    sampler
+        .add("self", Target::Myself)
+        .add("tree", Target::Tree(tree.pid()));
+    sampler.add("gone", Target::Process(u32::MAX / 2));
+    let first = sampler.sample();
+    std::thread::sleep(Duration::from_millis(800));
+    let second = sampler.sample();
+    let names: Vec<&str> = second.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["self", "tree", "gone"]);
+    assert!(second[2].1.is_none(), "a missing process has no sample");
+
+    let me = second[0].1.as_ref().unwrap();
+    assert!(
+        me.rss_bytes > 1 << 20 && me.threads >= 1 && me.fds.unwrap() >= 3,
+        "{me:?}"
+    );
+    let (t0, t1) = (first[1].1.as_ref().unwrap(), second[1].1.as_ref().unwrap());
+    assert_eq!(t1.processes, 3, "sh, sleep and the loop subshell: {t1:?}");
+    let cpu = procstat::cpu_percent(t0, t1).unwrap();
+    eprintln!("busy tree: {cpu:.0} % of a core over {:.2} s", t1.t - t0.t);
+    // One busy loop: some CPU (how much depends on what else runs here), never over one core.
+    assert!(cpu > 5.0 && cpu < 110.0, "{cpu}");
+    assert_eq!(procstat::tree_pids(tree.pid()).unwrap().len(), 3);
+    let json = serde_json::to_string(&second).unwrap();
+    assert!(json.contains("\"cpu_seconds\""));
+}

@@ -1,0 +1,255 @@
+//! Command-line interface. `main.rs` only parses this and calls [`crate::commands::run`].
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::results::MockLatencies;
+
+/// Load lab: drives the order APIs with goose under an honest open model and compares them.
+#[derive(Debug, Parser)]
+#[command(name = "loadtest", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the comparison: start PostgreSQL, mock-deps and each API (1 CPU / 1 GiB), load them one
+    /// after the other, write results, goose reports and the report. No arguments = the seed's run.
+    Lab(LabArgs),
+    /// Load one already-running target and write its results file.
+    Run(RunArgs),
+    /// Build report.html and summary.md from any number of results files.
+    Compare(CompareArgs),
+    /// List the built-in profiles and their shapes.
+    Profiles {
+        /// Show the phases as they would run with this scale.
+        #[arg(long, default_value_t = 1.0)]
+        duration_scale: f64,
+    },
+}
+
+/// Options of the load itself, shared by `lab` and `run`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadOpts {
+    /// Load profile: ramp-N, seed-gatling, stress, closed-C-N (see `loadtest profiles`).
+    #[arg(long, default_value = "ramp-300")]
+    pub profile: String,
+    /// Multiplies every phase's length (rates are kept); CI smoke runs use e.g. 0.05.
+    #[arg(long, default_value_t = 1.0)]
+    pub duration_scale: f64,
+    /// Per-request timeout in seconds (the original's Gatling timeout was 60 s).
+    #[arg(long, default_value_t = 60.0)]
+    pub request_timeout_s: f64,
+    /// Most requests open at once; an arrival beyond it is counted `not_sent` (the loopback's
+    /// ephemeral ports, ~28k, bound what a single target can take anyway).
+    #[arg(long, default_value_t = 20_000)]
+    pub max_in_flight: u64,
+    /// Share of requests that re-send an earlier order (same key and body).
+    #[arg(long, default_value_t = 0.0)]
+    pub duplicate_ratio: f64,
+    /// Number of seller tokens (sk_seller-01 … sk_seller-NN) to spread requests over.
+    #[arg(long, default_value_t = 16)]
+    pub sellers: u32,
+    /// Hide the progress bars.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LabArgs {
+    #[command(flatten)]
+    pub load: LoadOpts,
+    /// APIs to compare, in order (each started by the lab unless --targets is given).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "blocking-api,reactive-api"
+    )]
+    pub apis: Vec<String>,
+    /// mock-deps latencies in ms.
+    #[arg(long, default_value = "seller=200,risk=1000,pay=1000")]
+    pub latency: String,
+    /// DB_POOL_SIZE for every API (the seed's apps had 100).
+    #[arg(long, default_value_t = 100)]
+    pub db_pool_size: u32,
+    /// DB_POOL_TIMEOUT_MS for every API.
+    #[arg(long, default_value_t = 5000)]
+    pub db_pool_timeout_ms: u64,
+    /// DEPS_TIMEOUT_MS for every API.
+    #[arg(long, default_value_t = 10_000)]
+    pub deps_timeout_ms: u64,
+    /// HTTP_WORKERS for every API (1: one CPU each).
+    #[arg(long, default_value_t = 1)]
+    pub http_workers: u32,
+    /// BLOCKING_THREADS for blocking-api (the seed's Tomcat had 200).
+    #[arg(long, default_value_t = 200)]
+    pub blocking_threads: u32,
+    /// DB_TX_SCOPE for every API: short or request.
+    #[arg(long, default_value = "short")]
+    pub tx_scope: String,
+    /// Output folder (default reports/<UTC timestamp>-<profile>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Use this PostgreSQL instead of an ephemeral cluster.
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// Do not put the APIs in 1 CPU / 1 GiB cgroups (the report then says limits NOT enforced).
+    #[arg(long)]
+    pub no_limits: bool,
+    /// Runs per API, interleaved (blocking, reactive, blocking, …).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Already-running APIs as name=url,… (docker compose); nothing is started or stopped.
+    #[arg(long, value_delimiter = ',')]
+    pub targets: Vec<String>,
+    /// Already-running mock-deps (with --targets).
+    #[arg(long)]
+    pub deps_url: Option<String>,
+    /// Warm-up before each measured run, seconds at 10 requests/s (excluded from the results).
+    #[arg(long, default_value_t = 5.0)]
+    pub warmup_s: f64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Base URL of the API.
+    #[arg(long)]
+    pub target: String,
+    #[command(flatten)]
+    pub load: LoadOpts,
+    /// Results file to write (goose's reports go beside it).
+    #[arg(long, default_value = "results.json")]
+    pub out: PathBuf,
+    /// Label in the results (default: the target's host:port).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// PID of the API process, to sample its CPU, memory, threads and files.
+    #[arg(long)]
+    pub api_pid: Option<u32>,
+    /// mock-deps URL, to record its latencies and check its ledger.
+    #[arg(long)]
+    pub deps_url: Option<String>,
+    /// PostgreSQL URL, to check that the orders in the database match the 201s.
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// results.json files (any number, any APIs, any repeats).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Folder for report.html and summary.md.
+    #[arg(long, default_value = "report")]
+    pub out: PathBuf,
+}
+
+/// Parses `seller=200,risk=1000,pay=1000` (any order, `payment` also accepted, missing = seed value).
+pub fn parse_latency(text: &str) -> Result<MockLatencies> {
+    let mut l = MockLatencies {
+        seller: 200,
+        risk: 1000,
+        payment: 1000,
+    };
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .with_context(|| format!("--latency: {part:?} is not name=ms"))?;
+        let ms: u64 = v
+            .trim()
+            .trim_end_matches("ms")
+            .parse()
+            .with_context(|| format!("--latency: {v:?} is not a number of ms"))?;
+        match k.trim() {
+            "seller" => l.seller = ms,
+            "risk" => l.risk = ms,
+            "pay" | "payment" => l.payment = ms,
+            other => bail!("--latency: unknown dependency {other:?} (seller, risk, pay)"),
+        }
+    }
+    Ok(l)
+}
+
+/// Parses `name=url` pairs of `--targets`.
+pub fn parse_targets(items: &[String]) -> Result<Vec<(String, String)>> {
+    items
+        .iter()
+        .map(|t| {
+            let (name, url) = t
+                .split_once('=')
+                .with_context(|| format!("--targets: {t:?} is not name=url"))?;
+            if !url.starts_with("http://") && !url.starts_with("https://") {
+                bail!("--targets: {url:?} is not an http(s) URL");
+            }
+            Ok((
+                name.trim().to_owned(),
+                url.trim().trim_end_matches('/').to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// `blocking` → (`blocking-api`, `blocking`); `blocking-api` → same; other names kept as both.
+pub fn api_names(name: &str) -> (String, String) {
+    let label = name.strip_suffix("-api").unwrap_or(name).to_owned();
+    let api = if matches!(label.as_str(), "blocking" | "reactive") {
+        format!("{label}-api")
+    } else {
+        name.to_owned()
+    };
+    (api, label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_and_targets() {
+        let l = parse_latency("risk=500, seller=100").unwrap();
+        assert_eq!((l.seller, l.risk, l.payment), (100, 500, 1000));
+        assert_eq!(parse_latency("pay=5ms").unwrap().payment, 5);
+        assert!(parse_latency("db=1").is_err());
+        let t = parse_targets(&["blocking=http://blocking-api:8081/".into()]).unwrap();
+        assert_eq!(
+            t,
+            [("blocking".to_owned(), "http://blocking-api:8081".to_owned())]
+        );
+        assert!(parse_targets(&["x".into()]).is_err());
+        assert_eq!(
+            api_names("reactive"),
+            ("reactive-api".into(), "reactive".into())
+        );
+        assert_eq!(
+            api_names("blocking-api"),
+            ("blocking-api".into(), "blocking".into())
+        );
+    }
+
+    #[test]
+    fn the_compose_command_line_parses() {
+        let cli = Cli::try_parse_from([
+            "loadtest",
+            "lab",
+            "--targets",
+            "blocking=http://blocking-api:8081,reactive=http://reactive-api:8082",
+            "--deps-url",
+            "http://mock-deps:9090",
+            "--database-url",
+            "postgres://x@postgres/y",
+            "--out",
+            "/reports",
+        ])
+        .unwrap();
+        let Command::Lab(lab) = cli.command else {
+            panic!("not lab")
+        };
+        assert_eq!(lab.targets.len(), 2);
+        assert_eq!(lab.load.profile, "ramp-300");
+        assert_eq!(lab.apis, ["blocking-api", "reactive-api"]);
+    }
+}

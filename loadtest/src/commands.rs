@@ -1,0 +1,181 @@
+//! What each subcommand does, given its parsed arguments.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::assemble::RunMeta;
+use crate::cli::{Cli, Command, RunArgs};
+use crate::driver::DriverConfig;
+use crate::profile::{BUILTIN, Profile};
+use crate::results::{RunConfig, RunResults};
+use crate::run::{environment, measure, mock_latencies, new_run_id};
+use crate::sampler::SampleTargets;
+use crate::services::not_enforced;
+use crate::{invariants, lab, report};
+
+/// Exit status when every run finished but an invariant was violated.
+pub const INVARIANT_VIOLATED: u8 = 3;
+
+/// Runs the command; the exit status says whether every invariant held.
+pub async fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Profiles { duration_scale } => {
+            for name in BUILTIN {
+                println!("{}", Profile::parse(name, duration_scale)?.describe());
+            }
+            println!(
+                "(ramp-N and closed-C-N accept any N and C; --duration-scale F multiplies every phase)"
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Compare(args) => {
+            let runs = args
+                .files
+                .iter()
+                .map(RunResults::load)
+                .collect::<Result<Vec<_>>>()?;
+            let paths = report::write_report(&runs, &args.out)?;
+            println!("{}", report::render_markdown(&runs));
+            println!(
+                "report: {}\nsummary: {}",
+                paths.html.display(),
+                paths.markdown.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run(args) => {
+            let results = run_one(args.clone()).await?;
+            results.save(&args.out)?;
+            println!(
+                "{}",
+                report::render_markdown(std::slice::from_ref(&results))
+            );
+            println!("results: {}", args.out.display());
+            Ok(verdict(std::slice::from_ref(&results)))
+        }
+        Command::Lab(args) => {
+            let (runs, out) = lab::lab(args).await?;
+            let paths = report::write_report(&runs, &out)?;
+            println!("{}", report::render_markdown(&runs));
+            println!("report: {}", paths.html.display());
+            Ok(verdict(&runs))
+        }
+    }
+}
+
+fn verdict(runs: &[RunResults]) -> ExitCode {
+    let mut ok = true;
+    for r in runs {
+        for c in r.invariants.iter().filter(|c| c.ok == Some(false)) {
+            eprintln!(
+                "INVARIANT VIOLATED ({} #{}): {} — {}",
+                r.label,
+                r.repeat_index + 1,
+                c.name,
+                c.detail
+            );
+            ok = false;
+        }
+        if let Some(why) = &r.harness_bound {
+            eprintln!("HARNESS-BOUND ({} #{}): {why}", r.label, r.repeat_index + 1);
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(INVARIANT_VIOLATED)
+    }
+}
+
+async fn run_one(args: RunArgs) -> Result<RunResults> {
+    let _ = labkit::process::raise_nofile_limit();
+    let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
+    let label = args.label.clone().unwrap_or_else(|| {
+        args.target
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_owned()
+    });
+    let latency = match &args.deps_url {
+        Some(url) => Some(
+            mock_latencies(url)
+                .await
+                .context("reading mock-deps latencies")?,
+        ),
+        None => None,
+    };
+    let stem = args
+        .out
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("results")
+        .to_owned();
+    let dir = args
+        .out
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let goose: Vec<String> = ["html", "json", "md"]
+        .iter()
+        .map(|e| format!("{stem}-goose.{e}"))
+        .collect();
+    std::fs::create_dir_all(if dir.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        &dir
+    })?;
+    let load = &args.load;
+    let driver = DriverConfig {
+        target: args.target.trim_end_matches('/').to_owned(),
+        profile: profile.clone(),
+        request_timeout: Duration::from_secs_f64(load.request_timeout_s),
+        max_in_flight: load.max_in_flight,
+        run_id: new_run_id(),
+        sellers: load.sellers,
+        duplicate_ratio: load.duplicate_ratio,
+        goose_reports: goose
+            .iter()
+            .map(|g| dir.join(g).display().to_string())
+            .collect(),
+        progress: (!load.no_progress).then(|| label.clone()),
+    };
+    let meta = RunMeta {
+        api: label.clone(),
+        label,
+        target_url: driver.target.clone(),
+        run_id: driver.run_id.clone(),
+        repeat_index: 0,
+        repeats: 1,
+        config: RunConfig {
+            profile: profile.info(),
+            mock_latency_ms: latency,
+            api_settings: Default::default(),
+            limits: not_enforced("`loadtest run` does not manage the target's limits"),
+            tx_scope: "unknown".to_owned(),
+            request_timeout_ms: (load.request_timeout_s * 1000.0) as u64,
+            max_in_flight: load.max_in_flight,
+            duplicate_ratio: load.duplicate_ratio,
+            sellers: load.sellers,
+            warmup_s: 0.0,
+        },
+        environment: environment("unknown"),
+        goose_reports: goose,
+        events: Vec::new(),
+    };
+    let targets = SampleTargets {
+        api_pid: args.api_pid,
+        metrics_url: Some(format!("{}/metrics", driver.target)),
+        ..Default::default()
+    };
+    let mut results = measure(driver, meta, targets).await?;
+    results.invariants = invariants::all(
+        &results,
+        args.database_url.as_deref(),
+        args.deps_url.as_deref(),
+    )
+    .await;
+    Ok(results)
+}

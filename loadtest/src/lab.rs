@@ -1,0 +1,308 @@
+//! `loadtest lab`: the comparison, end to end.
+//!
+//! PostgreSQL (ephemeral unless `--database-url`) and mock-deps start once; then, for each repeat,
+//! each API in turn (blocking, reactive, blocking, … so machine drift hits both alike): start it in
+//! its cgroup with the same settings as the other, empty the tables and the payment ledger, warm up
+//! (excluded), empty them again, measure, check the invariants, stop it. With `--targets` the APIs
+//! are already running (docker compose) and only the load, the truncation and the checks happen.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::assemble::RunMeta;
+use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
+use crate::driver::DriverConfig;
+use crate::invariants;
+use crate::profile::{Model, Phase, Profile};
+use crate::results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
+use crate::run::{environment, measure, new_run_id, reset_mock, set_mock_latencies};
+use crate::sampler::{SampleTargets, scraped_settings};
+use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
+
+/// Warm-up arrival rate, requests/s.
+const WARMUP_RATE: f64 = 10.0;
+
+/// What every run of this lab invocation shares.
+struct Lab {
+    args: LabArgs,
+    profile: Profile,
+    latency: MockLatencies,
+    out: PathBuf,
+    run_id: String,
+    database_url: Option<String>,
+    postgres_pid: Option<u32>,
+    deps_url: String,
+    deps_pid: Option<u32>,
+    environment: Environment,
+}
+
+/// Runs the lab; returns every run's results and the output folder.
+pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
+    let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
+    let latency = parse_latency(&args.latency)?;
+    let targets = parse_targets(&args.targets)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&profile.name));
+    std::fs::create_dir_all(out.join("logs"))
+        .with_context(|| format!("creating {}", out.display()))?;
+    // Thousands of connections can be open at once; children inherit the raised limit.
+    let _ = labkit::process::raise_nofile_limit();
+    let logs = out.join("logs");
+    let (db_url, ephemeral) = (args.database_url.clone(), targets.is_empty());
+    let db = if db_url.is_some() || ephemeral {
+        Some(tokio::task::spawn_blocking(move || Database::open(db_url.as_deref())).await??)
+    } else {
+        None
+    };
+    let mock = match (&args.deps_url, targets.is_empty()) {
+        (Some(_), _) => None,
+        (None, true) => {
+            let logs = logs.clone();
+            Some(
+                tokio::task::spawn_blocking(move || MockDepsProcess::start(latency, &logs))
+                    .await??,
+            )
+        }
+        (None, false) => bail!("--targets needs --deps-url (the mock-deps the APIs call)"),
+    };
+    let deps_url = args
+        .deps_url
+        .clone()
+        .or_else(|| mock.as_ref().map(|m| m.url.clone()))
+        .unwrap_or_default();
+    set_mock_latencies(&deps_url, latency)
+        .await
+        .context("setting mock-deps latencies")?;
+    let apis: Vec<(String, String, Option<String>)> = if targets.is_empty() {
+        args.apis
+            .iter()
+            .map(|a| {
+                let (api, label) = api_names(a);
+                (api, label, None)
+            })
+            .collect()
+    } else {
+        targets
+            .into_iter()
+            .map(|(n, url)| {
+                let (api, label) = api_names(&n);
+                (api, label, Some(url))
+            })
+            .collect()
+    };
+    let lab = Lab {
+        profile,
+        latency,
+        out: out.clone(),
+        run_id: new_run_id(),
+        database_url: db.as_ref().map(|d| d.url.clone()),
+        postgres_pid: db.as_ref().and_then(|d| d.pid),
+        deps_url,
+        deps_pid: mock.as_ref().map(|m| m.pid),
+        environment: environment(""),
+        args,
+    };
+    let mut runs = Vec::new();
+    for r in 0..lab.args.repeat.max(1) {
+        for (api, label, url) in &apis {
+            let results = lab
+                .one(api, label, url.as_deref(), r)
+                .await
+                .with_context(|| format!("{api}, repeat {}", r + 1))?;
+            results.save(lab.out.join(format!("results-{label}-{r}.json")))?;
+            runs.push(results);
+        }
+    }
+    drop(mock);
+    drop(db);
+    Ok((runs, out))
+}
+
+fn default_out(profile: &str) -> PathBuf {
+    Path::new("reports").join(format!(
+        "{}-{profile}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+    ))
+}
+
+impl Lab {
+    fn settings(&self, api: &str) -> BTreeMap<String, String> {
+        let a = &self.args;
+        let mut s = BTreeMap::new();
+        s.insert("DB_POOL_SIZE".to_owned(), a.db_pool_size.to_string());
+        s.insert(
+            "DB_POOL_TIMEOUT_MS".to_owned(),
+            a.db_pool_timeout_ms.to_string(),
+        );
+        s.insert("DEPS_TIMEOUT_MS".to_owned(), a.deps_timeout_ms.to_string());
+        s.insert("HTTP_WORKERS".to_owned(), a.http_workers.to_string());
+        s.insert("DB_TX_SCOPE".to_owned(), a.tx_scope.clone());
+        s.insert("DEPS_URL".to_owned(), self.deps_url.clone());
+        if api.starts_with("blocking") {
+            s.insert(
+                "BLOCKING_THREADS".to_owned(),
+                a.blocking_threads.to_string(),
+            );
+        }
+        s
+    }
+
+    async fn one(
+        &self,
+        api: &str,
+        label: &str,
+        url: Option<&str>,
+        repeat: u32,
+    ) -> Result<RunResults> {
+        let (process, url, settings, limits) = match url {
+            Some(url) => {
+                let settings = scraped_settings(url).await;
+                let limits = Limits {
+                    mechanism: "docker compose".to_owned(),
+                    ..not_enforced(
+                        "set outside the lab (docker compose cpus/mem_limit), not verified by it",
+                    )
+                };
+                (None, url.to_owned(), settings, limits)
+            }
+            None => {
+                let settings = self.settings(api);
+                let mut env = settings.clone();
+                env.insert(
+                    "DATABASE_URL".to_owned(),
+                    self.database_url.clone().unwrap_or_default(),
+                );
+                let (name, limit, logs) =
+                    (api.to_owned(), !self.args.no_limits, self.out.join("logs"));
+                let p = tokio::task::spawn_blocking(move || {
+                    ApiProcess::start(&name, &env, limit, &logs)
+                })
+                .await??;
+                let (url, limits) = (p.url.clone(), p.limits.clone());
+                (Some(p), url, settings, limits)
+            }
+        };
+        let build = process
+            .as_ref()
+            .map_or("unknown", |p| p.build_profile.as_str())
+            .to_owned();
+        self.fresh_state().await?;
+        self.warm_up(&url).await?;
+        self.fresh_state().await?;
+        let name = format!("{label}-{repeat}");
+        let goose: Vec<String> = ["html", "json", "md"]
+            .iter()
+            .map(|e| format!("goose-{name}.{e}"))
+            .collect();
+        let load = &self.args.load;
+        let driver = DriverConfig {
+            target: url.clone(),
+            profile: self.profile.clone(),
+            request_timeout: Duration::from_secs_f64(load.request_timeout_s),
+            max_in_flight: load.max_in_flight,
+            run_id: format!("{}{}{repeat}", self.run_id, &label[..1.min(label.len())]),
+            sellers: load.sellers,
+            duplicate_ratio: load.duplicate_ratio,
+            goose_reports: goose
+                .iter()
+                .map(|g| self.out.join(g).display().to_string())
+                .collect(),
+            progress: (!load.no_progress).then(|| format!("{label} #{}", repeat + 1)),
+        };
+        let mut environment = self.environment.clone();
+        environment.build_profile = build;
+        let warm = self.warmup_s();
+        let meta = RunMeta {
+            api: api.to_owned(),
+            label: label.to_owned(),
+            target_url: url.clone(),
+            run_id: driver.run_id.clone(),
+            repeat_index: repeat,
+            repeats: self.args.repeat.max(1),
+            config: RunConfig {
+                profile: self.profile.info(),
+                mock_latency_ms: Some(self.latency),
+                api_settings: settings,
+                limits,
+                tx_scope: self.args.tx_scope.clone(),
+                request_timeout_ms: (load.request_timeout_s * 1000.0) as u64,
+                max_in_flight: load.max_in_flight,
+                duplicate_ratio: load.duplicate_ratio,
+                sellers: load.sellers,
+                warmup_s: warm,
+            },
+            environment,
+            goose_reports: goose,
+            events: vec![Event {
+                t: 0.0,
+                label: format!("measurement starts (after a {warm} s warm-up, excluded)"),
+            }],
+        };
+        let targets = SampleTargets {
+            api_pid: process.as_ref().map(|p| p.pid),
+            mock_deps_pid: self.deps_pid,
+            postgres_pid: self.postgres_pid,
+            metrics_url: Some(format!("{url}/metrics")),
+        };
+        let mut results = measure(driver, meta, targets).await?;
+        results.invariants =
+            invariants::all(&results, self.database_url.as_deref(), Some(&self.deps_url)).await;
+        if let Some(p) = process {
+            tokio::task::spawn_blocking(move || p.stop()).await??;
+        }
+        Ok(results)
+    }
+
+    fn warmup_s(&self) -> f64 {
+        self.args.warmup_s * self.args.load.duration_scale
+    }
+
+    async fn fresh_state(&self) -> Result<()> {
+        if let Some(url) = &self.database_url {
+            invariants::truncate(url).await?;
+        }
+        reset_mock(&self.deps_url)
+            .await
+            .context("resetting mock-deps")
+    }
+
+    async fn warm_up(&self, url: &str) -> Result<()> {
+        let duration_s = self.warmup_s();
+        if duration_s * WARMUP_RATE < 1.0 {
+            return Ok(());
+        }
+        let phase = Phase {
+            name: "warm-up".to_owned(),
+            start_s: 0.0,
+            duration_s,
+            from_rate: WARMUP_RATE,
+            to_rate: WARMUP_RATE,
+        };
+        let profile = Profile {
+            name: "warm-up".to_owned(),
+            model: Model::Open,
+            phases: vec![phase],
+            duration_scale: 1.0,
+        };
+        let cfg = DriverConfig {
+            target: url.to_owned(),
+            profile,
+            request_timeout: Duration::from_secs_f64(self.args.load.request_timeout_s),
+            max_in_flight: self.args.load.max_in_flight,
+            run_id: format!("{}w", self.run_id),
+            sellers: self.args.load.sellers,
+            duplicate_ratio: 0.0,
+            goose_reports: Vec::new(),
+            progress: None,
+        };
+        crate::driver::drive(cfg, Default::default())
+            .await
+            .context("warm-up")?;
+        Ok(())
+    }
+}

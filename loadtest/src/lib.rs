@@ -1,0 +1,36 @@
+//! # loadtest — the load lab's generator, orchestrator and reports
+//!
+//! The lab's product is a comparison a reader can trust between the thread-per-request
+//! `blocking-api` and the async `reactive-api` (experiment A of `shared/SEEDS.md`). Trust comes
+//! from how the load is made and how it is counted, so the layers are kept apart:
+//!
+//! - [`profile`]: the arrival schedules (`ramp-N`, `seed-gatling`, `stress`, `closed-C-N`), fixed in
+//!   advance; [`body`]: valid, unique, randomised orders; [`http`]: one request and its outcome;
+//! - [`driver`]: goose runs the load; the open model is a scheduler transaction that fires each
+//!   arrival at its intended time whether or not earlier ones returned; [`recorder`] writes every
+//!   request's fate into per-second, per-phase and whole-run HdrHistograms;
+//! - [`sampler`]: once a second, the API's CPU/RSS/threads/fds, its `/metrics`, and the harness's
+//!   own CPU; [`assemble`] turns all that into [`results::RunResults`] (the documented, versioned
+//!   results file) and flags harness-bound runs;
+//! - [`lab`] + [`services`] + [`invariants`]: PostgreSQL, mock-deps and each API in its cgroup,
+//!   fresh state, warm-up, measurement, end-of-run checks; [`report`]: report.html and summary.md.
+//!
+//! `main.rs` only parses [`cli`] and calls [`commands::run`].
+
+pub mod assemble;
+pub mod body;
+pub mod cli;
+pub mod commands;
+pub mod driver;
+pub mod http;
+pub mod invariants;
+pub mod lab;
+pub mod profile;
+pub mod progress;
+pub mod recorder;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod sampler;
+mod scheduler;
+pub mod services;

@@ -1,0 +1,242 @@
+//! Drawing a [`LineChart`]: the frame (plot area and axes), grid and tick labels, markers,
+//! reference lines and the series paths. Everything numeric passes through [`num`].
+
+use std::fmt::Write as _;
+
+use super::ticks::{Axis, Scale, format_tick};
+use super::{LineChart, MarkerKind, esc, legend, num};
+
+pub(super) const WIDTH: f64 = 760.0;
+pub(super) const PLOT_H: f64 = 220.0;
+pub(super) const LEFT: f64 = 70.0;
+pub(super) const RIGHT: f64 = 20.0;
+const MARKER_ROW: f64 = 13.0;
+
+/// The drawable area and the two axes, shared by the drawing helpers.
+struct Frame {
+    x: Axis,
+    y: Axis,
+    top: f64,
+}
+
+impl Frame {
+    fn px(&self, v: f64) -> Option<f64> {
+        self.x.frac(v).map(|f| LEFT + f * (WIDTH - LEFT - RIGHT))
+    }
+    fn py(&self, v: f64) -> Option<f64> {
+        self.y.frac(v).map(|f| self.top + (1.0 - f) * PLOT_H)
+    }
+    fn bottom(&self) -> f64 {
+        self.top + PLOT_H
+    }
+}
+
+impl LineChart {
+    /// Renders the chart as an `<svg>` element sized by its `viewBox` (scale it with CSS).
+    pub fn to_svg(&self) -> String {
+        let frame = self.frame();
+        let legend = legend::layout(&self.series, WIDTH - LEFT - RIGHT);
+        let height = frame.bottom() + 46.0 + legend.height;
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img"><title>{t}</title>"#,
+            w = num(WIDTH),
+            h = num(height),
+            t = esc(&self.title)
+        );
+        self.draw_axes(&mut s, &frame);
+        self.draw_markers(&mut s, &frame);
+        self.draw_ref_lines(&mut s, &frame);
+        self.draw_series(&mut s, &frame);
+        if !self.series.iter().any(|se| {
+            se.points
+                .iter()
+                .any(|&(x, y)| frame.px(x).zip(frame.py(y)).is_some())
+        }) {
+            let _ = write!(
+                s,
+                r#"<text class="nodata" x="{}" y="{}" text-anchor="middle">no data</text>"#,
+                num(LEFT + (WIDTH - LEFT - RIGHT) / 2.0),
+                num(frame.top + PLOT_H / 2.0)
+            );
+        }
+        legend.draw(&mut s, LEFT, frame.bottom() + 46.0);
+        s.push_str("</svg>");
+        s
+    }
+
+    fn frame(&self) -> Frame {
+        let finite = |v: &f64| v.is_finite() && (self.y_scale == Scale::Linear || *v > 0.0);
+        let xs = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .chain(self.markers.iter().map(|m| m.x));
+        let ys = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .chain(self.ref_lines.iter().map(|r| r.y));
+        let (xlo, xhi) = min_max(xs.filter(|v| v.is_finite()));
+        let (ylo, yhi) = min_max(ys.filter(finite));
+        // Rates, counts and latencies read best from zero on a linear axis.
+        let ylo = if self.y_scale == Scale::Linear {
+            ylo.min(0.0)
+        } else {
+            ylo
+        };
+        let rows = self.markers.len().clamp(0, 3) as f64;
+        Frame {
+            x: Axis::new(Scale::Linear, xlo, xhi, 9),
+            y: Axis::new(self.y_scale, ylo, yhi, 6),
+            top: 12.0 + rows * MARKER_ROW,
+        }
+    }
+
+    fn draw_axes(&self, s: &mut String, f: &Frame) {
+        let (x0, x1, bottom) = (LEFT, WIDTH - RIGHT, f.bottom());
+        for &t in &f.y.ticks {
+            let Some(y) = f.py(t) else { continue };
+            let step = if f.y.scale == Scale::Log {
+                t
+            } else {
+                f.y.step()
+            };
+            let _ = write!(
+                s,
+                r#"<line class="grid" x1="{}" x2="{}" y1="{y}" y2="{y}"/><text class="tick" x="{}" y="{}" text-anchor="end">{}</text>"#,
+                num(x0),
+                num(x1),
+                num(x0 - 6.0),
+                num(y + 4.0),
+                esc(&format_tick(t, step, self.y_format)),
+                y = num(y)
+            );
+        }
+        for &t in &f.x.ticks {
+            let Some(x) = f.px(t) else { continue };
+            let _ = write!(
+                s,
+                r#"<line class="axis" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="tick" x="{x}" y="{}" text-anchor="middle">{}</text>"#,
+                num(bottom),
+                num(bottom + 5.0),
+                num(bottom + 18.0),
+                esc(&format_tick(t, f.x.step(), self.x_format)),
+                x = num(x)
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<path class="axis" d="M{x0} {top}V{b}H{x1}"/><text class="label" x="{mid}" y="{xl}" text-anchor="middle">{xt}</text><text class="label" transform="translate(16 {ym}) rotate(-90)" text-anchor="middle">{yt}</text>"#,
+            x0 = num(x0),
+            x1 = num(x1),
+            top = num(f.top),
+            b = num(bottom),
+            mid = num((x0 + x1) / 2.0),
+            xl = num(bottom + 36.0),
+            xt = esc(&self.x_label),
+            ym = num(f.top + PLOT_H / 2.0),
+            yt = esc(&self.y_label),
+        );
+    }
+
+    fn draw_markers(&self, s: &mut String, f: &Frame) {
+        for (i, m) in self.markers.iter().enumerate() {
+            let Some(x) = f.px(m.x) else { continue };
+            // Labels are staggered over three rows so neighbouring markers do not overprint.
+            let row = (i % 3) as f64;
+            let label_y = 10.0 + row * MARKER_ROW;
+            let class = match m.kind {
+                MarkerKind::Phase => "marker phase",
+                MarkerKind::Event => "marker event",
+            };
+            // Labels right of the middle are written leftwards so they stay inside the chart.
+            let (anchor, dx) = if x > WIDTH * 0.6 {
+                ("end", -3.0)
+            } else {
+                ("start", 3.0)
+            };
+            let _ = write!(
+                s,
+                r#"<g class="{class}"><line x1="{x}" x2="{x}" y1="{}" y2="{}"/><text x="{}" y="{}" text-anchor="{anchor}">{}</text></g>"#,
+                num(label_y - 9.0),
+                num(f.bottom()),
+                num(x + dx),
+                num(label_y),
+                esc(&m.label),
+                x = num(x)
+            );
+        }
+    }
+
+    fn draw_ref_lines(&self, s: &mut String, f: &Frame) {
+        for r in &self.ref_lines {
+            let Some(y) = f.py(r.y) else { continue };
+            // Above the line, unless that would run into the marker labels over the plot.
+            let label_y = if y - f.top < 14.0 { y + 13.0 } else { y - 4.0 };
+            let _ = write!(
+                s,
+                r#"<g class="ref"><line x1="{}" x2="{}" y1="{y}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
+                num(LEFT),
+                num(WIDTH - RIGHT),
+                num(WIDTH - RIGHT - 4.0),
+                num(label_y),
+                esc(&r.label),
+                y = num(y)
+            );
+        }
+    }
+
+    fn draw_series(&self, s: &mut String, f: &Frame) {
+        // Secondary lines first so the primary ones are drawn on top.
+        let ordered = self
+            .series
+            .iter()
+            .filter(|x| x.secondary)
+            .chain(self.series.iter().filter(|x| !x.secondary));
+        for se in ordered {
+            let d = path_data(&se.points, f);
+            if d.is_empty() {
+                continue;
+            }
+            let dash = se
+                .dash
+                .dasharray()
+                .map(|a| format!(r#" stroke-dasharray="{a}""#))
+                .unwrap_or_default();
+            let extra = if se.secondary {
+                r#" stroke-opacity="0.4" stroke-width="1.2""#
+            } else {
+                ""
+            };
+            let _ = write!(
+                s,
+                r#"<path class="series" d="{d}" stroke="{}"{dash}{extra}><title>{}</title></path>"#,
+                se.colour,
+                esc(&se.name)
+            );
+        }
+    }
+}
+
+/// `M x y L x y …`, starting a new sub-path after every point that cannot be drawn.
+fn path_data(points: &[(f64, f64)], f: &Frame) -> String {
+    let mut d = String::new();
+    let mut pen_down = false;
+    for &(x, y) in points {
+        match f.px(x).zip(f.py(y)) {
+            Some((px, py)) => {
+                d.push(if pen_down { 'L' } else { 'M' });
+                let _ = write!(d, "{} {}", num(px), num(py));
+                pen_down = true;
+            }
+            None => pen_down = false,
+        }
+    }
+    d
+}
+
+fn min_max(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    values.fold((f64::NAN, f64::NAN), |(lo, hi), v| (lo.min(v), hi.max(v)))
+}

@@ -1,0 +1,192 @@
+//! The measured parts of [`RunResults`](super::RunResults): the per-second series, the summaries
+//! and the end-of-run checks (see the counting rules in the parent module).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One second of the measured run. Counts are events *in* that second; gauges are sampled once at
+/// its end. `None` = not measured (e.g. no PID known, no `/metrics`, gauge absent for this API).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SecondSample {
+    /// Seconds since the start of the measured part (this sample covers `[t, t+1)`).
+    pub t: u32,
+    /// Phase the second belongs to (by its start), `drain` after the last arrival.
+    pub phase: String,
+    /// Arrivals scheduled in this second.
+    pub offered: u64,
+    /// Requests started in this second.
+    pub sent: u64,
+    /// Requests finished in this second (any outcome).
+    pub completed: u64,
+    /// Arrivals in this second refused by the in-flight cap.
+    pub not_sent: u64,
+    /// Finished requests by outcome kind: `201`, `201_replayed`, an error code (`invalid_request`,
+    /// `database_unavailable`, …), `http_<status>` when the body had no code, `timeout`,
+    /// `connect_error`, `io_error`. Sums to `completed`.
+    pub outcomes: BTreeMap<String, u64>,
+    /// Latency of the requests finished in this second (all outcomes), from intended send time.
+    pub latency_ms: Option<LatencyPercentiles>,
+    /// Generator lateness (actual − intended send time) of the requests sent in this second.
+    pub lateness_ms: Option<Lateness>,
+    /// The API process (`/proc` sampling).
+    pub api_process: Option<ProcessSample>,
+    /// Gauges scraped from the API's `/metrics` at the end of the second.
+    pub api_metrics: Option<ApiMetrics>,
+    /// The harness's own CPU use over this second.
+    pub harness: HarnessSample,
+    /// Requests open (sent, not finished) at the end of the second, as the generator counts them.
+    #[serde(default)]
+    pub in_flight: u64,
+}
+
+/// Latency percentiles, ms, from an HdrHistogram (3 significant digits).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LatencyPercentiles {
+    /// Number of values.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+/// Generator lateness, ms.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Lateness {
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+/// The API process, from `/proc/<pid>`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProcessSample {
+    /// CPU used over the second, % of one core (100 = one core busy).
+    pub cpu_percent: f64,
+    /// Resident memory, bytes.
+    pub rss_bytes: u64,
+    /// OS threads.
+    pub threads: u64,
+    /// Open file descriptors.
+    pub fds: u64,
+}
+
+/// Gauges from the API's `/metrics` (names in `docs/lab-interfaces.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ApiMetrics {
+    /// `db_pool_connections_in_use`.
+    pub db_pool_in_use: Option<f64>,
+    /// `db_pool_waiting`.
+    pub db_pool_waiting: Option<f64>,
+    /// `db_pool_acquire_timeouts_total` (cumulative counter).
+    pub db_pool_acquire_timeouts: Option<f64>,
+    /// `blocking_pool_busy` (blocking-api only).
+    pub blocking_pool_busy: Option<f64>,
+    /// `blocking_pool_queued` (blocking-api only).
+    pub blocking_pool_queued: Option<f64>,
+    /// `http_requests_in_flight`.
+    pub in_flight: Option<f64>,
+}
+
+/// CPU of the harness over one second, % of one core.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct HarnessSample {
+    /// The generator (this process).
+    pub generator_cpu_percent: Option<f64>,
+    /// mock-deps (when the lab started it).
+    pub mock_deps_cpu_percent: Option<f64>,
+    /// PostgreSQL, all its processes (when the lab started it).
+    pub postgres_cpu_percent: Option<f64>,
+    /// The whole machine, every process (other tenants included), from `/proc/stat`.
+    #[serde(default)]
+    pub machine_cpu_percent: Option<f64>,
+}
+
+/// Something that happened at `t` seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Seconds since the start of the measured part.
+    pub t: f64,
+    /// What happened, e.g. `phase constant (300/s)`.
+    pub label: String,
+}
+
+/// Totals and percentiles over a span of the run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Summary {
+    /// Length of the span, seconds (whole run: measured part including the drain).
+    pub duration_s: f64,
+    /// Arrivals scheduled.
+    pub offered: u64,
+    /// Requests started.
+    pub sent: u64,
+    /// Requests finished, any outcome.
+    pub completed: u64,
+    /// Arrivals refused by the in-flight cap.
+    pub not_sent: u64,
+    /// Fresh orders (`201`).
+    pub ok: u64,
+    /// Idempotent replays (`201_replayed`).
+    pub replayed: u64,
+    /// Every other outcome (HTTP errors and transport failures).
+    pub errors: u64,
+    /// `errors` by kind.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Latency of every finished request, from the full-span histogram (not averaged per second).
+    pub latency_ms: LatencyPercentiles,
+    /// Latency of the `201`s only.
+    pub ok_latency_ms: Option<LatencyPercentiles>,
+    /// `completed ÷ duration_s`.
+    pub throughput_rps: f64,
+    /// `ok ÷ duration_s` — orders per second.
+    pub ok_throughput_rps: f64,
+    /// `offered ÷ duration_s`.
+    pub offered_rps: f64,
+    /// CPU-seconds the API process used over the span.
+    pub api_cpu_seconds: Option<f64>,
+    /// `api_cpu_seconds × 1000 ÷ ok` — the cost of 1,000 orders.
+    pub cpu_seconds_per_1000_ok: Option<f64>,
+    /// Peak resident memory of the API, bytes.
+    pub peak_rss_bytes: Option<u64>,
+    /// Peak OS threads of the API.
+    pub peak_threads: Option<u64>,
+    /// Peak open file descriptors of the API.
+    pub peak_fds: Option<u64>,
+    /// Generator lateness over the span.
+    pub lateness_ms: Lateness,
+}
+
+/// Little's law for the blocking API: with `threads` threads each held for the critical path, the
+/// sustainable throughput is at most `threads ÷ critical_path`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LittlesLaw {
+    /// `BLOCKING_THREADS`.
+    pub threads: u64,
+    /// Sum of the mock latencies, ms (seller + risk + payment).
+    pub critical_path_ms: f64,
+    /// `threads ÷ (critical_path_ms / 1000)`, req/s.
+    pub bound_rps: f64,
+    /// Fresh orders per second during the plateau (constant phase), if the profile has one.
+    pub measured_plateau_rps: Option<f64>,
+}
+
+/// One end-of-run check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvariantCheck {
+    /// e.g. `offered = sent + not_sent`, `db orders = 201s`, `no key charged twice`.
+    pub name: String,
+    /// `Some(true)` held, `Some(false)` violated, `None` could not be checked.
+    pub ok: Option<bool>,
+    /// The numbers compared, or why it could not be checked.
+    pub detail: String,
+}

@@ -1,0 +1,121 @@
+//! One measured run against one target: the driver, the sampler beside it, then assembly.
+//! Used by `loadtest run` directly and by `loadtest lab` once per API per repeat.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::assemble::{RunMeta, assemble};
+use crate::driver::{Clock, DriverConfig, drive};
+use crate::results::{Environment, MockLatencies, RunResults};
+use crate::sampler::{self, SampleTargets};
+
+/// Runs `driver` while sampling `targets`; returns the assembled results (no invariants yet).
+pub async fn measure(
+    driver: DriverConfig,
+    meta: RunMeta,
+    targets: SampleTargets,
+) -> Result<RunResults> {
+    let profile = driver.profile.clone();
+    let clock: Clock = Arc::new(OnceLock::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampling = tokio::spawn(sampler::run(targets, clock.clone(), stop.clone()));
+    let out = drive(driver, clock).await;
+    stop.store(true, Ordering::SeqCst);
+    let rows = sampling.await.context("the sampler task failed")?;
+    Ok(assemble(meta, &profile, &out?, &rows))
+}
+
+/// The machine and build, from labkit, in the results' terms.
+pub fn environment(build_profile: &str) -> Environment {
+    let e = labkit::envinfo::Environment::capture();
+    Environment {
+        cores: u32::try_from(e.cores).unwrap_or(u32::MAX),
+        cpu_model: e.cpu_model,
+        kernel: e.kernel,
+        os: e.os,
+        memory_bytes: e.total_memory_bytes,
+        rustc: e.rustc,
+        git_sha: e.git_sha,
+        build_profile: build_profile.to_owned(),
+    }
+}
+
+/// A short id for this invocation (`r` + UTC time + 4 random hex digits): prefixes every key.
+pub fn new_run_id() -> String {
+    format!(
+        "r{}{:04x}",
+        chrono::Utc::now().format("%m%d%H%M%S"),
+        rand::random::<u16>()
+    )
+}
+
+/// Reads mock-deps' latencies from `GET /admin/config`.
+pub async fn mock_latencies(deps_url: &str) -> Result<MockLatencies> {
+    let v: serde_json::Value = admin(deps_url)
+        .get(format!("{}/admin/config", base(deps_url)))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let ms = |k: &str| {
+        v[k]["latency_ms"]
+            .as_u64()
+            .with_context(|| format!("no {k}.latency_ms in mock-deps config"))
+    };
+    Ok(MockLatencies {
+        seller: ms("seller")?,
+        risk: ms("risk")?,
+        payment: ms("payment")?,
+    })
+}
+
+/// Sets mock-deps' latencies (`PUT /admin/config`, partial document).
+pub async fn set_mock_latencies(deps_url: &str, l: MockLatencies) -> Result<()> {
+    let doc = serde_json::json!({
+        "seller": {"latency_ms": l.seller}, "risk": {"latency_ms": l.risk}, "payment": {"latency_ms": l.payment}
+    });
+    admin(deps_url)
+        .put(format!("{}/admin/config", base(deps_url)))
+        .json(&doc)
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok(())
+}
+
+/// Clears mock-deps' ledger and stats (`POST /admin/reset`).
+pub async fn reset_mock(deps_url: &str) -> Result<()> {
+    admin(deps_url)
+        .post(format!("{}/admin/reset", base(deps_url)))
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok(())
+}
+
+/// mock-deps' ledger (`GET /admin/ledger`).
+pub async fn ledger(deps_url: &str) -> Result<serde_json::Value> {
+    Ok(admin(deps_url)
+        .get(format!("{}/admin/ledger", base(deps_url)))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?)
+}
+
+fn base(url: &str) -> &str {
+    url.trim_end_matches('/')
+}
+
+fn admin(_url: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .no_proxy()
+        .build()
+        .unwrap_or_default()
+}

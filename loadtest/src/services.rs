@@ -1,0 +1,201 @@
+//! The services the lab starts: PostgreSQL, mock-deps and the API under test, each as a child
+//! process (labkit::process) whose output goes to `<out>/logs/`. The API goes into its own cgroup
+//! (1 CPU, 1 GiB) right after it is spawned; PostgreSQL, mock-deps and the generator stay outside.
+//! Limits are read back from the kernel: the results only claim what the kernel holds.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use labkit::cgroup::{LimitedGroup, ResourceLimits};
+use labkit::pg::EphemeralPostgres;
+use labkit::process::{ServiceProcess, find_binary};
+
+use crate::results::{Limits, MockLatencies};
+
+/// How long a service may take to answer its readiness URL.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The database the APIs use.
+#[derive(Debug)]
+pub struct Database {
+    pub url: String,
+    /// The postmaster, when the lab started the cluster (sampled with its backends).
+    pub pid: Option<u32>,
+    _cluster: Option<EphemeralPostgres>,
+}
+
+impl Database {
+    /// `url` if given, else an ephemeral cluster from the system's PostgreSQL binaries.
+    pub fn open(url: Option<&str>) -> Result<Database> {
+        if let Some(url) = url {
+            return Ok(Database {
+                url: url.to_owned(),
+                pid: None,
+                _cluster: None,
+            });
+        }
+        let pg = EphemeralPostgres::start().context(
+            "starting an ephemeral PostgreSQL (install the PostgreSQL server package, e.g. \
+             `apt-get install postgresql`, or pass --database-url postgres://…)",
+        )?;
+        Ok(Database {
+            url: pg.url(),
+            pid: Some(pg.pid()),
+            _cluster: Some(pg),
+        })
+    }
+}
+
+/// A free 127.0.0.1 port (bound then released: a tiny race the lab accepts).
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// mock-deps as a child process.
+#[derive(Debug)]
+pub struct MockDepsProcess {
+    pub url: String,
+    pub pid: u32,
+    _process: ServiceProcess,
+}
+
+impl MockDepsProcess {
+    /// Starts the `mock-deps` binary with `latency` on a free port.
+    pub fn start(latency: MockLatencies, logs: &Path) -> Result<MockDepsProcess> {
+        let port = free_port()?;
+        let env = vec![
+            ("BIND_ADDR".to_owned(), format!("127.0.0.1:{port}")),
+            ("SELLER_LATENCY_MS".to_owned(), latency.seller.to_string()),
+            ("RISK_LATENCY_MS".to_owned(), latency.risk.to_string()),
+            ("PAY_LATENCY_MS".to_owned(), latency.payment.to_string()),
+            // Two workers: the mock must never be the bottleneck (the seed's mock died first).
+            ("HTTP_WORKERS".to_owned(), "2".to_owned()),
+            ("RUST_LOG".to_owned(), "warn".to_owned()),
+        ];
+        let bin = find_binary("mock-deps")?;
+        let process = ServiceProcess::spawn(
+            "mock-deps",
+            &bin,
+            Vec::<String>::new(),
+            env,
+            &logs.join("mock-deps.log"),
+        )?;
+        let url = format!("http://127.0.0.1:{port}");
+        process.wait_ready(&format!("{url}/health"), READY_TIMEOUT)?;
+        Ok(MockDepsProcess {
+            url,
+            pid: process.pid(),
+            _process: process,
+        })
+    }
+}
+
+/// An API started by the lab.
+#[derive(Debug)]
+pub struct ApiProcess {
+    pub url: String,
+    pub pid: u32,
+    pub limits: Limits,
+    /// `release` or `debug`, from where the binary was found.
+    pub build_profile: String,
+    process: ServiceProcess,
+    _group: Option<LimitedGroup>,
+}
+
+impl ApiProcess {
+    /// Starts `name` (`blocking-api`, `reactive-api`) with `settings` (env var → value), in a
+    /// 1 CPU / 1 GiB cgroup unless `limits` is false, and waits for `/ready`.
+    pub fn start(
+        name: &str,
+        settings: &BTreeMap<String, String>,
+        limits: bool,
+        logs: &Path,
+    ) -> Result<ApiProcess> {
+        let port = free_port()?;
+        let bin: PathBuf = find_binary(name)?;
+        let build_profile = if bin.components().any(|c| c.as_os_str() == "release") {
+            "release"
+        } else {
+            "debug"
+        };
+        let mut env: Vec<(String, String)> = settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        env.push(("BIND_ADDR".to_owned(), format!("127.0.0.1:{port}")));
+        env.push(("RUST_LOG".to_owned(), "warn".to_owned()));
+        let process = ServiceProcess::spawn(
+            name,
+            &bin,
+            Vec::<String>::new(),
+            env,
+            &logs.join(format!("{name}.log")),
+        )?;
+        let (group, limits) = if limits {
+            confine(name, process.pid())
+        } else {
+            (None, not_enforced("disabled with --no-limits"))
+        };
+        let url = format!("http://127.0.0.1:{port}");
+        process.wait_ready(&format!("{url}/ready"), READY_TIMEOUT)?;
+        Ok(ApiProcess {
+            url,
+            pid: process.pid(),
+            limits,
+            build_profile: build_profile.to_owned(),
+            process,
+            _group: group,
+        })
+    }
+
+    /// Stops the process (SIGTERM, then SIGKILL after the grace period) and removes its cgroup.
+    pub fn stop(self) -> Result<()> {
+        self.process.stop(labkit::process::STOP_GRACE)?;
+        Ok(())
+    }
+}
+
+/// Limits that were not applied, with the reason.
+pub fn not_enforced(why: &str) -> Limits {
+    Limits {
+        limits_enforced: false,
+        cpu_cores: None,
+        memory_bytes: None,
+        mechanism: "none".to_owned(),
+        note: format!("limits NOT enforced: {why}"),
+    }
+}
+
+fn confine(name: &str, pid: u32) -> (Option<LimitedGroup>, Limits) {
+    let group = match LimitedGroup::create(name, ResourceLimits::default()) {
+        Ok(g) => g,
+        Err(e) => return (None, not_enforced(&format!("cannot create a cgroup: {e}"))),
+    };
+    if let Err(e) = group.add_pid(pid) {
+        return (
+            None,
+            not_enforced(&format!("cannot move pid {pid} into {}: {e}", group.name())),
+        );
+    }
+    let held = group.enforced();
+    let enforced = held.cpu_quota.is_some() && held.memory_bytes.is_some();
+    let mut note = format!("cgroup {} at {:?}", held.version, held.paths);
+    if !enforced {
+        note = format!("limits NOT enforced: the kernel does not hold them ({note})");
+    }
+    for n in &held.notes {
+        note.push_str("; ");
+        note.push_str(n);
+    }
+    let limits = Limits {
+        limits_enforced: enforced,
+        cpu_cores: held.cpu_quota,
+        memory_bytes: held.memory_bytes,
+        mechanism: format!("cgroup {}", held.version),
+        note,
+    };
+    (Some(group), limits)
+}

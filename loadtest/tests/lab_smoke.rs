@@ -1,0 +1,133 @@
+//! The lab end to end at a tiny scale: both APIs started by the lab (in cgroups where the host
+//! allows), 1 ms mocks, `ramp-20` squeezed to ~5 s. Checks that every file is written and that
+//! the counts reconcile: sent = completed, orders in the database = 201s, no key charged twice.
+//!
+//! Needs the `blocking-api`, `reactive-api` and `mock-deps` binaries (built by `cargo test
+//! --workspace` / `scripts/test.sh`). PostgreSQL: a fresh database on `TEST_DATABASE_URL`'s server
+//! when it is set (so other tests' tables are never truncated), else the lab's ephemeral cluster.
+
+use std::path::Path;
+use std::process::Command;
+
+use loadtest::results::RunResults;
+use sqlx::Connection;
+
+fn binaries_present() -> Result<(), String> {
+    for name in ["blocking-api", "reactive-api", "mock-deps"] {
+        labkit::process::find_binary(name).map_err(|e| format!("{e:#}"))?;
+    }
+    Ok(())
+}
+
+/// A database of our own on the test server: `(url, admin url, name)`.
+async fn own_database(server: &str) -> (String, String, String) {
+    let name = format!("loadtest_smoke_{}", std::process::id());
+    let mut conn = sqlx::PgConnection::connect(server)
+        .await
+        .expect("TEST_DATABASE_URL reachable");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name}"
+    )))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let base = server.rsplit_once('/').map_or(server, |(b, _)| b);
+    (format!("{base}/{name}"), server.to_owned(), name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lab_runs_both_apis_and_the_counts_reconcile() {
+    if let Err(e) = binaries_present() {
+        panic!("lab smoke test needs the service binaries: {e}");
+    }
+    let out = std::env::temp_dir().join(format!("loadtest-smoke-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let db = match std::env::var("TEST_DATABASE_URL") {
+        Ok(server) => Some(own_database(&server).await),
+        Err(_) => None,
+    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
+    cmd.args([
+        "lab",
+        "--profile",
+        "ramp-20",
+        "--duration-scale",
+        "0.05",
+        "--warmup-s",
+        "20",
+    ])
+    .args([
+        "--latency",
+        "seller=1,risk=1,pay=1",
+        "--db-pool-size",
+        "5",
+        "--no-progress",
+    ])
+    .arg("--out")
+    .arg(&out);
+    if let Some((url, _, _)) = &db {
+        cmd.args(["--database-url", url]);
+    }
+    let output = cmd.output().expect("running loadtest lab");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "lab failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("report:"), "{stdout}");
+
+    for file in [
+        "report.html",
+        "summary.md",
+        "results-blocking-0.json",
+        "results-reactive-0.json",
+    ] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    for label in ["blocking", "reactive"] {
+        let r = RunResults::load(out.join(format!("results-{label}-0.json"))).unwrap();
+        for g in &r.goose_reports {
+            assert!(
+                Path::new(&out).join(g).is_file(),
+                "goose report {g} missing"
+            );
+        }
+        let s = &r.summary;
+        assert_eq!(
+            s.offered, 60,
+            "{label}: ramp-20 × 0.05 schedules 15 + 30 + 15 arrivals"
+        );
+        assert_eq!(s.offered, s.sent + s.not_sent);
+        assert_eq!(s.sent, s.completed);
+        assert_eq!(
+            s.ok, s.completed,
+            "{label}: every valid order is a 201: {:?}",
+            s.errors_by_kind
+        );
+        assert_eq!(r.invariants.len(), 5, "{:?}", r.invariants);
+        for c in &r.invariants {
+            assert_eq!(c.ok, Some(true), "{label}: {} — {}", c.name, c.detail);
+        }
+        assert!(!r.seconds.is_empty());
+        assert!(r.plateau.is_some());
+        assert_eq!(r.littles_law.is_some(), label == "blocking");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("blocking-api") && html.contains("reactive-api"));
+
+    if let Some((_, server, name)) = db {
+        let mut conn = sqlx::PgConnection::connect(&server).await.unwrap();
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(&mut conn)
+        .await;
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
