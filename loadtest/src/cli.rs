@@ -112,6 +112,17 @@ pub struct LabArgs {
     /// Warm-up before each measured run, seconds at 10 requests/s (excluded from the results).
     #[arg(long, default_value_t = 5.0)]
     pub warmup_s: f64,
+    /// Round-trip time a TCP latency proxy adds between the APIs and PostgreSQL, in ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub db_rtt_ms: f64,
+    /// Changes a mock's latency mid-run: DEP=MS@START+DURATION, seconds into the measured run
+    /// (e.g. pay=5000@30+30: payment answers in 5 s from t=30 s to t=60 s).
+    #[arg(long)]
+    pub inject: Option<String>,
+    /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency):
+    /// several lab runs, one comparison table. See `loadtest scenarios`.
+    #[arg(long)]
+    pub scenario: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -55,6 +55,18 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             println!("results: {}", args.out.display());
             Ok(verdict(std::slice::from_ref(&results)))
         }
+        Command::Lab(args) if args.scenario.is_some() => {
+            let name = args.scenario.clone().unwrap_or_default();
+            let (table, out) = crate::scenario::run(&name, args).await?;
+            println!("{}", crate::scenario::render_markdown(&table));
+            println!("report: {}", out.join("report.html").display());
+            let failed = table.notes.iter().any(|n| n.starts_with("CHECK FAILED"));
+            Ok(if failed {
+                ExitCode::from(INVARIANT_VIOLATED)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Lab(args) => {
             let (runs, out) = lab::lab(args).await?;
             let paths = report::write_report(&runs, &out)?;

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use crate::assemble::RunMeta;
 use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
 use crate::driver::DriverConfig;
+use crate::inject::Injection;
 use crate::invariants;
 use crate::profile::{Model, Phase, Profile};
 use crate::results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
@@ -33,6 +34,9 @@ struct Lab {
     out: PathBuf,
     run_id: String,
     database_url: Option<String>,
+    /// What the APIs are given: `database_url`, or the latency proxy in front of it.
+    api_database_url: Option<String>,
+    injection: Option<Injection>,
     postgres_pid: Option<u32>,
     deps_url: String,
     deps_pid: Option<u32>,
@@ -50,6 +54,10 @@ pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         .unwrap_or_else(|| default_out(&profile.name));
     std::fs::create_dir_all(out.join("logs"))
         .with_context(|| format!("creating {}", out.display()))?;
+    if targets.is_empty() {
+        let apis = args.apis.clone();
+        tokio::task::spawn_blocking(move || crate::services::build_services(&apis)).await??;
+    }
     // Thousands of connections can be open at once; children inherit the raised limit.
     let _ = labkit::process::raise_nofile_limit();
     let logs = out.join("logs");
@@ -95,7 +103,31 @@ pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
             })
             .collect()
     };
+    // Experiment D: a TCP proxy adds the round-trip time of a farther database.
+    let proxy = match (&db, args.db_rtt_ms > 0.0) {
+        (Some(db), true) => Some(
+            latency_proxy::LatencyProxy::start(
+                latency_proxy::upstream_of(&db.url)?,
+                Duration::from_secs_f64(args.db_rtt_ms / 1000.0),
+            )
+            .await
+            .context("starting the database latency proxy")?,
+        ),
+        _ => None,
+    };
+    let api_database_url = match (&db, &proxy) {
+        (Some(db), Some(p)) => Some(latency_proxy::proxied_url(&db.url, p.local_addr())?),
+        (Some(db), None) => Some(db.url.clone()),
+        _ => None,
+    };
+    let injection = args
+        .inject
+        .as_deref()
+        .map(|spec| Injection::parse(spec, args.load.duration_scale))
+        .transpose()?;
     let lab = Lab {
+        api_database_url,
+        injection,
         profile,
         latency,
         out: out.clone(),
@@ -117,6 +149,9 @@ pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
             results.save(lab.out.join(format!("results-{label}-{r}.json")))?;
             runs.push(results);
         }
+    }
+    if let Some(proxy) = proxy {
+        proxy.stop().await;
     }
     drop(mock);
     drop(db);
@@ -143,6 +178,8 @@ impl Lab {
         s.insert("HTTP_WORKERS".to_owned(), a.http_workers.to_string());
         s.insert("DB_TX_SCOPE".to_owned(), a.tx_scope.clone());
         s.insert("DEPS_URL".to_owned(), self.deps_url.clone());
+        // Not an API setting but a condition of the run, shown beside them: the added RTT.
+        s.insert("DB_RTT_MS".to_owned(), a.db_rtt_ms.to_string());
         if api.starts_with("blocking") {
             s.insert(
                 "BLOCKING_THREADS".to_owned(),
@@ -175,7 +212,7 @@ impl Lab {
                 let mut env = settings.clone();
                 env.insert(
                     "DATABASE_URL".to_owned(),
-                    self.database_url.clone().unwrap_or_default(),
+                    self.api_database_url.clone().unwrap_or_default(),
                 );
                 let (name, limit, logs) =
                     (api.to_owned(), !self.args.no_limits, self.out.join("logs"));
@@ -217,7 +254,7 @@ impl Lab {
         let mut environment = self.environment.clone();
         environment.build_profile = build;
         let warm = self.warmup_s();
-        let meta = RunMeta {
+        let mut meta = RunMeta {
             api: api.to_owned(),
             label: label.to_owned(),
             target_url: url.clone(),
@@ -243,6 +280,10 @@ impl Lab {
                 label: format!("measurement starts (after a {warm} s warm-up, excluded)"),
             }],
         };
+        let injecting = self.injection.map(|inj| {
+            meta.events.extend(inj.events(self.latency));
+            tokio::spawn(inj.apply(self.deps_url.clone(), self.latency))
+        });
         let targets = SampleTargets {
             api_pid: process.as_ref().map(|p| p.pid),
             mock_deps_pid: self.deps_pid,
@@ -250,6 +291,11 @@ impl Lab {
             metrics_url: Some(format!("{url}/metrics")),
         };
         let mut results = measure(driver, meta, targets).await?;
+        if let Some(task) = injecting {
+            // Normally long done; if the run ended first, the latency must still be restored.
+            task.abort();
+            set_mock_latencies(&self.deps_url, self.latency).await?;
+        }
         results.invariants =
             invariants::all(&results, self.database_url.as_deref(), Some(&self.deps_url)).await;
         if let Some(p) = process {

@@ -166,6 +166,8 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
         blocking_pool_busy: m.get("blocking_pool_busy").copied(),
         blocking_pool_queued: m.get("blocking_pool_queued").copied(),
         in_flight: m.get("http_requests_in_flight").copied(),
+        db_tx_seconds_sum: m.get("db_transaction_duration_seconds_sum").copied(),
+        db_tx_count: m.get("db_transaction_duration_seconds_count").copied(),
     })
 }
 

@@ -199,3 +199,32 @@ fn confine(name: &str, pid: u32) -> (Option<LimitedGroup>, Limits) {
     };
     (Some(group), limits)
 }
+
+/// Under `cargo run`, builds the services the lab is about to start with the same profile as the
+/// lab itself, so `cargo run --release -p loadtest -- lab` never measures missing or stale
+/// binaries. Outside cargo (an installed binary, the docker image) the binaries are used as found.
+pub fn build_services(apis: &[String]) -> Result<()> {
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        return Ok(());
+    };
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.arg("build").arg("--quiet");
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    for package in apis
+        .iter()
+        .map(|a| crate::cli::api_names(a).0)
+        .chain(["mock-deps".to_owned()])
+    {
+        cmd.args(["-p", &package]);
+    }
+    eprintln!("building the services: {cmd:?}");
+    let status = cmd
+        .status()
+        .context("running cargo build for the services")?;
+    if !status.success() {
+        anyhow::bail!("building the services failed ({status})");
+    }
+    Ok(())
+}

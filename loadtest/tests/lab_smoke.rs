@@ -51,6 +51,8 @@ async fn lab_runs_both_apis_and_the_counts_reconcile() {
         Err(_) => None,
     };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
+    // The test runner already built the services: the lab must not run cargo itself.
+    cmd.env_remove("CARGO");
     cmd.args([
         "lab",
         "--profile",

@@ -96,6 +96,12 @@ pub struct ApiMetrics {
     pub blocking_pool_queued: Option<f64>,
     /// `http_requests_in_flight`.
     pub in_flight: Option<f64>,
+    /// `db_transaction_duration_seconds_sum`, all kinds (cumulative): connection-held time.
+    #[serde(default)]
+    pub db_tx_seconds_sum: Option<f64>,
+    /// `db_transaction_duration_seconds_count`, all kinds (cumulative).
+    #[serde(default)]
+    pub db_tx_count: Option<f64>,
 }
 
 /// CPU of the harness over one second, % of one core.

@@ -1,0 +1,197 @@
+//! A TCP proxy that adds a fixed round-trip time, to put "distance" between an API and its
+//! PostgreSQL.
+//!
+//! Why: experiment D (see `SEEDS.md`, "Database latency") compares the blocking and the async
+//! API when the database is in the same zone (0.3 ms app→DB RTT), another zone (0.6 ms) or
+//! another region (6.5 ms). Latency keeps connections and transactions open longer, which is
+//! where a thread-per-request API and an async one should differ. On one box PostgreSQL is
+//! ~0.05 ms away, so the `loadtest` lab starts a [`LatencyProxy`] in-process next to it and
+//! gives the API under test [`proxied_url`] instead of the real `DATABASE_URL`.
+//!
+//! How delays are applied: each connection has two directions. In each, a reader stamps every
+//! chunk it reads at time `t` with `t + rtt/2` and queues it on a bounded channel; a writer
+//! waits until that instant and writes it, never before the previous chunk of that direction.
+//! So a request/response pays the full RTT, while a stream is delayed like a long pipe, not
+//! serialised: throughput is kept. End of stream (a half-close) travels the same way, after the
+//! data before it; any error closes both sockets. The channel bounds memory per connection, and
+//! once full it stops the reader, so TCP flow control pushes back on the sender. An RTT of zero
+//! is a plain `copy_bidirectional` pass-through.
+//!
+//! Threads: none per connection. Connections are tasks on the proxy's own single-threaded
+//! runtime (one thread, see [`LatencyProxy::bind`]); deadlines are kept by one timer thread
+//! (`clock.rs`), because tokio's timer rounds up to whole milliseconds.
+//!
+//! Accuracy: each wait ends with a thread wake-up, tens of microseconds late, more on a VM
+//! whose CPUs went idle. The clock learns that lateness and fires that much earlier (at most
+//! [`MAX_LEAD`]), so chunks leave on time on median. What remains is the proxy's two extra
+//! loopback hops (~0.05 ms per round trip in release builds) and scheduling delays under CPU
+//! contention. `tests/postgres.rs` prints the measured figures; reports should quote the
+//! measured app→DB round trip next to the configured one.
+
+mod clock;
+mod pg_url;
+mod pipe;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use crate::clock::Clock;
+/// How much earlier than its deadline a single chunk may be written (see `clock.rs`: the
+/// proxy anticipates its own wake-up lateness so that chunks leave on time on median).
+pub use crate::clock::MAX_LEAD;
+pub use crate::pg_url::{proxied_url, upstream_of};
+
+/// A running proxy. Dropping it stops it too; [`LatencyProxy::stop`] also waits for it.
+pub struct LatencyProxy {
+    local_addr: SocketAddr,
+    rtt: Duration,
+    connections: Arc<AtomicU64>,
+    /// Dropping (or sending on) it ends the proxy thread.
+    shutdown: Option<oneshot::Sender<()>>,
+    /// Completes once the proxy thread has closed every connection.
+    finished: oneshot::Receiver<()>,
+}
+
+impl LatencyProxy {
+    /// Listens on 127.0.0.1:0, forwards to `upstream` (host:port) adding `rtt`.
+    pub async fn start(upstream: SocketAddr, rtt: Duration) -> anyhow::Result<Self> {
+        Self::bind((Ipv4Addr::LOCALHOST, 0).into(), upstream, rtt).await
+    }
+
+    /// Like [`LatencyProxy::start`], listening on `listen` (for the binary).
+    ///
+    /// The proxy runs on a thread of its own with a single-threaded tokio runtime, plus the
+    /// timer thread when `rtt` is not zero, rather than on the caller's runtime: in the lab
+    /// the caller is the load generator, whose busy runtime would otherwise queue the proxy's
+    /// writes behind its own tasks and stretch the RTT.
+    pub async fn bind(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        rtt: Duration,
+    ) -> anyhow::Result<Self> {
+        let clock = if rtt.is_zero() {
+            None
+        } else {
+            Some(Clock::start().context("cannot start the proxy's timer thread")?)
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot build the proxy's runtime")?;
+        let connections = Arc::new(AtomicU64::new(0));
+        let accepted = Arc::clone(&connections);
+        let (ready_tx, ready) = oneshot::channel();
+        let (shutdown, stopped) = oneshot::channel();
+        let (finished_tx, finished) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("latency-proxy".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match TcpListener::bind(listen).await {
+                        Ok(listener) => listener,
+                        Err(error) => {
+                            let _ = ready_tx.send(Err(error));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(listener.local_addr());
+                    let forward = Forward {
+                        upstream,
+                        rtt,
+                        clock,
+                    };
+                    accept_loop(listener, forward, accepted, stopped).await;
+                });
+                // Dropping the runtime drops every connection task, closing their sockets.
+                drop(runtime);
+                let _ = finished_tx.send(());
+            })
+            .context("cannot start the proxy thread")?;
+        let local_addr = ready
+            .await
+            .context("the proxy thread died")?
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        tracing::debug!(%local_addr, %upstream, ?rtt, "latency proxy started");
+        Ok(Self {
+            local_addr,
+            rtt,
+            connections,
+            shutdown: Some(shutdown),
+            finished,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn rtt(&self) -> Duration {
+        self.rtt
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Stops listening and closes every proxied connection.
+    pub async fn stop(mut self) {
+        self.shutdown.take();
+        let _ = (&mut self.finished).await;
+    }
+}
+
+impl Drop for LatencyProxy {
+    fn drop(&mut self) {
+        // Ends the accept loop; the proxy thread then closes everything on its own.
+        self.shutdown.take();
+    }
+}
+
+/// Where and how accepted connections are forwarded.
+struct Forward {
+    upstream: SocketAddr,
+    rtt: Duration,
+    clock: Option<Clock>,
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    forward: Forward,
+    accepted: Arc<AtomicU64>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            // Sent or dropped: either way, stop.
+            _ = &mut stopped => break,
+            result = listener.accept() => match result {
+                Ok((client, peer)) => {
+                    accepted.fetch_add(1, Ordering::Relaxed);
+                    let Forward { upstream, rtt, .. } = forward;
+                    let clock = forward.clock.clone();
+                    tokio::spawn(async move {
+                        match pipe::serve(client, upstream, rtt, clock).await {
+                            Ok(()) => tracing::trace!(%peer, "proxied connection closed"),
+                            Err(error) => tracing::debug!(%peer, %error, "proxied connection failed"),
+                        }
+                    });
+                }
+                Err(error) => {
+                    // Typically out of file descriptors: back off instead of spinning.
+                    tracing::warn!(%error, "latency proxy: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    if let Some(clock) = &forward.clock {
+        clock.stop();
+    }
+}

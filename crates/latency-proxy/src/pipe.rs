@@ -1,0 +1,103 @@
+//! One proxied connection: two directions, each a reader stamping chunks with their departure
+//! time and a writer releasing them at that time, joined by a bounded channel.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::mpsc;
+
+use crate::clock::Clock;
+
+/// Largest chunk read at once.
+const CHUNK: usize = 16 * 1024;
+/// Chunks in flight per direction. With `CHUNK` this bounds buffered data to 2 MiB per
+/// direction; when full, the reader stops reading and TCP flow control pushes back on the
+/// sender. At 10 ms RTT that still allows ~400 MiB/s per direction, so the pipe stays long.
+const IN_FLIGHT: usize = 128;
+
+/// A chunk and the instant it may be written. An empty chunk stands for end of stream.
+type Stamped = (Instant, Vec<u8>);
+
+/// Proxies `client` to `upstream`, delaying each direction by `rtt / 2` (`clock` is `None`
+/// exactly when `rtt` is zero). Returns when both directions have ended; on the first error
+/// everything is dropped, which closes both sockets.
+pub(crate) async fn serve(
+    mut client: TcpStream,
+    upstream: SocketAddr,
+    rtt: Duration,
+    clock: Option<Clock>,
+) -> std::io::Result<()> {
+    let mut server = TcpStream::connect(upstream).await?;
+    // Small request/response messages must not wait for Nagle on the extra hops.
+    client.set_nodelay(true)?;
+    server.set_nodelay(true)?;
+    let Some(clock) = clock else {
+        tokio::io::copy_bidirectional(&mut client, &mut server).await?;
+        return Ok(());
+    };
+    let one_way = rtt / 2;
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    tokio::try_join!(
+        delayed(client_read, server_write, one_way, &clock),
+        delayed(server_read, client_write, one_way, &clock),
+    )?;
+    Ok(())
+}
+
+/// One direction. Reader and writer run concurrently, so while one chunk waits out its delay
+/// the next ones are already being read: a stream is delayed, not serialised.
+async fn delayed(
+    from: OwnedReadHalf,
+    to: OwnedWriteHalf,
+    delay: Duration,
+    clock: &Clock,
+) -> std::io::Result<()> {
+    let (tx, rx) = mpsc::channel(IN_FLIGHT);
+    tokio::try_join!(read_side(from, tx, delay), write_side(rx, to, clock))?;
+    Ok(())
+}
+
+async fn read_side(
+    mut from: OwnedReadHalf,
+    tx: mpsc::Sender<Stamped>,
+    delay: Duration,
+) -> std::io::Result<()> {
+    let mut buf = vec![0; CHUNK];
+    loop {
+        let n = from.read(&mut buf).await?;
+        // Stamped on arrival, before any wait for channel space, so backpressure does not
+        // add to the configured delay.
+        let due = Instant::now() + delay;
+        // Copy only what was read: a 20-byte query does not hold a 16 KiB buffer.
+        if tx.send((due, buf[..n].to_vec())).await.is_err() {
+            // The writer failed; its error is the one `try_join!` reports.
+            return Ok(());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+    }
+}
+
+async fn write_side(
+    mut rx: mpsc::Receiver<Stamped>,
+    mut to: OwnedWriteHalf,
+    clock: &Clock,
+) -> std::io::Result<()> {
+    // Chunks leave in arrival order: each at its stamp (on median, see clock.rs), and never
+    // before its predecessor.
+    while let Some((due, chunk)) = rx.recv().await {
+        clock.sleep_until(due).await;
+        if chunk.is_empty() {
+            // The end of stream travels the pipe too, after the data before it.
+            return to.shutdown().await;
+        }
+        to.write_all(&chunk).await?;
+    }
+    // The reader failed before end of stream; its error is the one `try_join!` reports.
+    Ok(())
+}

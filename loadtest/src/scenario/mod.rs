@@ -1,0 +1,137 @@
+//! `loadtest lab --scenario NAME`: the source experiments that are about resources other than
+//! the execution model, run for both APIs side by side.
+//!
+//! - `remotecall` (experiment B): `closed-30-300`, pool 10, acquire timeout 5 s; seller and risk
+//!   instant, payment 50 ms then 3000 ms; `DB_TX_SCOPE` short and request; both APIs → 8 runs.
+//!   The point: with a connection held across a slow call, the pool runs dry in *both* models.
+//! - `db-latency` (experiment D): the same open rate with 0, 0.3, 0.6 and 6.5 ms added between the
+//!   APIs and PostgreSQL by a TCP latency proxy.
+//! - `slow-dependency`: the default profile with the payment mock slowed from 1000 to 5000 ms for
+//!   30 s in the middle of the run.
+//!
+//! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
+//! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants.
+
+mod tables;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::LabArgs;
+use crate::report;
+use crate::results::RunResults;
+use crate::services::Database;
+
+pub use tables::{ScenarioTable, build as build_table, render_html, render_markdown};
+
+/// The scenarios and one line on each, for `--help` and error messages.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "remotecall",
+        "experiment B: a connection held across a remote call (8 runs)",
+    ),
+    (
+        "db-latency",
+        "experiment D: 0 / 0.3 / 0.6 / 6.5 ms between the APIs and PostgreSQL (8 runs)",
+    ),
+    (
+        "slow-dependency",
+        "payment 1000→5000 ms for 30 s in the middle of the default profile (2 runs)",
+    ),
+];
+
+/// One lab run of a scenario.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// Folder name and row key, e.g. `blocking-api-request-pay3000`.
+    pub slug: String,
+    pub args: LabArgs,
+}
+
+/// The lab runs a scenario is made of, derived from the user's lab arguments (which keep their
+/// say over everything the scenario does not fix: duration scale, repeat, limits, database).
+pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
+    let apis = base.apis.clone();
+    let mut out = Vec::new();
+    let with = |slug: String, f: &dyn Fn(&mut LabArgs)| {
+        let mut args = base.clone();
+        args.scenario = None;
+        f(&mut args);
+        Variant { slug, args }
+    };
+    match name {
+        "remotecall" => {
+            for pay in [50u64, 3000] {
+                for scope in ["request", "short"] {
+                    for api in &apis {
+                        out.push(with(format!("{api}-{scope}-pay{pay}"), &|a| {
+                            a.apis = vec![api.clone()];
+                            a.load.profile = "closed-30-300".to_owned();
+                            a.latency = format!("seller=0,risk=0,pay={pay}");
+                            a.db_pool_size = 10;
+                            a.db_pool_timeout_ms = 5000;
+                            a.tx_scope = scope.to_owned();
+                            a.warmup_s = 2.0;
+                        }));
+                    }
+                }
+            }
+        }
+        "db-latency" => {
+            for rtt in [0.0, 0.3, 0.6, 6.5] {
+                for api in &apis {
+                    out.push(with(format!("{api}-rtt{rtt}"), &|a| {
+                        a.apis = vec![api.clone()];
+                        a.load.profile = "ramp-100".to_owned();
+                        a.latency = "seller=5,risk=5,pay=5".to_owned();
+                        a.db_pool_size = 10;
+                        a.db_rtt_ms = rtt;
+                    }));
+                }
+            }
+        }
+        "slow-dependency" => {
+            out.push(with("both-apis".to_owned(), &|a| {
+                a.inject = Some("pay=5000@30+30".to_owned());
+            }));
+        }
+        other => {
+            let known: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
+            bail!("unknown scenario {other:?}; known: {}", known.join(", "));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs every variant, writes each one's report and the scenario's table; returns the folder.
+pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+    let variants = variants(name, &base)?;
+    let out = base.out.clone().unwrap_or_else(|| {
+        Path::new("reports").join(format!(
+            "{}-scenario-{name}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        ))
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // One database for every variant (the lab empties its tables before each run).
+    let url = base.database_url.clone();
+    let db = tokio::task::spawn_blocking(move || Database::open(url.as_deref())).await??;
+    let mut done: Vec<(Variant, Vec<RunResults>)> = Vec::new();
+    for (i, variant) in variants.into_iter().enumerate() {
+        eprintln!("scenario {name}: run {} — {}", i + 1, variant.slug);
+        let mut args = variant.args.clone();
+        args.database_url = Some(db.url.clone());
+        args.out = Some(out.join(&variant.slug));
+        let (runs, vout) = crate::lab::lab(args)
+            .await
+            .with_context(|| format!("scenario {name}, variant {}", variant.slug))?;
+        report::write_report(&runs, &vout)?;
+        done.push((variant, runs));
+    }
+    drop(db);
+    let table = tables::build(name, &done);
+    std::fs::write(out.join("summary.md"), render_markdown(&table))?;
+    std::fs::write(out.join("report.html"), render_html(&table))?;
+    Ok((table, out))
+}

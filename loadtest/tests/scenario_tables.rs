@@ -1,0 +1,124 @@
+//! The scenarios' comparison tables, generated from the fixture results (no load is run).
+
+use std::path::Path;
+
+use loadtest::cli::LabArgs;
+use loadtest::results::{Event, RunResults};
+use loadtest::scenario::{Variant, build_table, render_html, render_markdown, variants};
+
+fn fixture(api: &str) -> RunResults {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{api}-0.json"));
+    RunResults::load(&path).expect("fixture loads")
+}
+
+fn lab_args() -> LabArgs {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        lab: LabArgs,
+    }
+    Cli::parse_from(["lab"]).lab
+}
+
+fn variant(slug: &str) -> Variant {
+    Variant {
+        slug: slug.to_owned(),
+        args: lab_args(),
+    }
+}
+
+#[test]
+fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
+    let vs = variants("remotecall", &lab_args()).unwrap();
+    assert_eq!(vs.len(), 8);
+    assert!(
+        vs.iter()
+            .all(|v| v.args.db_pool_size == 10 && v.args.load.profile == "closed-30-300")
+    );
+    let mut done = Vec::new();
+    for (scope, pay, timeouts) in [("request", 3000, 99u64), ("short", 3000, 0)] {
+        let mut r = fixture("blocking-api");
+        r.config.tx_scope = scope.to_owned();
+        r.config.mock_latency_ms.as_mut().unwrap().payment = pay;
+        r.summary.errors = timeouts;
+        r.summary.errors_by_kind = [("database_unavailable".to_owned(), timeouts)].into();
+        done.push((variant(&format!("blocking-api-{scope}-pay{pay}")), vec![r]));
+    }
+    let table = build_table("remotecall", &done);
+    assert_eq!(table.rows.len(), 2);
+    assert!(
+        table.rows[0][1].starts_with("request")
+            && table.rows[0][6].contains("99 database_unavailable"),
+        "{:?}",
+        table.rows[0]
+    );
+    assert_eq!(
+        table.rows[0][7], "4.6 · 5.9 s · 8.0 s · 99 / 300",
+        "the original's figures stand beside ours"
+    );
+    assert!(table.rows[1][6].starts_with("0 /"));
+    let md = render_markdown(&table);
+    assert!(
+        md.contains("| 3000 ms | request") && md.contains("blocking-api-short-pay3000/report.html")
+    );
+}
+
+#[test]
+fn db_latency_compares_each_rtt_with_the_direct_run() {
+    let vs = variants("db-latency", &lab_args()).unwrap();
+    let rtts: Vec<f64> = vs.iter().map(|v| v.args.db_rtt_ms).collect();
+    assert_eq!(rtts, [0.0, 0.0, 0.3, 0.3, 0.6, 0.6, 6.5, 6.5]);
+    let mut done = Vec::new();
+    for (rtt, share) in [(0.0, 1.0), (6.5, 0.5)] {
+        let mut r = fixture("reactive-api");
+        r.config
+            .api_settings
+            .insert("DB_RTT_MS".to_owned(), rtt.to_string());
+        let p = r.plateau.as_mut().unwrap();
+        p.ok_throughput_rps *= share;
+        done.push((variant(&format!("reactive-api-rtt{rtt}")), vec![r]));
+    }
+    let table = build_table("db-latency", &done);
+    assert_eq!(table.rows[0][3], "100 %");
+    assert_eq!(table.rows[1][3], "50 %");
+    assert_eq!(table.rows[1][1], "6.5 ms");
+}
+
+#[test]
+fn slow_dependency_splits_each_run_at_the_injected_events() {
+    let vs = variants("slow-dependency", &lab_args()).unwrap();
+    assert_eq!(vs[0].args.inject.as_deref(), Some("pay=5000@30+30"));
+    let mut r = fixture("blocking-api");
+    r.events = vec![
+        Event {
+            t: 40.0,
+            label: "payment latency 1000→5000 ms".into(),
+        },
+        Event {
+            t: 50.0,
+            label: "payment latency 5000→1000 ms".into(),
+        },
+    ];
+    let table = build_table("slow-dependency", &[(variant("both-apis"), vec![r])]);
+    let windows: Vec<&str> = table.rows.iter().map(|row| row[1].as_str()).collect();
+    assert_eq!(
+        windows,
+        ["before (0–40 s)", "during (40–50 s)", "after (50–end s)"]
+    );
+    let html = render_html(&table);
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "offline page"
+    );
+    assert!(html.contains("<table") && html.contains("both-apis/report.html"));
+}
+
+#[test]
+fn unknown_scenarios_are_refused_by_name() {
+    let err = variants("nope", &lab_args()).unwrap_err().to_string();
+    assert!(
+        err.contains("remotecall") && err.contains("db-latency"),
+        "{err}"
+    );
+}
