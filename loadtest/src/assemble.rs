@@ -122,6 +122,7 @@ pub fn assemble(
         repeat_index: meta.repeat_index,
         repeats: meta.repeats,
         started_at: out.started_at.to_rfc3339(),
+        elapsed_s: out.elapsed_s,
         config,
         environment: meta.environment,
         seconds,

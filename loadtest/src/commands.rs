@@ -177,9 +177,10 @@ async fn run_one(args: RunArgs) -> Result<RunResults> {
         goose_reports: goose,
         events: Vec::new(),
     };
+    let metrics_url = format!("{}/metrics", driver.target);
     let targets = SampleTargets {
         api_pid: args.api_pid,
-        metrics_url: Some(format!("{}/metrics", driver.target)),
+        metrics_url: Some(metrics_url.clone()),
         ..Default::default()
     };
     let mut results = measure(driver, meta, targets).await?;
@@ -187,6 +188,7 @@ async fn run_one(args: RunArgs) -> Result<RunResults> {
         &results,
         args.database_url.as_deref(),
         args.deps_url.as_deref(),
+        Some(&metrics_url),
     )
     .await;
     Ok(results)

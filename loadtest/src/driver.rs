@@ -55,6 +55,8 @@ pub struct DriverOutput {
     pub phases_run: usize,
     /// Wall-clock start of the run.
     pub started_at: chrono::DateTime<chrono::Utc>,
+    /// From the run's clock start (first arrival) to the last response.
+    pub elapsed_s: Option<f64>,
 }
 
 pub(crate) struct Shared {
@@ -148,7 +150,9 @@ pub async fn drive(cfg: DriverConfig, clock: Clock) -> Result<DriverOutput> {
         .unwrap_or_else(|e| e.into_inner())
         .finish();
     let shared = Arc::into_inner(shared).context("a request task outlived the run")?;
+    let elapsed_s = shared.clock.get().map(|t| t.elapsed().as_secs_f64());
     Ok(DriverOutput {
+        elapsed_s,
         recorder: shared
             .recorder
             .into_inner()

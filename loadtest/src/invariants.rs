@@ -1,11 +1,14 @@
 //! End-of-run checks that make the counts trustworthy: every arrival is accounted for, the
-//! database holds exactly one order per fresh 201, and the payment ledger never charged a key
-//! twice. A check that cannot be made (no database URL, no mock-deps) says so instead of passing.
+//! database holds an order for every fresh 201 and none nobody asked for, and the payment ledger
+//! never charged a key twice. A check that cannot be made (no database URL, no mock-deps) says so
+//! instead of passing.
 
 use anyhow::{Context, Result};
 use sqlx::Connection;
 
-use crate::results::{InvariantCheck, RunResults};
+use crate::results::{
+    InvariantCheck, OUTCOME_CONNECT_ERROR, OUTCOME_IO_ERROR, OUTCOME_TIMEOUT, RunResults,
+};
 
 /// The statement the lab uses between runs (docs/lab-interfaces.md).
 pub const TRUNCATE: &str =
@@ -82,20 +85,81 @@ pub fn counts(r: &RunResults) -> Vec<InvariantCheck> {
     ]
 }
 
-/// Orders in the database = fresh 201s.
-pub async fn database(r: &RunResults, database_url: Option<&str>) -> InvariantCheck {
-    const NAME: &str = "orders in the database = 201 responses";
+/// Every fresh 201 is a row (nothing lost), and every other row belongs to a request whose client
+/// gave up (timeout, broken connection) while the server carried on — a thread-per-request server
+/// finishes the work it queued even when nobody waits for it any more — never to a request nobody
+/// sent. Counted once the API is idle, so late finishers are in.
+pub async fn database(
+    r: &RunResults,
+    database_url: Option<&str>,
+    metrics_url: Option<&str>,
+) -> Vec<InvariantCheck> {
+    const LOST: &str = "no 201 lost: orders in the database ≥ fresh 201s";
+    const EXTRA: &str = "no order nobody asked for: orders ≤ 201s + requests whose client gave up";
     let Some(url) = database_url else {
-        return unchecked(NAME, "no database URL given".to_owned());
+        let why = "no database URL given".to_owned();
+        return vec![unchecked(LOST, why.clone()), unchecked(EXTRA, why)];
     };
-    match count_orders(url).await {
-        Ok(n) => check(
-            NAME,
-            n == r.summary.ok,
-            format!("{n} rows in orders, {} fresh 201s", r.summary.ok),
+    let waited = match metrics_url {
+        Some(m) => wait_until_idle(m).await,
+        None => "API not observed: counted at once".to_owned(),
+    };
+    let n = match count_orders(url).await {
+        Ok(n) => n,
+        Err(e) => {
+            return vec![
+                unchecked(LOST, format!("{e:#}")),
+                unchecked(EXTRA, format!("{e:#}")),
+            ];
+        }
+    };
+    let s = &r.summary;
+    let kind = |k: &str| s.errors_by_kind.get(k).copied().unwrap_or(0);
+    let gave_up = kind(OUTCOME_TIMEOUT) + kind(OUTCOME_IO_ERROR) + kind(OUTCOME_CONNECT_ERROR);
+    let late = n.saturating_sub(s.ok);
+    vec![
+        check(
+            LOST,
+            n >= s.ok,
+            format!("{n} rows in orders, {} fresh 201s ({waited})", s.ok),
         ),
-        Err(e) => unchecked(NAME, format!("{e:#}")),
+        check(
+            EXTRA,
+            n <= s.ok + gave_up,
+            format!(
+                "{n} rows = {} fresh 201s + {late} finished after their client gave up \
+                 (of {gave_up} timeouts / connection errors)",
+                s.ok
+            ),
+        ),
+    ]
+}
+
+/// Polls the API's `/metrics` until nothing is in flight or queued, for at most two minutes.
+async fn wait_until_idle(metrics_url: &str) -> String {
+    let client = reqwest::Client::new();
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(120) {
+        let busy = match client.get(metrics_url).send().await {
+            Ok(resp) => {
+                let m = crate::sampler::parse_prometheus(&resp.text().await.unwrap_or_default());
+                let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
+                // The scrape itself is one request in flight.
+                g("http_requests_in_flight") - 1.0
+                    + g("blocking_pool_busy")
+                    + g("blocking_pool_queued")
+            }
+            Err(_) => return "API unreachable: counted at once".to_owned(),
+        };
+        if busy <= 0.0 {
+            return format!(
+                "counted after the API went idle, {:.1} s after the run",
+                start.elapsed().as_secs_f64()
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
+    "the API was still busy 120 s after the run: counted then".to_owned()
 }
 
 /// The payment ledger never charged a key twice.
@@ -128,9 +192,10 @@ pub async fn all(
     r: &RunResults,
     database_url: Option<&str>,
     deps_url: Option<&str>,
+    metrics_url: Option<&str>,
 ) -> Vec<InvariantCheck> {
     let mut checks = counts(r);
-    checks.push(database(r, database_url).await);
+    checks.extend(database(r, database_url, metrics_url).await);
     checks.push(ledger(deps_url).await);
     checks
 }

@@ -112,7 +112,7 @@ async fn lab_runs_both_apis_and_the_counts_reconcile() {
             "{label}: every valid order is a 201: {:?}",
             s.errors_by_kind
         );
-        assert_eq!(r.invariants.len(), 5, "{:?}", r.invariants);
+        assert_eq!(r.invariants.len(), 6, "{:?}", r.invariants);
         for c in &r.invariants {
             assert_eq!(c.ok, Some(true), "{label}: {} — {}", c.name, c.detail);
         }

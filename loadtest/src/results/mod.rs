@@ -74,7 +74,7 @@ pub struct RunResults {
     /// `Some(reason)` when the harness (generator, mock-deps or PostgreSQL), not the API, was the
     /// limit at some point; the reason says which and when. `None` = no sign of it.
     pub harness_bound: Option<String>,
-    /// End-of-run consistency checks (counts reconcile, DB orders = 201s, ledger has no double charge).
+    /// End-of-run consistency checks (counts reconcile, an order per 201, no key charged twice).
     #[serde(default)]
     pub invariants: Vec<InvariantCheck>,
     /// For `stress`: the highest step rate (req/s) that held (≤ 1 % errors and p99 ≤ 10 s).
@@ -83,6 +83,10 @@ pub struct RunResults {
     /// Goose's own report files written beside this one (file names, relative to the results file).
     #[serde(default)]
     pub goose_reports: Vec<String>,
+    /// Seconds from the first arrival to the last response: the precise denominator of a short
+    /// closed run's rate (`summary.duration_s` counts whole per-second buckets).
+    #[serde(default)]
+    pub elapsed_s: Option<f64>,
 }
 
 /// The run's configuration as actually applied.

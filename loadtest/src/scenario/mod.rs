@@ -4,14 +4,15 @@
 //! - `remotecall` (experiment B): `closed-30-300`, pool 10, acquire timeout 5 s; seller and risk
 //!   instant, payment 50 ms then 3000 ms; `DB_TX_SCOPE` short and request; both APIs → 8 runs.
 //!   The point: with a connection held across a slow call, the pool runs dry in *both* models.
-//! - `db-latency` (experiment D): the same open rate with 0, 0.3, 0.6 and 6.5 ms added between the
-//!   APIs and PostgreSQL by a TCP latency proxy.
+//! - `db-latency` (experiment D): the same open rate (200 orders/s: directly, well within a pool of
+//!   10) with 0, 0.3, 0.6 and 6.5 ms added between the APIs and PostgreSQL by a TCP latency proxy.
 //! - `slow-dependency`: the default profile with the payment mock slowed from 1000 to 5000 ms for
 //!   30 s in the middle of the run.
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
 //! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants.
 
+mod render;
 mod tables;
 
 use std::path::{Path, PathBuf};
@@ -23,7 +24,8 @@ use crate::report;
 use crate::results::RunResults;
 use crate::services::Database;
 
-pub use tables::{ScenarioTable, build as build_table, render_html, render_markdown};
+pub use render::{render_html, render_markdown};
+pub use tables::{ScenarioTable, build as build_table};
 
 /// The scenarios and one line on each, for `--help` and error messages.
 pub const SCENARIOS: &[(&str, &str)] = &[
@@ -83,7 +85,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 for api in &apis {
                     out.push(with(format!("{api}-rtt{rtt}"), &|a| {
                         a.apis = vec![api.clone()];
-                        a.load.profile = "ramp-100".to_owned();
+                        a.load.profile = "ramp-200".to_owned();
                         a.latency = "seller=5,risk=5,pay=5".to_owned();
                         a.db_pool_size = 10;
                         a.db_rtt_ms = rtt;

@@ -12,19 +12,18 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+mod warmup;
+
 use crate::assemble::RunMeta;
 use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
 use crate::driver::DriverConfig;
 use crate::inject::Injection;
 use crate::invariants;
-use crate::profile::{Model, Phase, Profile};
+use crate::profile::Profile;
 use crate::results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
-use crate::run::{environment, measure, new_run_id, reset_mock, set_mock_latencies};
+use crate::run::{environment, measure, new_run_id, set_mock_latencies};
 use crate::sampler::{SampleTargets, scraped_settings};
 use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
-
-/// Warm-up arrival rate, requests/s.
-const WARMUP_RATE: f64 = 10.0;
 
 /// What every run of this lab invocation shares.
 struct Lab {
@@ -296,59 +295,16 @@ impl Lab {
             task.abort();
             set_mock_latencies(&self.deps_url, self.latency).await?;
         }
-        results.invariants =
-            invariants::all(&results, self.database_url.as_deref(), Some(&self.deps_url)).await;
+        results.invariants = invariants::all(
+            &results,
+            self.database_url.as_deref(),
+            Some(&self.deps_url),
+            Some(&format!("{url}/metrics")),
+        )
+        .await;
         if let Some(p) = process {
             tokio::task::spawn_blocking(move || p.stop()).await??;
         }
         Ok(results)
-    }
-
-    fn warmup_s(&self) -> f64 {
-        self.args.warmup_s * self.args.load.duration_scale
-    }
-
-    async fn fresh_state(&self) -> Result<()> {
-        if let Some(url) = &self.database_url {
-            invariants::truncate(url).await?;
-        }
-        reset_mock(&self.deps_url)
-            .await
-            .context("resetting mock-deps")
-    }
-
-    async fn warm_up(&self, url: &str) -> Result<()> {
-        let duration_s = self.warmup_s();
-        if duration_s * WARMUP_RATE < 1.0 {
-            return Ok(());
-        }
-        let phase = Phase {
-            name: "warm-up".to_owned(),
-            start_s: 0.0,
-            duration_s,
-            from_rate: WARMUP_RATE,
-            to_rate: WARMUP_RATE,
-        };
-        let profile = Profile {
-            name: "warm-up".to_owned(),
-            model: Model::Open,
-            phases: vec![phase],
-            duration_scale: 1.0,
-        };
-        let cfg = DriverConfig {
-            target: url.to_owned(),
-            profile,
-            request_timeout: Duration::from_secs_f64(self.args.load.request_timeout_s),
-            max_in_flight: self.args.load.max_in_flight,
-            run_id: format!("{}w", self.run_id),
-            sellers: self.args.load.sellers,
-            duplicate_ratio: 0.0,
-            goose_reports: Vec::new(),
-            progress: None,
-        };
-        crate::driver::drive(cfg, Default::default())
-            .await
-            .context("warm-up")?;
-        Ok(())
     }
 }

@@ -1,0 +1,64 @@
+//! Between runs: an empty database and ledger, and a short warm-up that is not measured.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::Lab;
+use crate::driver::DriverConfig;
+use crate::invariants;
+use crate::profile::{Model, Phase, Profile};
+use crate::run::reset_mock;
+
+/// Warm-up arrival rate, requests/s.
+const WARMUP_RATE: f64 = 10.0;
+
+impl Lab {
+    pub(super) fn warmup_s(&self) -> f64 {
+        self.args.warmup_s * self.args.load.duration_scale
+    }
+
+    pub(super) async fn fresh_state(&self) -> Result<()> {
+        if let Some(url) = &self.database_url {
+            invariants::truncate(url).await?;
+        }
+        reset_mock(&self.deps_url)
+            .await
+            .context("resetting mock-deps")
+    }
+
+    pub(super) async fn warm_up(&self, url: &str) -> Result<()> {
+        let duration_s = self.warmup_s();
+        if duration_s * WARMUP_RATE < 1.0 {
+            return Ok(());
+        }
+        let phase = Phase {
+            name: "warm-up".to_owned(),
+            start_s: 0.0,
+            duration_s,
+            from_rate: WARMUP_RATE,
+            to_rate: WARMUP_RATE,
+        };
+        let profile = Profile {
+            name: "warm-up".to_owned(),
+            model: Model::Open,
+            phases: vec![phase],
+            duration_scale: 1.0,
+        };
+        let cfg = DriverConfig {
+            target: url.to_owned(),
+            profile,
+            request_timeout: Duration::from_secs_f64(self.args.load.request_timeout_s),
+            max_in_flight: self.args.load.max_in_flight,
+            run_id: format!("{}w", self.run_id),
+            sellers: self.args.load.sellers,
+            duplicate_ratio: 0.0,
+            goose_reports: Vec::new(),
+            progress: None,
+        };
+        crate::driver::drive(cfg, Default::default())
+            .await
+            .context("warm-up")?;
+        Ok(())
+    }
+}
