@@ -65,8 +65,23 @@ pub fn markers(runs: &[&RunResults]) -> Vec<Marker> {
                 MarkerKind::Phase,
             );
         }
-        // Phase changes are also logged as events; the profile already placed them.
-        for e in run.events.iter().filter(|e| !e.label.starts_with("phase")) {
+        // Phase changes are also logged as events ("<phase> a→b/s"); the profile already placed
+        // them, and the start of measurement is the axis' origin.
+        let phases: Vec<&str> = run
+            .config
+            .profile
+            .phases
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        let is_phase = |label: &str| {
+            label.starts_with("phase") || phases.iter().any(|n| label.starts_with(&format!("{n} ")))
+        };
+        for e in run
+            .events
+            .iter()
+            .filter(|e| e.t > 0.0 && !is_phase(&e.label))
+        {
             add(e.t, e.label.clone(), MarkerKind::Event);
         }
     }
