@@ -4,7 +4,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
 use order_core::contract::CreateOrderRequest;
-use order_core::http::{metrics_response, read_json_body, seller_token};
+use order_core::http::{metrics_response, read_json_body, ready_response, seller_token};
 
 use crate::startup::AppState;
 use crate::{pool, service};
@@ -47,12 +47,7 @@ async fn get_order(
 
 async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let app = state.clone();
-    match pool::run(&state.metrics, move || app.db.ping()).await {
-        Ok(()) => HttpResponse::Ok().json(serde_json::json!({"status": "ready"})),
-        Err(e) => HttpResponse::ServiceUnavailable().json(serde_json::json!({
-            "status": "unavailable", "error": e.code(), "detail": e.to_string()
-        })),
-    }
+    ready_response(pool::run(&state.metrics, move || app.db.ping()).await)
 }
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {

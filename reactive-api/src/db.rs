@@ -10,7 +10,7 @@ use order_core::contract::ValidOrder;
 use order_core::error::{ApiError, sqlstate_unavailable};
 use order_core::idempotency::{ExistingKey, Reservation};
 use order_core::metrics::Metrics;
-use order_core::order::{OrderDocument, Outcome};
+use order_core::order::{OrderDocument, Outcome, plain};
 use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
 use prometheus::HistogramTimer;
@@ -257,8 +257,8 @@ pub async fn insert_order(conn: &mut PgConnection, doc: &OrderDocument) -> Resul
         .bind(&p.method)
         .bind(&p.card_last4)
         .bind(&p.code)
-        .bind(serde_plain(&p.status))
-        .bind(serde_plain(&doc.risk.recommendation))
+        .bind(plain(&p.status))
+        .bind(plain(&doc.risk.recommendation))
         .bind(doc.created_at)
         .execute(&mut *conn)
         .await
@@ -277,11 +277,6 @@ pub async fn insert_order(conn: &mut PgConnection, doc: &OrderDocument) -> Resul
         .await
         .map_err(db_error)?;
     Ok(())
-}
-
-/// An enum's JSON spelling without the quotes (`"APPROVE"` → `APPROVE`).
-fn serde_plain<T: serde::Serialize>(value: &T) -> String {
-    order_core::order::plain(value)
 }
 
 /// Pool timeouts and lost connections are `database_unavailable`; anything else is a bug.

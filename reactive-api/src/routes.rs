@@ -3,7 +3,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
 use order_core::contract::CreateOrderRequest;
-use order_core::http::{metrics_response, read_json_body, seller_token};
+use order_core::http::{metrics_response, read_json_body, ready_response, seller_token};
 
 use crate::service;
 use crate::startup::AppState;
@@ -37,12 +37,7 @@ async fn get_order(
 }
 
 async fn ready(state: web::Data<AppState>) -> HttpResponse {
-    match state.db.ping().await {
-        Ok(()) => HttpResponse::Ok().json(serde_json::json!({"status": "ready"})),
-        Err(e) => HttpResponse::ServiceUnavailable().json(serde_json::json!({
-            "status": "unavailable", "error": e.code(), "detail": e.to_string()
-        })),
-    }
+    ready_response(state.db.ping().await)
 }
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {

@@ -105,6 +105,16 @@ pub async fn health() -> HttpResponse {
         .body(r#"{"status":"ok"}"#)
 }
 
+/// `GET /ready`: 200 when the database answered, else 503 with the reason's code.
+pub fn ready_response(ping: Result<(), ApiError>) -> HttpResponse {
+    match ping {
+        Ok(()) => HttpResponse::Ok().json(serde_json::json!({"status": "ready"})),
+        Err(e) => HttpResponse::ServiceUnavailable().json(serde_json::json!({
+            "status": "unavailable", "error": e.code(), "detail": e.to_string()
+        })),
+    }
+}
+
 /// Renders `/metrics` after the caller refreshed the pool gauges.
 pub fn metrics_response(metrics: &Metrics) -> HttpResponse {
     HttpResponse::Ok()

@@ -69,7 +69,7 @@ pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
 
 fn remotecall(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     let mut rows = Vec::new();
-    for (variant, runs) in done {
+    for (_, runs) in done {
         let Some(r) = runs.first() else { continue };
         let pay = r.config.mock_latency_ms.map_or(0, |l| l.payment);
         let scope = r.config.tx_scope.as_str();
@@ -94,7 +94,6 @@ fn remotecall(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
                 format!("{} · {} · {} · {}", s.2, s.3, s.4, s.5)
             }),
         ]);
-        let _ = variant;
     }
     ScenarioTable {
         title: "Connection held across a remote call (experiment B)".into(),
