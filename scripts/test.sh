@@ -14,6 +14,10 @@ if [ -z "${TEST_DATABASE_URL:-}" ]; then
     echo "test PostgreSQL: $TEST_DATABASE_URL"
 fi
 
+# The lab smoke test starts the service binaries as separate processes; cargo only builds a
+# package's own binaries for its tests, so build all three (same profile as the tests) first.
+cargo build -p blocking-api -p reactive-api -p mock-deps --bins
+
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast "$@"
 else

@@ -2,8 +2,8 @@
 //! allows), 1 ms mocks, `ramp-20` squeezed to ~5 s. Checks that every file is written and that
 //! the counts reconcile: sent = completed, orders in the database = 201s, no key charged twice.
 //!
-//! Needs the `blocking-api`, `reactive-api` and `mock-deps` binaries (built by `cargo test
-//! --workspace` / `scripts/test.sh`). PostgreSQL: a fresh database on `TEST_DATABASE_URL`'s server
+//! Needs the `blocking-api`, `reactive-api` and `mock-deps` binaries: `scripts/test.sh` builds
+//! them before the tests (`cargo test` alone builds only this package's binary). PostgreSQL: a fresh database on `TEST_DATABASE_URL`'s server
 //! when it is set (so other tests' tables are never truncated), else the lab's ephemeral cluster.
 
 use std::path::Path;
@@ -42,7 +42,10 @@ async fn own_database(server: &str) -> (String, String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lab_runs_both_apis_and_the_counts_reconcile() {
     if let Err(e) = binaries_present() {
-        panic!("lab smoke test needs the service binaries: {e}");
+        panic!(
+            "lab smoke test needs the service binaries ({e}); scripts/test.sh builds them, or run \
+             `cargo build -p blocking-api -p reactive-api -p mock-deps`"
+        );
     }
     let out = std::env::temp_dir().join(format!("loadtest-smoke-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
