@@ -185,6 +185,7 @@ fn littles_law(config: &RunConfig, plateau: Option<&Summary>) -> Option<LittlesL
         critical_path_ms,
         bound_rps: threads as f64 / (critical_path_ms / 1000.0),
         measured_plateau_rps: plateau.map(|p| p.ok_throughput_rps),
+        note: None,
     })
 }
 

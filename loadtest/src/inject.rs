@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::results::{Event, MockLatencies};
+use crate::results::{Event, LittlesLaw, MockLatencies};
 use crate::run::set_mock_latencies;
 
 /// `DEP=MS@START+DURATION`: dependency `DEP` answers in `MS` from `START` for `DURATION` seconds
@@ -98,6 +98,51 @@ impl Injection {
         ]
     }
 
+    /// Little's law when this slowdown overlapped the plateau `(start_s, end_s)`: a slowdown that
+    /// covered the whole plateau moves the bound to the slowed critical path; a partial one keeps
+    /// the configured bound and says what the slowed one is. Either way the note says so.
+    pub fn adjust_littles_law(
+        &self,
+        ll: &mut LittlesLaw,
+        base: MockLatencies,
+        plateau: (f64, f64),
+    ) {
+        let (start, end) = plateau;
+        let overlap = (end.min(self.start_s + self.duration_s) - start.max(self.start_s)).max(0.0);
+        if overlap <= 0.0 || end <= start {
+            return;
+        }
+        let slowed_ms = self
+            .dependency
+            .with(base, self.latency_ms)
+            .critical_path_ms() as f64;
+        if slowed_ms <= 0.0 {
+            return;
+        }
+        let slowed_bound = ll.threads as f64 / (slowed_ms / 1000.0);
+        let dep = self.dependency.name();
+        if overlap >= end - start - 1e-6 {
+            ll.note = Some(format!(
+                "{dep} answered in {} ms instead of {} ms for the whole plateau (--inject): the bound uses \
+                 the slowed critical path, {slowed_ms:.0} ms instead of {:.0} ms",
+                self.latency_ms,
+                self.dependency.of(base),
+                ll.critical_path_ms,
+            ));
+            ll.critical_path_ms = slowed_ms;
+            ll.bound_rps = slowed_bound;
+        } else {
+            ll.note = Some(format!(
+                "{dep} answered in {} ms instead of {} ms for {overlap:.0} s of the {:.0} s plateau \
+                 (--inject): with the slowed critical path ({slowed_ms:.0} ms) the bound is \
+                 {slowed_bound:.1} orders/s; the measured plateau mixes both",
+                self.latency_ms,
+                self.dependency.of(base),
+                end - start,
+            ));
+        }
+    }
+
     /// Sleeps to the start, slows the dependency, sleeps the duration, restores it.
     pub async fn apply(self, deps_url: String, base: MockLatencies) -> Result<()> {
         tokio::time::sleep(Duration::from_secs_f64(self.start_s)).await;
@@ -132,6 +177,47 @@ mod tests {
             ]
         );
         assert_eq!(Dep::Payment.with(base, 5000).payment, 5000);
+    }
+
+    #[test]
+    fn littles_law_follows_a_slowdown_over_the_plateau() {
+        let base = MockLatencies {
+            seller: 200,
+            risk: 1000,
+            payment: 1000,
+        };
+        let configured = LittlesLaw {
+            threads: 200,
+            critical_path_ms: 2200.0,
+            bound_rps: 200.0 / 2.2,
+            measured_plateau_rps: Some(30.0),
+            note: None,
+        };
+        // Covers the whole plateau: the bound is 200 ÷ 6.2 s.
+        let mut ll = configured.clone();
+        Injection::parse("pay=5000@30+30", 1.0)
+            .unwrap()
+            .adjust_littles_law(&mut ll, base, (30.0, 60.0));
+        assert_eq!(ll.critical_path_ms, 6200.0);
+        assert!((ll.bound_rps - 200.0 / 6.2).abs() < 1e-9);
+        assert!(ll.note.as_deref().unwrap().contains("whole plateau"));
+        // Half of it: the configured bound stays, the note names the slowed one.
+        let mut ll = configured.clone();
+        Injection::parse("pay=5000@45+60", 1.0)
+            .unwrap()
+            .adjust_littles_law(&mut ll, base, (30.0, 60.0));
+        assert_eq!((ll.critical_path_ms, ll.bound_rps), (2200.0, 200.0 / 2.2));
+        let note = ll.note.unwrap();
+        assert!(
+            note.contains("15 s of the 30 s plateau") && note.contains("32.3 orders/s"),
+            "{note}"
+        );
+        // Outside the plateau: untouched.
+        let mut ll = configured.clone();
+        Injection::parse("pay=5000@60+10", 1.0)
+            .unwrap()
+            .adjust_littles_law(&mut ll, base, (30.0, 60.0));
+        assert_eq!(ll, configured);
     }
 
     #[test]

@@ -147,6 +147,26 @@ fn littles_law_shows_bound_and_measured_plateau() {
 }
 
 #[test]
+fn littles_law_note_is_shown_escaped() {
+    let mut runs = fixtures::pair();
+    let ll = runs[0]
+        .littles_law
+        .as_mut()
+        .expect("blocking fixture has a bound");
+    ll.note = Some("payment slowed <5000 ms> for the whole plateau".into());
+    let html = render_html(&runs);
+    let sec = section(&html, "littles-law");
+    assert!(
+        sec.contains("Note: payment slowed &lt;5000 ms&gt; for the whole plateau."),
+        "{sec}"
+    );
+    assert!(!sec.contains("<5000"));
+    assert!(
+        render_markdown(&runs).contains("Note: payment slowed <5000 ms> for the whole plateau.")
+    );
+}
+
+#[test]
 fn limits_banner_appears_iff_limits_were_not_enforced() {
     let mut runs = fixtures::pair();
     let html = render_html(&runs);

@@ -290,6 +290,14 @@ impl Lab {
             metrics_url: Some(format!("{url}/metrics")),
         };
         let mut results = measure(driver, meta, targets).await?;
+        if let (Some(inj), Some(ll), Some(i)) = (
+            self.injection,
+            results.littles_law.as_mut(),
+            self.profile.plateau(),
+        ) {
+            let p = &self.profile.phases[i];
+            inj.adjust_littles_law(ll, self.latency, (p.start_s, p.start_s + p.duration_s));
+        }
         if let Some(task) = injecting {
             // Normally long done; if the run ended first, the latency must still be restored.
             task.abort();

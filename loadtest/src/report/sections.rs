@@ -29,7 +29,12 @@ pub fn littles_law(s: &mut String, groups: &[ApiRuns<'_>]) {
     for row in &rows {
         // The numbers are escaped by `strong`; the API name is the only other free text.
         let api = esc(row.api);
-        let row = tables::LittleRow { api: &api, ..*row };
+        let note = row.note.map(esc);
+        let row = tables::LittleRow {
+            api: &api,
+            note: note.as_deref(),
+            ..*row
+        };
         let _ = write!(
             s,
             "<p class=\"ll\">{}</p>",

@@ -207,6 +207,8 @@ pub struct LittleRow<'a> {
     pub critical_path_ms: Spread,
     pub bound_rps: Spread,
     pub measured_rps: Option<Spread>,
+    /// The first run's note (a slowdown during the plateau), as plain text.
+    pub note: Option<&'a str>,
 }
 
 pub fn littles_law<'a>(groups: &[ApiRuns<'a>]) -> Vec<LittleRow<'a>> {
@@ -222,6 +224,10 @@ pub fn littles_law<'a>(groups: &[ApiRuns<'a>]) -> Vec<LittleRow<'a>> {
                 critical_path_ms: ll(|l| Some(l.critical_path_ms))?,
                 bound_rps: ll(|l| Some(l.bound_rps))?,
                 measured_rps: ll(|l| l.measured_plateau_rps),
+                note: g
+                    .runs
+                    .iter()
+                    .find_map(|r| r.littles_law.as_ref()?.note.as_deref()),
             })
         })
         .collect()
@@ -238,8 +244,9 @@ pub fn littles_law_sentence(row: &LittleRow<'_>, strong: fn(&str) -> String) -> 
         ),
         None => "no plateau was measured".to_owned(),
     };
+    let note = row.note.map(|n| format!(" Note: {n}.")).unwrap_or_default();
     format!(
-        "{}: {} threads ÷ {} critical path = at most {}; {measured}.",
+        "{}: {} threads ÷ {} critical path = at most {}; {measured}.{note}",
         row.api,
         fmt(row.threads.median, Unit::Count),
         fmt(row.critical_path_ms.median, Unit::Millis),

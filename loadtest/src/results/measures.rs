@@ -184,6 +184,10 @@ pub struct LittlesLaw {
     pub bound_rps: f64,
     /// Fresh orders per second during the plateau (constant phase), if the profile has one.
     pub measured_plateau_rps: Option<f64>,
+    /// Set when a dependency was slowed (`--inject`) during the plateau: what the bound is computed
+    /// from then (the slowed critical path when the slowdown covered the whole plateau).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One end-of-run check.
