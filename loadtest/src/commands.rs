@@ -101,8 +101,8 @@ fn verdict(runs: &[RunResults]) -> ExitCode {
     }
 }
 
-async fn run_one(args: RunArgs) -> Result<RunResults> {
-    let _ = labkit::process::raise_nofile_limit();
+async fn run_one(mut args: RunArgs) -> Result<RunResults> {
+    args.load.max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
     let label = args.label.clone().unwrap_or_else(|| {
         args.target

@@ -12,6 +12,28 @@ use crate::driver::{Clock, DriverConfig, drive};
 use crate::results::{Environment, MockLatencies, RunResults};
 use crate::sampler::{self, SampleTargets};
 
+/// Descriptors the generator keeps for itself beside its open requests: `/proc` reads, `/metrics`
+/// scrapes, admin calls, logs, the database checks.
+const FD_HEADROOM: u64 = 1024;
+
+/// Raises the open-file limit (children inherit it) and returns the in-flight cap the generator
+/// can honour under it. Every open request is one of the generator's sockets: a cap at the limit
+/// would turn the generator's own "too many open files" into connect errors blamed on the API
+/// and blind the sampler, so a cap above `limit − headroom` is lowered, and said so.
+pub fn fit_in_flight_cap(requested: u64) -> u64 {
+    let limit = labkit::process::raise_nofile_limit().unwrap_or(1024);
+    let usable = limit.saturating_sub(FD_HEADROOM).max(1);
+    if requested > usable {
+        eprintln!(
+            "warning: in-flight cap lowered from {requested} to {usable}: this process may open only \
+             {limit} files (raise `ulimit -n` to keep the cap)"
+        );
+        usable
+    } else {
+        requested
+    }
+}
+
 /// Runs `driver` while sampling `targets`; returns the assembled results (no invariants yet).
 pub async fn measure(
     driver: DriverConfig,

@@ -100,7 +100,21 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
             label: "payment latency 5000→1000 ms".into(),
         },
     ];
+    let ll = r
+        .littles_law
+        .as_mut()
+        .expect("blocking fixture has a bound");
+    (ll.critical_path_ms, ll.bound_rps) = (6200.0, 200.0 / 6.2);
+    ll.note = Some("payment answered in 5000 ms instead of 1000 ms for the whole plateau".into());
     let table = build_table("slow-dependency", &[(variant("both-apis"), vec![r])]);
+    assert!(
+        table
+            .notes
+            .iter()
+            .any(|n| n.contains("blocking-api: Little's-law bound while payment was slow 32.3 orders/s (200 threads ÷ 6.20 s)")),
+        "{:?}",
+        table.notes
+    );
     let windows: Vec<&str> = table.rows.iter().map(|row| row[1].as_str()).collect();
     assert_eq!(
         windows,

@@ -43,7 +43,7 @@ struct Lab {
 }
 
 /// Runs the lab; returns every run's results and the output folder.
-pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
+pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
     let latency = parse_latency(&args.latency)?;
     let targets = parse_targets(&args.targets)?;
@@ -58,7 +58,7 @@ pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         tokio::task::spawn_blocking(move || crate::services::build_services(&apis)).await??;
     }
     // Thousands of connections can be open at once; children inherit the raised limit.
-    let _ = labkit::process::raise_nofile_limit();
+    args.load.max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
     let logs = out.join("logs");
     let (db_url, ephemeral) = (args.database_url.clone(), targets.is_empty());
     let db = if db_url.is_some() || ephemeral {

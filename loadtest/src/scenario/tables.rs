@@ -150,7 +150,19 @@ fn db_latency(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
 
 fn slow_dependency(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     let mut rows = Vec::new();
+    let mut notes = vec!["A thread-per-request service holds a thread for every waiting request: when payment slows, the critical path grows and its Little's-law ceiling (threads ÷ critical path) falls with it; threads stay pinned at the pool size and the queue grows. The async service holds only memory per waiting request. How long each takes to drain its backlog after the dependency recovers is the \"after\" row.".to_owned()];
     for r in done.iter().flat_map(|(_, runs)| runs) {
+        if let Some(ll) = r.littles_law.as_ref().filter(|ll| ll.note.is_some()) {
+            notes.push(format!(
+                "{}: Little's-law bound while payment was slow {:.1} orders/s ({} threads ÷ {:.2} s); measured over the plateau {}.",
+                r.api,
+                ll.bound_rps,
+                ll.threads,
+                ll.critical_path_ms / 1000.0,
+                ll.measured_plateau_rps
+                    .map_or("n/a".to_owned(), |m| format!("{m:.1} orders/s")),
+            ));
+        }
         let marks: Vec<f64> = r
             .events
             .iter()
@@ -221,7 +233,7 @@ fn slow_dependency(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         intro: "The default profile (ramp-300, seed latencies 200/1000/1000 ms) with the payment mock slowed from 1000 to 5000 ms for 30 s in the middle, through mock-deps' admin API — marked on each chart's timeline in the full report.".into(),
         columns: ["API", "window", "201/s", "worst per-second p99", "errors", "peak threads", "peak RSS (MiB)", "peak DB connections in use", "peak requests in flight (queued included)"].map(String::from).to_vec(),
         rows,
-        notes: vec!["A thread-per-request service holds a thread for every waiting request: while payment is 5× slower its Little's-law ceiling drops 5×, threads stay pinned at the pool size and the queue grows; the async service holds only memory per waiting request. How long each takes to drain its backlog after the dependency recovers is the \"after\" row.".into()],
+        notes,
         links: Vec::new(),
     }
 }
