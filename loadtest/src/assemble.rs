@@ -107,7 +107,7 @@ pub fn assemble(
             Some(offered_rps),
         )
     });
-    let littles_law = littles_law(&config, plateau.as_ref());
+    let littles_law = littles_law(&config, profile, plateau.as_ref());
     let knee_rps = profile
         .is_stress()
         .then(|| knee(profile, &rec.phases[..out.phases_run]))
@@ -177,16 +177,29 @@ fn summarize(
     }
 }
 
-fn littles_law(config: &RunConfig, plateau: Option<&Summary>) -> Option<LittlesLaw> {
+/// `BLOCKING_THREADS ÷ critical path` beside the measured plateau; a dependency slowed during the
+/// plateau (`--inject`) moves or annotates the bound, see
+/// [`crate::inject::Injection::adjust_littles_law`].
+fn littles_law(
+    config: &RunConfig,
+    profile: &Profile,
+    plateau: Option<&Summary>,
+) -> Option<LittlesLaw> {
     let threads: u64 = config.api_settings.get("BLOCKING_THREADS")?.parse().ok()?;
-    let critical_path_ms = config.mock_latency_ms?.critical_path_ms() as f64;
-    (critical_path_ms > 0.0).then(|| LittlesLaw {
+    let latencies = config.mock_latency_ms?;
+    let critical_path_ms = latencies.critical_path_ms() as f64;
+    let mut ll = (critical_path_ms > 0.0).then(|| LittlesLaw {
         threads,
         critical_path_ms,
         bound_rps: threads as f64 / (critical_path_ms / 1000.0),
         measured_plateau_rps: plateau.map(|p| p.ok_throughput_rps),
         note: None,
-    })
+    })?;
+    if let (Some(injection), Some(i)) = (config.injection, profile.plateau()) {
+        let p = &profile.phases[i];
+        injection.adjust_littles_law(&mut ll, latencies, (p.start_s, p.start_s + p.duration_s));
+    }
+    Some(ll)
 }
 
 /// Stress: the highest step rate before the first step that failed (judged on final data).

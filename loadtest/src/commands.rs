@@ -164,6 +164,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         config: RunConfig {
             profile: profile.info(),
             mock_latency_ms: latency,
+            injection: None,
             api_settings: Default::default(),
             limits: not_enforced("`loadtest run` does not manage the target's limits"),
             tx_scope: "unknown".to_owned(),

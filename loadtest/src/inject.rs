@@ -4,13 +4,14 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
 
 use crate::results::{Event, LittlesLaw, MockLatencies};
 use crate::run::set_mock_latencies;
 
 /// `DEP=MS@START+DURATION`: dependency `DEP` answers in `MS` from `START` for `DURATION` seconds
-/// of the measured run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// of the measured run. Recorded in the run's configuration (`results.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Injection {
     pub dependency: Dep,
     pub latency_ms: u64,
@@ -18,7 +19,8 @@ pub struct Injection {
     pub duration_s: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Dep {
     Seller,
     Risk,
@@ -26,7 +28,7 @@ pub enum Dep {
 }
 
 impl Dep {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Dep::Seller => "seller",
             Dep::Risk => "risk",

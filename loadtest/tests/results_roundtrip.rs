@@ -27,6 +27,7 @@ fn meta(profile: &Profile) -> RunMeta {
                 risk: 1000,
                 payment: 1000,
             }),
+            injection: None,
             api_settings,
             limits: Limits {
                 limits_enforced: true,
@@ -123,6 +124,27 @@ fn assembled_results_round_trip() {
             .contains("schema_version")
     );
     std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn a_slowdown_over_the_plateau_moves_the_littles_law_bound() {
+    let profile = Profile::parse("ramp-100", 0.1).unwrap();
+    let out = recorded(&profile);
+    let mut meta = meta(&profile);
+    // ramp-100 × 0.1: the plateau runs from 3 s to 6 s; payment at 5 s covers all of it.
+    meta.config.injection =
+        Some(loadtest::inject::Injection::parse("pay=5000@30+30", 0.1).unwrap());
+    let r = assemble(meta, &profile, &out, &[]);
+    let ll = r.littles_law.as_ref().unwrap();
+    assert_eq!(ll.critical_path_ms, 6200.0);
+    assert!((ll.bound_rps - 200.0 / 6.2).abs() < 1e-9);
+    assert!(ll.note.as_deref().unwrap().contains("whole plateau"));
+    let path = std::env::temp_dir().join(format!("loadtest-inject-{}.json", std::process::id()));
+    r.save(&path).unwrap();
+    let back = RunResults::load(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_eq!(back.config.injection, r.config.injection);
+    assert_eq!(back, r);
 }
 
 #[test]

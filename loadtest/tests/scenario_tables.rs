@@ -108,10 +108,9 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
     ll.note = Some("payment answered in 5000 ms instead of 1000 ms for the whole plateau".into());
     let table = build_table("slow-dependency", &[(variant("both-apis"), vec![r])]);
     assert!(
-        table
-            .notes
-            .iter()
-            .any(|n| n.contains("blocking-api: Little's-law bound while payment was slow 32.3 orders/s (200 threads ÷ 6.20 s)")),
+        table.notes.iter().any(|n| n
+            .contains("blocking-api: Little's-law bound 32.3 orders/s (200 threads ÷ 6.20 s)")
+            && n.contains("for the whole plateau")),
         "{:?}",
         table.notes
     );

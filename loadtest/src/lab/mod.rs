@@ -263,6 +263,7 @@ impl Lab {
             config: RunConfig {
                 profile: self.profile.info(),
                 mock_latency_ms: Some(self.latency),
+                injection: self.injection,
                 api_settings: settings,
                 limits,
                 tx_scope: self.args.tx_scope.clone(),
@@ -290,14 +291,6 @@ impl Lab {
             metrics_url: Some(format!("{url}/metrics")),
         };
         let mut results = measure(driver, meta, targets).await?;
-        if let (Some(inj), Some(ll), Some(i)) = (
-            self.injection,
-            results.littles_law.as_mut(),
-            self.profile.plateau(),
-        ) {
-            let p = &self.profile.phases[i];
-            inj.adjust_littles_law(ll, self.latency, (p.start_s, p.start_s + p.duration_s));
-        }
         if let Some(task) = injecting {
             // Normally long done; if the run ended first, the latency must still be restored.
             task.abort();

@@ -122,6 +122,18 @@ pub fn settings(run: &RunResults) -> BTreeMap<String, String> {
             ),
         );
     }
+    if let Some(i) = c.injection {
+        put(
+            "injected slowdown",
+            format!(
+                "{} at {} ms from t={} s for {} s",
+                i.dependency.name(),
+                i.latency_ms,
+                i.start_s,
+                i.duration_s
+            ),
+        );
+    }
     put("limits enforced", c.limits.limits_enforced.to_string());
     put("limits mechanism", c.limits.mechanism.clone());
     if let Some(cpu) = c.limits.cpu_cores {

@@ -94,8 +94,12 @@ pub struct RunResults {
 pub struct RunConfig {
     /// The load profile.
     pub profile: ProfileInfo,
-    /// mock-deps latencies in force during the run (`None` when the lab could not read them).
+    /// mock-deps latencies in force during the run, outside an `injection` (`None` when the lab
+    /// could not read them).
     pub mock_latency_ms: Option<MockLatencies>,
+    /// A dependency slowed for part of the run (`--inject`), times after `--duration-scale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection: Option<crate::inject::Injection>,
     /// API settings by env var name (`DB_POOL_SIZE`, `BLOCKING_THREADS`, …) → value, sorted by name.
     /// Only what the lab set or knows; used by the report's fairness section.
     pub api_settings: BTreeMap<String, String>,

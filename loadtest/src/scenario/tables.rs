@@ -152,15 +152,16 @@ fn slow_dependency(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     let mut rows = Vec::new();
     let mut notes = vec!["A thread-per-request service holds a thread for every waiting request: when payment slows, the critical path grows and its Little's-law ceiling (threads ÷ critical path) falls with it; threads stay pinned at the pool size and the queue grows. The async service holds only memory per waiting request. How long each takes to drain its backlog after the dependency recovers is the \"after\" row.".to_owned()];
     for r in done.iter().flat_map(|(_, runs)| runs) {
-        if let Some(ll) = r.littles_law.as_ref().filter(|ll| ll.note.is_some()) {
+        if let Some(ll) = r.littles_law.as_ref() {
             notes.push(format!(
-                "{}: Little's-law bound while payment was slow {:.1} orders/s ({} threads ÷ {:.2} s); measured over the plateau {}.",
+                "{}: Little's-law bound {:.1} orders/s ({} threads ÷ {:.2} s); measured over the plateau {}.{}",
                 r.api,
                 ll.bound_rps,
                 ll.threads,
                 ll.critical_path_ms / 1000.0,
                 ll.measured_plateau_rps
                     .map_or("n/a".to_owned(), |m| format!("{m:.1} orders/s")),
+                ll.note.as_ref().map(|n| format!(" {n}.")).unwrap_or_default(),
             ));
         }
         let marks: Vec<f64> = r
