@@ -1,12 +1,9 @@
 //! Builds the server from [`Settings`]: migrations, pool, HTTP client, listener.
 
-use std::net::TcpListener;
 use std::sync::Arc;
 
-use actix_web::web;
-use anyhow::Context;
 use order_core::metrics::Metrics;
-use order_core::server::{Running, serve};
+use order_core::server::{Running, start};
 use order_core::settings::CommonSettings;
 
 use crate::{clients::Deps, db::Db, routes};
@@ -38,33 +35,23 @@ pub struct Application(Running);
 
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let common = settings.common.clone();
-        order_core::migrate::run(&common.database_url).await?;
-        let blocking_threads = None;
-        let metrics = Arc::new(Metrics::new(common.db_pool_size, blocking_threads));
-        let state = web::Data::new(AppState {
-            db: Db::connect(&common, metrics.clone())?,
-            deps: Deps::new(&common, metrics.clone())?,
-            metrics: metrics.clone(),
-            settings: common.clone(),
-        });
-        let listener = TcpListener::bind(&settings.bind_addr)
-            .with_context(|| format!("binding {}", settings.bind_addr))?;
-        let workers = common.http_workers;
-        let running = serve(
-            listener,
-            workers,
-            blocking_threads,
-            state,
-            metrics,
+        let common = settings.common;
+        let running = start(
+            "reactive-api",
+            &settings.bind_addr,
+            &common,
+            None,
+            |metrics| {
+                Ok(AppState {
+                    db: Db::connect(&common, metrics.clone())?,
+                    deps: Deps::new(&common, metrics.clone())?,
+                    metrics,
+                    settings: common.clone(),
+                })
+            },
             routes::configure,
-        )?;
-        tracing::info!(
-            port = running.port,
-            workers,
-            ?blocking_threads,
-            "reactive-api listening"
-        );
+        )
+        .await?;
         Ok(Application(running))
     }
 

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{App, FromRequest, Handler, HttpServer, Responder, web};
+use anyhow::Context;
 
 use crate::http::{method_not_allowed, not_found, shared_routes, track_metrics};
 use crate::metrics::Metrics;
+use crate::settings::CommonSettings;
 
 /// Listen backlog of both servers: thousands of connections can arrive at once under a ramp.
 pub const BACKLOG: u32 = 4096;
@@ -61,6 +63,32 @@ impl Running {
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         Ok(self.server.await?)
     }
+}
+
+/// The start-up of both APIs: applies the migrations, builds the API's handler state around the
+/// shared metrics, binds `bind_addr` and serves `routes` with `common.http_workers` event loops.
+/// Only `state`, `routes` and `blocking_threads` (blocking-api's pool) differ between the two.
+pub async fn start<S: Send + Sync + 'static>(
+    name: &str,
+    bind_addr: &str,
+    common: &CommonSettings,
+    blocking_threads: Option<usize>,
+    state: impl FnOnce(Arc<Metrics>) -> anyhow::Result<S>,
+    routes: fn(&mut web::ServiceConfig),
+) -> anyhow::Result<Running> {
+    crate::migrate::run(&common.database_url).await?;
+    let metrics = Arc::new(Metrics::new(common.db_pool_size, blocking_threads));
+    let state = web::Data::new(state(metrics.clone())?);
+    let listener = TcpListener::bind(bind_addr).with_context(|| format!("binding {bind_addr}"))?;
+    let workers = common.http_workers;
+    let running = serve(listener, workers, blocking_threads, state, metrics, routes)?;
+    tracing::info!(
+        port = running.port,
+        workers,
+        ?blocking_threads,
+        "{name} listening"
+    );
+    Ok(running)
 }
 
 /// Starts serving on `listener` with `workers` event loops. `blocking_threads` (blocking-api
