@@ -19,9 +19,16 @@ pub struct EndpointConfig {
     /// Share (0..=1) of requests answered `503 {"error":"injected_failure"}` after the latency.
     pub error_rate: f64,
     /// Share (0..=1) of requests that hang for [`MockConfig::hang_ms`] after the latency.
-    /// One draw decides both: `r < error_rate` fails, else `r < error_rate + hang_rate` hangs,
-    /// so when the two add up past 1 the error share wins.
     pub hang_rate: f64,
+    /// Payment only (must be 0 elsewhere): share (0..=1) of pay requests that are charged, i.e.
+    /// recorded in the ledger like a normal answer, and then answered
+    /// `500 {"error":"injected_failure_after_charge"}`. This is the failure that makes a caller's
+    /// "did it charge?" question real: the client sees an error, the money is gone.
+    ///
+    /// One draw `r` decides all three rates, in this order: `r < error_rate` fails, else
+    /// `r < error_rate + hang_rate` hangs, else `r < error_rate + hang_rate + charged_error_rate`
+    /// charges then fails; when they add up past 1 the earlier shares win.
+    pub charged_error_rate: f64,
 }
 
 impl EndpointConfig {
@@ -37,10 +44,23 @@ impl EndpointConfig {
         for (field, rate) in [
             ("error_rate", self.error_rate),
             ("hang_rate", self.hang_rate),
+            ("charged_error_rate", self.charged_error_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return Err(format!("{name}.{field} must be within 0..=1, got {rate}"));
             }
+        }
+        Ok(())
+    }
+
+    /// For the endpoints that charge nothing: a non-zero `charged_error_rate` would be a silent
+    /// no-op there, so it is refused like an unknown field rather than ignored.
+    fn validate_non_charging(&self, name: &str) -> Result<(), String> {
+        self.validate(name)?;
+        if self.charged_error_rate != 0.0 {
+            return Err(format!(
+                "{name}.charged_error_rate must be 0: only the payment gateway charges"
+            ));
         }
         Ok(())
     }
@@ -89,10 +109,11 @@ impl MockConfig {
         }
     }
 
-    /// Checks that every rate is a share in `0..=1` (NaN included in the rejects).
+    /// Checks that every rate is a share in `0..=1` (NaN included in the rejects) and that only
+    /// the payment endpoint has a `charged_error_rate`.
     pub fn validate(&self) -> Result<(), String> {
-        self.seller.validate("seller")?;
-        self.risk.validate("risk")?;
+        self.seller.validate_non_charging("seller")?;
+        self.risk.validate_non_charging("risk")?;
         self.payment.validate("payment")
     }
 }
@@ -117,6 +138,7 @@ pub struct EndpointPatch {
     pub jitter_ms: Option<u64>,
     pub error_rate: Option<f64>,
     pub hang_rate: Option<f64>,
+    pub charged_error_rate: Option<f64>,
 }
 
 impl EndpointPatch {
@@ -132,6 +154,9 @@ impl EndpointPatch {
         }
         if let Some(v) = self.hang_rate {
             target.hang_rate = v;
+        }
+        if let Some(v) = self.charged_error_rate {
+            target.charged_error_rate = v;
         }
     }
 }
@@ -178,6 +203,9 @@ mod tests {
         for bad in [
             r#"{"seller":{"error_rate":1.5}}"#,
             r#"{"payment":{"hang_rate":-0.1}}"#,
+            r#"{"payment":{"charged_error_rate":1.01}}"#,
+            r#"{"risk":{"charged_error_rate":0.5}}"#,
+            r#"{"seller":{"charged_error_rate":0.01}}"#,
         ] {
             let patch: ConfigPatch = serde_json::from_str(bad).unwrap();
             assert!(patch.apply(MockConfig::instant()).is_err(), "{bad}");
@@ -190,6 +218,18 @@ mod tests {
             ..MockConfig::instant()
         };
         assert!(nan.validate().is_err());
+    }
+
+    #[test]
+    fn payment_accepts_a_charged_error_rate() {
+        let patch: ConfigPatch =
+            serde_json::from_str(r#"{"payment":{"charged_error_rate":0.02}}"#).unwrap();
+        let next = patch.apply(MockConfig::seed_defaults()).unwrap();
+        assert_eq!(next.payment.charged_error_rate, 0.02);
+        assert_eq!(next.payment.latency_ms, 1000);
+        // A document written before the field existed still parses, with the field at 0.
+        let old: EndpointConfig = serde_json::from_str(r#"{"latency_ms":5}"#).unwrap();
+        assert_eq!(old.charged_error_rate, 0.0);
     }
 
     #[test]

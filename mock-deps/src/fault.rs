@@ -30,11 +30,14 @@ pub(crate) enum Fate {
     Proceed,
     Fail,
     Hang,
+    /// Payment only: record the charge, then answer 500 (see [`EndpointConfig::charged_error_rate`]).
+    ChargedFail,
 }
 
-/// One uniform draw decides: error first, then hang (see [`EndpointConfig::hang_rate`]).
+/// One uniform draw decides: error, then hang, then charged-then-fail
+/// (see [`EndpointConfig::charged_error_rate`]).
 pub(crate) fn draw_fate(cfg: &EndpointConfig, rng: &mut impl Rng) -> Fate {
-    if cfg.error_rate <= 0.0 && cfg.hang_rate <= 0.0 {
+    if cfg.error_rate <= 0.0 && cfg.hang_rate <= 0.0 && cfg.charged_error_rate <= 0.0 {
         return Fate::Proceed;
     }
     let r: f64 = rng.random();
@@ -42,36 +45,55 @@ pub(crate) fn draw_fate(cfg: &EndpointConfig, rng: &mut impl Rng) -> Fate {
         Fate::Fail
     } else if r < cfg.error_rate + cfg.hang_rate {
         Fate::Hang
+    } else if r < cfg.error_rate + cfg.hang_rate + cfg.charged_error_rate {
+        Fate::ChargedFail
     } else {
         Fate::Proceed
     }
 }
 
-/// Applies latency and faults. `None`: go on and answer for real; `Some`: answer this instead.
+/// Waits the (jittered) latency, then draws the request's fate and counts it.
+///
+/// Split from the answers below because the payment handler runs this part in a detached task
+/// (the charge must survive its client) but keeps a hang cancellable.
+pub(crate) async fn delay_and_draw(cfg: &EndpointConfig, counters: &Counters) -> Fate {
+    let delay = draw_delay(cfg, &mut rand::rng());
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let fate = draw_fate(cfg, &mut rand::rng());
+    match fate {
+        Fate::Proceed => {}
+        Fate::Fail => Counters::bump(&counters.injected_errors),
+        Fate::Hang => Counters::bump(&counters.hangs),
+        Fate::ChargedFail => Counters::bump(&counters.injected_charged_errors),
+    }
+    fate
+}
+
+/// What a hung request answers, once `hang_ms` has passed.
 ///
 /// A hang is a timer like the latency: it ends when it fires, or earlier when the client goes
 /// away and actix drops the handler future (and with it the timer), so hung requests never pile
 /// up past the clients that made them.
+pub(crate) async fn hang(hang_ms: u64) -> HttpResponse {
+    tokio::time::sleep(Duration::from_millis(hang_ms)).await;
+    json::gateway_timeout()
+}
+
+/// Applies latency and faults for an endpoint that charges nothing. `None`: go on and answer for
+/// real; `Some`: answer this instead.
 pub(crate) async fn inject(
     cfg: EndpointConfig,
     hang_ms: u64,
     counters: &Counters,
 ) -> Option<HttpResponse> {
-    let delay = draw_delay(&cfg, &mut rand::rng());
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
-    }
-    match draw_fate(&cfg, &mut rand::rng()) {
-        Fate::Proceed => None,
-        Fate::Fail => {
-            Counters::bump(&counters.injected_errors);
-            Some(json::service_unavailable())
-        }
-        Fate::Hang => {
-            Counters::bump(&counters.hangs);
-            tokio::time::sleep(Duration::from_millis(hang_ms)).await;
-            Some(json::gateway_timeout())
-        }
+    match delay_and_draw(&cfg, counters).await {
+        // `MockConfig::validate` keeps `charged_error_rate` at 0 outside payment, so
+        // `ChargedFail` cannot be drawn here; were it drawn, there is nothing to charge.
+        Fate::Proceed | Fate::ChargedFail => None,
+        Fate::Fail => Some(json::service_unavailable()),
+        Fate::Hang => Some(hang(hang_ms).await),
     }
 }
 
@@ -112,9 +134,14 @@ mod tests {
             hang_rate: 1.0,
             ..EndpointConfig::default()
         };
+        let charged_fail = EndpointConfig {
+            charged_error_rate: 1.0,
+            ..EndpointConfig::default()
+        };
         for _ in 0..1000 {
             assert_eq!(draw_fate(&fail, &mut rng), Fate::Fail);
             assert_eq!(draw_fate(&hang, &mut rng), Fate::Hang);
+            assert_eq!(draw_fate(&charged_fail, &mut rng), Fate::ChargedFail);
             assert_eq!(
                 draw_fate(&EndpointConfig::default(), &mut rng),
                 Fate::Proceed
@@ -123,17 +150,33 @@ mod tests {
     }
 
     #[test]
+    fn earlier_shares_win_when_rates_add_up_past_one() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let cfg = EndpointConfig {
+            hang_rate: 0.6,
+            charged_error_rate: 0.6,
+            ..EndpointConfig::default()
+        };
+        let fates: Vec<Fate> = (0..10_000).map(|_| draw_fate(&cfg, &mut rng)).collect();
+        assert!(!fates.contains(&Fate::Proceed));
+        let charged = fates.iter().filter(|f| **f == Fate::ChargedFail).count();
+        assert!((3_700..4_300).contains(&charged), "{charged}");
+    }
+
+    #[test]
     fn error_rate_is_roughly_honoured() {
         let mut rng = StdRng::seed_from_u64(3);
         let cfg = EndpointConfig {
             error_rate: 0.25,
             hang_rate: 0.25,
+            charged_error_rate: 0.25,
             ..EndpointConfig::default()
         };
         let fates: Vec<Fate> = (0..10_000).map(|_| draw_fate(&cfg, &mut rng)).collect();
-        let fails = fates.iter().filter(|f| **f == Fate::Fail).count();
-        let hangs = fates.iter().filter(|f| **f == Fate::Hang).count();
-        assert!((2_200..2_800).contains(&fails), "{fails}");
-        assert!((2_200..2_800).contains(&hangs), "{hangs}");
+        let count = |fate: Fate| fates.iter().filter(|f| **f == fate).count();
+        for fate in [Fate::Fail, Fate::Hang, Fate::ChargedFail, Fate::Proceed] {
+            let n = count(fate);
+            assert!((2_200..2_800).contains(&n), "{fate:?}: {n}");
+        }
     }
 }

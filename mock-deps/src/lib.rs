@@ -16,6 +16,12 @@
 //! per-key charge counts. Latency, jitter, injected errors (503) and hangs are set per endpoint at
 //! start ([`Settings`]) and changed live (`PUT /admin/config`, [`MockDeps::set_config`]).
 //!
+//! The gateway behaves like a real one where the APIs' charge-safety depends on it: a charge it
+//! has started completes even when its client disconnects or times out, it can charge and then
+//! answer 500 ([`EndpointConfig::charged_error_rate`]), and it offers a reconciliation API
+//! (`GET /gateway/payments/{key}`, `POST /gateway/payments/{key}/void`) so that the APIs'
+//! recovery can find out what happened to a charge and give it back; the ledger counts voids.
+//!
 //! Layers: [`config`] (behaviour knobs) → `fault` (latency and failure injection) → `routes`
 //! (the wire contract) → `server` ([`MockDeps`] in-process, [`run`] for the binary).
 

@@ -35,7 +35,8 @@ fn build(
     .max_connections(MAX_CONNECTIONS_PER_WORKER)
     // actix keeps running a handler whose client has gone (half-closed connections are allowed by
     // default), so a hung request would live its full `hang_ms`. Treating EOF from the client as
-    // the end of the connection drops the handler future, and its timer, at once.
+    // the end of the connection drops the handler future, and its timer, at once. The payment
+    // handler runs its charge in a detached task for that reason: only its wait is dropped.
     .h1_allow_half_closed(false)
     // A mock holds nothing worth draining: hung requests would only delay shutdown.
     .shutdown_timeout(1);

@@ -15,6 +15,7 @@ use crate::config::{DEFAULT_HANG_MS, EndpointConfig, MockConfig};
 /// | `JITTER_MS` | `0` | uniform ± jitter, all endpoints |
 /// | `ERROR_RATE` | `0` | share answered 503 after the latency, all endpoints |
 /// | `HANG_RATE` | `0` | share that hangs for `HANG_MS`, all endpoints |
+/// | `CHARGED_ERROR_RATE` | `0` | share of payments charged, then answered 500 (payment only) |
 /// | `HANG_MS` | `600000` | duration of an injected hang |
 /// | `HTTP_WORKERS` | `1` | actix worker threads |
 /// | `RUST_LOG` | `info` | tracing filter; requests log at `debug` only |
@@ -39,6 +40,9 @@ pub struct Settings {
     pub error_rate: f64,
     #[arg(long, env, default_value_t = 0.0, value_parser = parse_rate)]
     pub hang_rate: f64,
+    /// Payment only: the other endpoints charge nothing, so the rate has no meaning there.
+    #[arg(long, env, default_value_t = 0.0, value_parser = parse_rate)]
+    pub charged_error_rate: f64,
     #[arg(long, env, default_value_t = DEFAULT_HANG_MS)]
     pub hang_ms: u64,
     #[arg(long, env, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
@@ -64,11 +68,15 @@ impl Settings {
             jitter_ms: self.jitter_ms,
             error_rate: self.error_rate,
             hang_rate: self.hang_rate,
+            charged_error_rate: 0.0,
         };
         MockConfig {
             seller: endpoint(self.seller_latency_ms),
             risk: endpoint(self.risk_latency_ms),
-            payment: endpoint(self.pay_latency_ms),
+            payment: EndpointConfig {
+                charged_error_rate: self.charged_error_rate,
+                ..endpoint(self.pay_latency_ms)
+            },
             hang_ms: self.hang_ms,
         }
     }
@@ -91,5 +99,16 @@ mod tests {
         assert!(Settings::try_parse_from(["mock-deps", "--error-rate", "1.5"]).is_err());
         let s = Settings::try_parse_from(["mock-deps", "--hang-rate", "0.5"]).unwrap();
         assert_eq!(s.mock_config().payment.hang_rate, 0.5);
+        assert!(Settings::try_parse_from(["mock-deps", "--charged-error-rate", "-0.1"]).is_err());
+    }
+
+    #[test]
+    fn charged_error_rate_applies_to_payment_only() {
+        let s = Settings::try_parse_from(["mock-deps", "--charged-error-rate", "0.02"]).unwrap();
+        let config = s.mock_config();
+        assert_eq!(config.payment.charged_error_rate, 0.02);
+        assert_eq!(config.seller.charged_error_rate, 0.0);
+        assert_eq!(config.risk.charged_error_rate, 0.0);
+        assert!(config.validate().is_ok());
     }
 }

@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use serde::{Deserialize, Serialize};
 
 /// Counters of one endpoint. `negative` is the endpoint's "no" answer with a 200/401 status:
-/// unauthorized (seller), DISAPPROVE (risk), DECLINED (payment).
+/// unauthorized (seller), DISAPPROVE (risk), DECLINED (payment). The payment-only ones stay 0
+/// elsewhere; one struct for all three keeps the hot path free of per-endpoint branching.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub requests: AtomicU64,
@@ -16,6 +17,13 @@ pub(crate) struct Counters {
     pub injected_errors: AtomicU64,
     pub hangs: AtomicU64,
     pub in_flight: AtomicU64,
+    /// Payment only: charged, then answered 500.
+    pub injected_charged_errors: AtomicU64,
+    /// Payment only: 409 `payment_voided`.
+    pub voided_refusals: AtomicU64,
+    /// Payment only: `GET /gateway/payments/{key}`, and the part of them answered 404.
+    pub lookups: AtomicU64,
+    pub lookups_not_found: AtomicU64,
 }
 
 impl Counters {
@@ -26,9 +34,19 @@ impl Counters {
     /// Counts the request and marks it in flight until the guard drops: when the handler
     /// returns, or when actix drops the handler because the client went away.
     pub fn start(&self) -> InFlight<'_> {
+        self.enter();
+        InFlight(&self.in_flight)
+    }
+
+    /// The counting half of [`Counters::start`], for a guard that must own its way back to the
+    /// counters (to move into a detached task); it calls [`Counters::leave`] when dropped.
+    pub fn enter(&self) {
         self.requests.fetch_add(1, Relaxed);
         self.in_flight.fetch_add(1, Relaxed);
-        InFlight(&self.in_flight)
+    }
+
+    pub fn leave(&self) {
+        self.in_flight.fetch_sub(1, Relaxed);
     }
 
     /// Zeroes everything but `in_flight`, which describes requests that still exist.
@@ -41,6 +59,10 @@ impl Counters {
             &self.bad_requests,
             &self.injected_errors,
             &self.hangs,
+            &self.injected_charged_errors,
+            &self.voided_refusals,
+            &self.lookups,
+            &self.lookups_not_found,
         ] {
             c.store(0, Relaxed);
         }
@@ -100,6 +122,10 @@ impl StatsStore {
                 injected_errors: p.injected_errors.load(Relaxed),
                 hangs: p.hangs.load(Relaxed),
                 in_flight: p.in_flight.load(Relaxed),
+                injected_charged_errors: p.injected_charged_errors.load(Relaxed),
+                voided_refusals: p.voided_refusals.load(Relaxed),
+                lookups: p.lookups.load(Relaxed),
+                lookups_not_found: p.lookups_not_found.load(Relaxed),
             },
         }
     }
@@ -139,7 +165,13 @@ pub struct RiskStats {
 }
 
 /// `POST /gateway/pay`: `ok` counts every 200, SUCCESS or DECLINED, replays included;
-/// `declined` is the DECLINED part of it; `conflicts` are the 409s.
+/// `declined` is the DECLINED part of it; `conflicts` are the 409 `idempotency_conflict`s and
+/// `voided_refusals` the 409 `payment_voided`s; `injected_charged_errors` are the 500s that
+/// charged. A pay request stays `in_flight` until its charge is done, even when its client has
+/// gone (the charge runs detached); a hung one until its client leaves or the hang ends.
+///
+/// `lookups` counts the reconciliation API's `GET /gateway/payments/{key}` (not in `requests`),
+/// `lookups_not_found` its 404s; voids are counted by the ledger (`void_requests`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentStats {
     pub requests: u64,
@@ -150,4 +182,12 @@ pub struct PaymentStats {
     pub injected_errors: u64,
     pub hangs: u64,
     pub in_flight: u64,
+    #[serde(default)]
+    pub injected_charged_errors: u64,
+    #[serde(default)]
+    pub voided_refusals: u64,
+    #[serde(default)]
+    pub lookups: u64,
+    #[serde(default)]
+    pub lookups_not_found: u64,
 }

@@ -1,6 +1,8 @@
-//! The three mocked dependencies of `POST /orders` (SEEDS A): seller token check, risk analysis,
-//! payment gateway. Each handler: count, parse (a malformed request is answered at once), wait
-//! the injected latency, maybe fail, then answer by fixed business rules.
+//! Two of the three mocked dependencies of `POST /orders` (SEEDS A): seller token check and risk
+//! analysis (the payment gateway, which keeps state, is in `gateway`). Each handler: count, parse
+//! (a malformed request is answered at once), wait the injected latency, maybe fail, then answer
+//! by fixed business rules. Both are plain handler futures: when the client goes away, actix
+//! drops them and the work stops, which is right for calls that change nothing.
 
 use std::borrow::Cow;
 
@@ -10,7 +12,6 @@ use serde::Deserialize;
 
 use super::json;
 use crate::fault::inject;
-use crate::ledger::{Outcome, Verdict};
 use crate::state::State;
 use crate::stats::Counters;
 
@@ -103,100 +104,6 @@ pub(crate) async fn risk_validate(body: web::Bytes, state: web::Data<State>) -> 
         Counters::bump(&counters.negative);
         json::fixed(StatusCode::OK, r#"{"recommendation":"DISAPPROVE"}"#)
     }
-}
-
-#[derive(Deserialize)]
-struct PayRequest<'a> {
-    amount: i64,
-    #[allow(dead_code, reason = "required by the contract, not used by the rules")]
-    installments: i64,
-    #[serde(borrow)]
-    payment_method: PaymentMethod<'a>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-enum MethodType {
-    CreditCard,
-    DebitCard,
-}
-
-#[derive(Deserialize)]
-struct PaymentMethod<'a> {
-    #[serde(rename = "type")]
-    #[allow(dead_code, reason = "validated by parsing, not used by the rules")]
-    kind: MethodType,
-    #[serde(borrow)]
-    card: Card<'a>,
-}
-
-/// Card data. Deliberately not `Debug` nor `Serialize`: it cannot end up in a log line or in the
-/// ledger by accident. It lives only as long as the request body.
-#[derive(Deserialize)]
-#[allow(
-    dead_code,
-    reason = "required by the contract; only the cvv drives a rule"
-)]
-struct Card<'a> {
-    #[serde(borrow)]
-    number: Cow<'a, str>,
-    #[serde(borrow)]
-    holder: Cow<'a, str>,
-    #[serde(borrow)]
-    cvv: Cow<'a, str>,
-    #[serde(borrow)]
-    expiration_date: Cow<'a, str>,
-}
-
-pub(crate) async fn gateway_pay(
-    req: HttpRequest,
-    body: web::Bytes,
-    state: web::Data<State>,
-) -> HttpResponse {
-    let counters = &state.stats.payment;
-    let _in_flight = counters.start();
-    let key = match req.headers().get("idempotency-key").map(|v| v.to_str()) {
-        Some(Ok(key)) if !key.trim().is_empty() => key,
-        _ => {
-            Counters::bump(&counters.bad_requests);
-            return json::fixed(
-                StatusCode::BAD_REQUEST,
-                r#"{"error":"missing_idempotency_key"}"#,
-            );
-        }
-    };
-    let (amount, verdict) = match serde_json::from_slice::<PayRequest>(&body) {
-        Ok(pay) if pay.payment_method.card.cvv == "000" => (pay.amount, Verdict::Declined),
-        Ok(pay) => (pay.amount, Verdict::Success),
-        Err(_) => {
-            Counters::bump(&counters.bad_requests);
-            return json::bad_request();
-        }
-    };
-    drop(body); // see `risk_validate`
-    let cfg = state.config();
-    // An injected failure or hang returns here, before the ledger: it must not charge.
-    if let Some(injected) = inject(cfg.payment, cfg.hang_ms, counters).await {
-        return injected;
-    }
-    let outcome = state.ledger.record(key, amount, verdict);
-    tracing::debug!(key, amount, ?outcome, "gateway pay");
-    let (code, verdict) = match outcome {
-        Outcome::Fresh(code, verdict) | Outcome::Replay(code, verdict) => (code, verdict),
-        Outcome::Conflict => {
-            Counters::bump(&counters.conflicts);
-            return json::fixed(StatusCode::CONFLICT, r#"{"error":"idempotency_conflict"}"#);
-        }
-    };
-    Counters::bump(&counters.ok);
-    if verdict == Verdict::Declined {
-        Counters::bump(&counters.negative);
-    }
-    let message = verdict.message();
-    json::owned(
-        StatusCode::OK,
-        format!(r#"{{"code":"{code}","message":"{message}"}}"#),
-    )
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
-//! HTTP routes: the three mocked dependencies and the admin surface that steers them.
+//! HTTP routes: the three mocked dependencies, the gateway's reconciliation API and the admin
+//! surface that steers them.
 
 mod admin;
 mod deps;
+mod gateway;
+mod reconcile;
 
 use actix_web::web;
 
@@ -15,7 +18,15 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
         "/risk-analysis/validate",
         web::post().to(deps::risk_validate),
     )
-    .route("/gateway/pay", web::post().to(deps::gateway_pay))
+    .route("/gateway/pay", web::post().to(gateway::gateway_pay))
+    .route(
+        "/gateway/payments/{idempotency_key}",
+        web::get().to(reconcile::payment_status),
+    )
+    .route(
+        "/gateway/payments/{idempotency_key}/void",
+        web::post().to(reconcile::payment_void),
+    )
     .route("/admin/config", web::get().to(admin::get_config))
     .route("/admin/config", web::put().to(admin::put_config))
     .route("/admin/ledger", web::get().to(admin::get_ledger))

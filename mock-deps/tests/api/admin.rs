@@ -16,6 +16,11 @@ async fn config_is_read_and_patched_over_http() {
     assert_eq!(config.seller.latency_ms, 200);
     assert_eq!(config.seller.jitter_ms, 5);
     assert_eq!(config.payment.hang_rate, 0.5);
+
+    let patch = json!({"payment": {"charged_error_rate": 0.02}});
+    let config: MockConfig = app.put_config(&patch).await.json().await.unwrap();
+    assert_eq!(config.payment.charged_error_rate, 0.02);
+    assert_eq!(config.payment.hang_rate, 0.5, "untouched");
     assert_eq!(app.mock.config(), config);
 }
 
@@ -26,6 +31,8 @@ async fn invalid_config_is_rejected_and_changes_nothing() {
         json!({"risk": {"error_rate": 1.01}}),
         json!({"risk": {"latency_ms": 5}, "payment": {"hang_rate": -1}}),
         json!({"risk": {"latency": 5}}),
+        json!({"seller": {"charged_error_rate": 0.1}}),
+        json!({"payment": {"charged_error_rate": 2.0}}),
     ] {
         let body = expect_json(app.put_config(&bad).await, StatusCode::BAD_REQUEST).await;
         assert_eq!(body["error"], "invalid_config", "{bad}");
@@ -39,13 +46,18 @@ async fn reset_clears_ledger_and_stats_but_not_config() {
     app.put_config(&json!({"seller": {"jitter_ms": 1}})).await;
     app.pay(Some("k"), &pay_body(1, "123")).await;
     app.seller(Some("sk_a")).await;
-    assert_eq!(app.ledger().await.charges, 1);
+    app.void("k").await;
+    app.void("never-paid").await;
+    app.lookup("k").await;
+    let before = app.ledger().await;
+    assert_eq!((before.charges, before.voids, before.tombstones), (1, 1, 1));
 
     let resp = app.client.post(format!("{}/admin/reset", app.url)).send();
     assert_eq!(resp.await.unwrap().status(), StatusCode::NO_CONTENT);
     assert_eq!(app.ledger().await, mock_deps::Ledger::default());
     let stats = app.stats().await;
     assert_eq!((stats.seller.requests, stats.payment.requests), (0, 0));
+    assert_eq!(stats.payment.lookups, 0);
     assert_eq!(app.mock.config().seller.jitter_ms, 1);
 
     // The key is forgotten: paying again is a new charge.

@@ -1,3 +1,5 @@
+use std::time::{Duration, Instant};
+
 use mock_deps::{Ledger, MockConfig, MockDeps, Stats};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -51,6 +53,27 @@ impl TestMock {
         req.json(body).send().await.expect("pay request")
     }
 
+    /// `GET /gateway/payments/{key}`, the key percent-encoded as one path segment.
+    pub async fn lookup(&self, key: &str) -> Response {
+        let url = self.payment_url(key, &[]);
+        self.client.get(url).send().await.expect("lookup request")
+    }
+
+    /// `POST /gateway/payments/{key}/void`.
+    pub async fn void(&self, key: &str) -> Response {
+        let url = self.payment_url(key, &["void"]);
+        self.client.post(url).send().await.expect("void request")
+    }
+
+    fn payment_url(&self, key: &str, tail: &[&str]) -> reqwest::Url {
+        let mut url = reqwest::Url::parse(&self.url).expect("base URL");
+        url.path_segments_mut()
+            .expect("base URL has a path")
+            .extend(["gateway", "payments", key])
+            .extend(tail);
+        url
+    }
+
     pub async fn put_config(&self, body: &Value) -> Response {
         self.client
             .put(format!("{}/admin/config", self.url))
@@ -100,6 +123,27 @@ pub fn pay_body(amount: i64, cvv: &str) -> Value {
             }
         }
     })
+}
+
+/// Polls the ledger until `done` holds, failing after `within`: for effects that land after the
+/// answer (or after the client has gone), without sleeping a guessed amount.
+pub async fn ledger_eventually(
+    app: &TestMock,
+    within: Duration,
+    done: impl Fn(&Ledger) -> bool,
+) -> Ledger {
+    let deadline = Instant::now() + within;
+    loop {
+        let ledger = app.ledger().await;
+        if done(&ledger) {
+            return ledger;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ledger never got there: {ledger:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Asserts the status and returns the JSON body.

@@ -4,5 +4,6 @@ mod admin;
 mod faults;
 mod helpers;
 mod payment;
+mod reconcile;
 mod risk;
 mod seller;

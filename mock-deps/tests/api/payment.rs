@@ -105,7 +105,7 @@ async fn ledger_detail_lists_keys_without_card_data() {
     let detail: Value = serde_json::from_str(&detail).unwrap();
     assert_eq!(
         detail["charges_by_key"]["k-1"],
-        json!({"charges": 1, "amount": 700, "message": "SUCCESS"})
+        json!({"charges": 1, "amount": 700, "message": "SUCCESS", "voided": false})
     );
 }
 
