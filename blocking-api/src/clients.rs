@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use order_core::contract::ValidOrder;
-use order_core::deps::{self, PayRequest, PayResult, Recommendation, RiskRequest};
+use order_core::deps::{self, GatewayPayment, PayRequest, PayResult, Recommendation, RiskRequest};
 use order_core::error::{ApiError, Dependency};
 use order_core::metrics::Metrics;
 use order_core::settings::CommonSettings;
@@ -60,16 +60,30 @@ impl Deps {
         deps::risk_outcome(status, &body)
     }
 
-    /// Step 4: the charge, under an idempotency key so a retried attempt never charges twice.
-    pub fn pay(&self, seller_id: &str, order: &ValidOrder) -> Result<PayResult, ApiError> {
-        let key = deps::payment_idempotency_key(seller_id, &order.request.reference_id);
+    /// Step 4: the charge, under the charge's idempotency key (`seller:reference:attempt`, stored
+    /// with the key in CHARGING), so a resumed attempt or a retry never charges twice.
+    pub fn pay(&self, gateway_key: &str, order: &ValidOrder) -> Result<PayResult, ApiError> {
         let request = self
             .http
             .post(format!("{}{}", self.base, deps::PAY_PATH))
-            .header("Idempotency-Key", key)
+            .header("Idempotency-Key", gateway_key)
             .json(&PayRequest::new(order));
         let (status, body) = self.call(Dependency::Payment, request)?;
         deps::pay_outcome(status, &body)
+    }
+
+    /// Recovery: what the gateway knows of a charge (`None`: it never saw the key).
+    pub fn lookup_payment(&self, gateway_key: &str) -> Result<Option<GatewayPayment>, ApiError> {
+        let url = format!("{}{}", self.base, deps::payment_path(gateway_key));
+        let (status, body) = self.call(Dependency::Payment, self.http.get(url))?;
+        deps::lookup_outcome(status, &body)
+    }
+
+    /// Recovery: voids a charge, or blocks a key the gateway never saw from ever charging.
+    pub fn void_payment(&self, gateway_key: &str) -> Result<GatewayPayment, ApiError> {
+        let url = format!("{}{}/void", self.base, deps::payment_path(gateway_key));
+        let (status, body) = self.call(Dependency::Payment, self.http.post(url))?;
+        deps::void_outcome(status, &body)
     }
 
     fn call(

@@ -13,9 +13,10 @@ use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Timestam
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use order_core::contract::ValidOrder;
 use order_core::error::ApiError;
-use order_core::idempotency::{ExistingKey, Reservation};
+use order_core::idempotency::{self, ExistingKey, Reservation};
 use order_core::metrics::Metrics;
-use order_core::order::{OrderDocument, Outcome, plain};
+use order_core::order::{Charging, OrderDocument, Outcome, plain};
+use order_core::recovery::ClaimedKey;
 use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
 use prometheus::HistogramTimer;
@@ -52,6 +53,14 @@ impl Drop for Tx {
 
 /// With `DB_TX_SCOPE=request`, the transaction every step of a request runs in.
 pub struct Held(Option<Tx>);
+
+impl Held {
+    /// No held transaction: each step takes a connection of its own (short scope, and every
+    /// retry on a fresh connection).
+    pub fn none() -> Self {
+        Held(None)
+    }
+}
 
 /// One step's transaction: the request's held one, or a short one of its own.
 // Lives on the stack for one step; boxing `Own` would only add an allocation per step.
@@ -137,11 +146,26 @@ impl Db {
         }
     }
 
-    /// Frees a reservation after a failure. In request scope the rollback already did.
-    pub fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
-        if held.0.is_some() {
-            return; // dropping the transaction rolls the reservation back
+    /// Makes a request-scope transaction's work durable (`COMMIT`) and opens the next one on the
+    /// same connection, which stays held: the `CHARGING` mark must be committed before the
+    /// gateway sees the card, whatever the scope. A no-op in short scope (each step commits).
+    pub fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
+        if let Some(tx) = &mut held.0 {
+            tx.open = false;
+            AnsiTransactionManager::commit_transaction(&mut *tx.conn).map_err(db_error)?;
+            AnsiTransactionManager::begin_transaction(&mut *tx.conn)
+                .map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
+            tx.open = true;
         }
+        Ok(())
+    }
+
+    /// Gives up an attempt after a transient failure: its lease ends now (`sql::RELEASE_KEY`), so
+    /// a retry may take the key over at once. A request-scope transaction is rolled back first
+    /// (which may already have removed a fresh reservation; the statement then matches nothing).
+    /// If even this fails, the lease simply runs out.
+    pub fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
+        drop(held);
         let result = (|| {
             let mut tx = self.begin("release")?;
             sql_query(sql::RELEASE_KEY)
@@ -166,6 +190,60 @@ impl Db {
         Ok(())
     }
 
+    /// Recovery: claims up to `batch` keys left in `CHARGING` whose lease expired.
+    pub fn claim_charging(
+        &self,
+        lease_seconds: f64,
+        batch: i64,
+    ) -> Result<Vec<ClaimedKey>, ApiError> {
+        #[derive(QueryableByName)]
+        struct Claimed {
+            #[diesel(sql_type = Text)]
+            seller_id: String,
+            #[diesel(sql_type = Text)]
+            reference_id: String,
+            #[diesel(sql_type = Integer)]
+            attempt: i32,
+            #[diesel(sql_type = Text)]
+            gateway_key: String,
+            #[diesel(sql_type = BigInt)]
+            amount: i64,
+            #[diesel(sql_type = Text)]
+            pending_order: String,
+        }
+        let mut tx = self.begin("recovery")?;
+        let rows: Vec<Claimed> = sql_query(sql::CLAIM_CHARGING)
+            .bind::<Double, _>(lease_seconds)
+            .bind::<BigInt, _>(batch)
+            .load(&mut *tx.conn)
+            .map_err(db_error)?;
+        tx.commit()?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ClaimedKey {
+                seller_id: r.seller_id,
+                reference_id: r.reference_id,
+                attempt: r.attempt,
+                gateway_key: r.gateway_key,
+                amount: r.amount,
+                pending_order: r.pending_order,
+            })
+            .collect())
+    }
+
+    /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
+    pub fn release_uncharged(&self, key: &ClaimedKey) -> Result<bool, ApiError> {
+        let mut tx = self.begin("recovery")?;
+        let rows = sql_query(sql::RELEASE_UNCHARGED)
+            .bind::<Text, _>(&key.seller_id)
+            .bind::<Text, _>(&key.reference_id)
+            .bind::<Integer, _>(key.attempt)
+            .execute(&mut *tx.conn)
+            .map_err(db_error)?;
+        tx.commit()?;
+        Ok(rows == 1)
+    }
+
     /// The stored document of an order, if it belongs to `seller_id`.
     pub fn find_order(&self, id: &str, seller_id: &str) -> Result<Option<String>, ApiError> {
         #[derive(QueryableByName)]
@@ -186,9 +264,15 @@ impl Db {
 }
 
 #[derive(QueryableByName)]
-struct Attempt {
+struct Won {
     #[diesel(sql_type = Integer)]
     attempt: i32,
+    #[diesel(sql_type = Text)]
+    state: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    gateway_key: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pending_order: Option<String>,
 }
 
 #[derive(QueryableByName)]
@@ -213,7 +297,7 @@ pub fn reserve(
     lease_seconds: f64,
 ) -> Result<Reservation, ApiError> {
     let reference_id = &order.request.reference_id;
-    let won: Option<Attempt> = sql_query(sql::RESERVE_KEY)
+    let won: Option<Won> = sql_query(sql::RESERVE_KEY)
         .bind::<Text, _>(seller_id)
         .bind::<Text, _>(reference_id)
         .bind::<Text, _>(&order.request_hash)
@@ -221,27 +305,56 @@ pub fn reserve(
         .get_result(conn)
         .map(Some)
         .or_else(not_found_is_none)?;
-    if let Some(won) = won {
-        return Ok(Reservation::Acquired {
-            attempt: won.attempt,
-        });
+    if let Some(w) = won {
+        return idempotency::acquired(w.attempt, &w.state, w.gateway_key, w.pending_order);
     }
-    let existing: Option<KeyRow> = sql_query(sql::FIND_KEY)
+    Ok(match find_key(conn, seller_id, reference_id)? {
+        Some(existing) => Reservation::Taken(existing),
+        None => Reservation::Released,
+    })
+}
+
+/// Reads a key's row.
+pub fn find_key(
+    conn: &mut PgConnection,
+    seller_id: &str,
+    reference_id: &str,
+) -> Result<Option<ExistingKey>, ApiError> {
+    let row: Option<KeyRow> = sql_query(sql::FIND_KEY)
         .bind::<Text, _>(seller_id)
         .bind::<Text, _>(reference_id)
         .get_result(conn)
         .map(Some)
         .or_else(not_found_is_none)?;
-    let Some(row) = existing else {
-        return Ok(Reservation::Released);
-    };
-    Ok(Reservation::Taken(ExistingKey {
+    Ok(row.map(|row| ExistingKey {
         request_hash: row.request_hash,
         state: row.state,
         response_status: row.response_status,
         response_body: row.response_body,
         order_id: row.order_id,
     }))
+}
+
+/// Marks the key `CHARGING` with its charge. `false`: this attempt lost its lease.
+pub fn mark_charging(
+    conn: &mut PgConnection,
+    seller_id: &str,
+    reference_id: &str,
+    attempt: i32,
+    charging: &Charging,
+    lease_seconds: f64,
+) -> Result<bool, ApiError> {
+    let rows = sql_query(sql::MARK_CHARGING)
+        .bind::<Text, _>(seller_id)
+        .bind::<Text, _>(reference_id)
+        .bind::<Integer, _>(attempt)
+        .bind::<Text, _>(&charging.gateway_key)
+        .bind::<BigInt, _>(charging.pending.amount)
+        .bind::<Text, _>(charging.pending.to_json())
+        .bind::<Double, _>(lease_seconds)
+        .execute(conn)
+        .map_err(db_error)?;
+    Ok(rows == 1)
 }
 
 /// Stores a completed outcome on the key. `false`: this attempt lost its lease.
@@ -264,8 +377,13 @@ pub fn complete_key(
     Ok(rows == 1)
 }
 
-/// Inserts customer, order and items (the caller's transaction makes it all or nothing).
-pub fn insert_order(conn: &mut PgConnection, doc: &OrderDocument) -> Result<(), ApiError> {
+/// Inserts customer, order and items (the caller's transaction makes it all or nothing);
+/// `payment_key` is the gateway idempotency key of the order's charge.
+pub fn insert_order(
+    conn: &mut PgConnection,
+    doc: &OrderDocument,
+    payment_key: &str,
+) -> Result<(), ApiError> {
     #[derive(QueryableByName)]
     struct CustomerId {
         #[diesel(sql_type = BigInt)]
@@ -300,6 +418,7 @@ pub fn insert_order(conn: &mut PgConnection, doc: &OrderDocument) -> Result<(), 
         .bind::<Text, _>(plain(&p.status))
         .bind::<Text, _>(plain(&doc.risk.recommendation))
         .bind::<Timestamptz, _>(doc.created_at)
+        .bind::<Text, _>(payment_key)
         .execute(conn)
         .map_err(db_error)?;
     let positions: Vec<i32> = (1..=doc.items.len() as i32).collect();

@@ -7,12 +7,14 @@
 //! servlet container with 200 threads, whose ceiling Little's law predicts:
 //! `BLOCKING_THREADS ÷ request latency` requests per second.
 //!
-//! The contract, validation, SQL and metrics come from `order-core`; only [`service`], [`db`] and
-//! [`clients`] are this crate's own, written to read step for step like reactive-api's.
+//! The contract, validation, SQL and metrics come from `order-core`; only [`service`], [`db`],
+//! [`clients`] and the [`recovery`] loop are this crate's own, written to read step for step like
+//! reactive-api's.
 
 pub mod clients;
 pub mod db;
 pub mod pool;
+pub mod recovery;
 pub mod routes;
 pub mod service;
 pub mod startup;

@@ -22,7 +22,7 @@ async fn create_order(
     let body = read_json_body(&req, payload).await?;
     let app = state.clone();
     let outcome = pool::run(&state.metrics, move || {
-        let order = CreateOrderRequest::parse(&body)?.validate(chrono::Utc::now().date_naive())?;
+        let order = CreateOrderRequest::parse(&body)?.validate(&app.hash_key)?;
         service::create_order(&app, &token, order)
     })
     .await?;

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use order_core::metrics::Metrics;
+use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::CommonSettings;
 
-use crate::{clients::Deps, db::Db, routes};
+use crate::{clients::Deps, db::Db, recovery, routes};
 
 /// blocking-api's settings: the shared ones, its listen address and its thread pool.
 #[derive(Debug, Clone, clap::Parser)]
@@ -32,6 +33,7 @@ pub struct AppState {
     pub db: Db,
     pub deps: Deps,
     pub metrics: Arc<Metrics>,
+    pub hash_key: RequestHashKey,
 }
 
 pub struct Application(Running);
@@ -39,7 +41,7 @@ pub struct Application(Running);
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let common = settings.common;
-        let running = start(
+        let (running, state) = start(
             "blocking-api",
             &settings.bind_addr,
             &common,
@@ -49,12 +51,14 @@ impl Application {
                     db: Db::connect(&common, metrics.clone())?,
                     deps: Deps::new(&common, metrics.clone())?,
                     metrics,
+                    hash_key: RequestHashKey::from_settings(&common)?,
                     settings: common.clone(),
                 })
             },
             routes::configure,
         )
         .await?;
+        recovery::spawn(state.into_inner())?;
         Ok(Application(running))
     }
 

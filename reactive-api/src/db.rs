@@ -8,9 +8,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use order_core::contract::ValidOrder;
 use order_core::error::{ApiError, sqlstate_unavailable};
-use order_core::idempotency::{ExistingKey, Reservation};
+use order_core::idempotency::{self, ExistingKey, Reservation};
 use order_core::metrics::Metrics;
-use order_core::order::{OrderDocument, Outcome, plain};
+use order_core::order::{Charging, OrderDocument, Outcome, plain};
+use order_core::recovery::ClaimedKey;
 use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
 use prometheus::HistogramTimer;
@@ -30,6 +31,14 @@ pub struct Tx {
 
 /// With `DB_TX_SCOPE=request`, the transaction every step of a request runs in.
 pub struct Held(Option<Tx>);
+
+impl Held {
+    /// No held transaction: each step takes a connection of its own (short scope, and every
+    /// retry on a fresh connection).
+    pub fn none() -> Self {
+        Held(None)
+    }
+}
 
 /// One step's transaction: the request's held one, or a short one of its own.
 // Lives on the stack for one step; boxing `Own` would only add an allocation per step.
@@ -120,11 +129,31 @@ impl Db {
         }
     }
 
-    /// Frees a reservation after a failure. In request scope the rollback already did.
-    pub async fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
-        if held.0.is_some() {
-            return; // dropping the transaction rolls the reservation back
+    /// Makes a request-scope transaction's work durable (`COMMIT`) and opens the next one on the
+    /// same connection, which stays held: the `CHARGING` mark must be committed before the
+    /// gateway sees the card, whatever the scope. A no-op in short scope (each step commits).
+    /// sqlx's `Transaction` cannot reopen on its connection, so the two statements are sent as
+    /// they are; its own bookkeeping (one open transaction) stays true.
+    pub async fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
+        if let Some(tx) = &mut held.0 {
+            sqlx::raw_sql("COMMIT")
+                .execute(&mut *tx.tx)
+                .await
+                .map_err(db_error)?;
+            sqlx::raw_sql("BEGIN")
+                .execute(&mut *tx.tx)
+                .await
+                .map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
         }
+        Ok(())
+    }
+
+    /// Gives up an attempt after a transient failure: its lease ends now (`sql::RELEASE_KEY`), so
+    /// a retry may take the key over at once. A request-scope transaction is rolled back first
+    /// (which may already have removed a fresh reservation; the statement then matches nothing).
+    /// If even this fails, the lease simply runs out.
+    pub async fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
+        drop(held);
         let result = async {
             let mut tx = self.begin("release").await?;
             sqlx::query(sql::RELEASE_KEY)
@@ -151,6 +180,49 @@ impl Db {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+
+    /// Recovery: claims up to `batch` keys left in `CHARGING` whose lease expired.
+    pub async fn claim_charging(
+        &self,
+        lease_seconds: f64,
+        batch: i64,
+    ) -> Result<Vec<ClaimedKey>, ApiError> {
+        let mut tx = self.begin("recovery").await?;
+        let rows = sqlx::query(sql::CLAIM_CHARGING)
+            .bind(lease_seconds)
+            .bind(batch)
+            .fetch_all(&mut *tx.tx)
+            .await
+            .map_err(db_error)?;
+        tx.tx.commit().await.map_err(db_error)?;
+        rows.iter()
+            .map(|r| {
+                Ok(ClaimedKey {
+                    seller_id: r.try_get(0)?,
+                    reference_id: r.try_get(1)?,
+                    attempt: r.try_get(2)?,
+                    gateway_key: r.try_get(3)?,
+                    amount: r.try_get(4)?,
+                    pending_order: r.try_get(5)?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(db_error)
+    }
+
+    /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
+    pub async fn release_uncharged(&self, key: &ClaimedKey) -> Result<bool, ApiError> {
+        let mut tx = self.begin("recovery").await?;
+        let done = sqlx::query(sql::RELEASE_UNCHARGED)
+            .bind(&key.seller_id)
+            .bind(&key.reference_id)
+            .bind(key.attempt)
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(db_error)?;
+        tx.tx.commit().await.map_err(db_error)?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// The stored document of an order, if it belongs to `seller_id`.
@@ -185,25 +257,62 @@ pub async fn reserve(
         .await
         .map_err(db_error)?;
     if let Some(row) = won {
+        let get = |i| row.try_get::<Option<String>, _>(i).map_err(db_error);
         let attempt = row.try_get::<i32, _>(0).map_err(db_error)?;
-        return Ok(Reservation::Acquired { attempt });
+        let state = row.try_get::<String, _>(1).map_err(db_error)?;
+        return idempotency::acquired(attempt, &state, get(2)?, get(3)?);
     }
-    let existing = sqlx::query(sql::FIND_KEY)
+    Ok(match find_key(conn, seller_id, reference_id).await? {
+        Some(existing) => Reservation::Taken(existing),
+        None => Reservation::Released,
+    })
+}
+
+/// Reads a key's row.
+pub async fn find_key(
+    conn: &mut PgConnection,
+    seller_id: &str,
+    reference_id: &str,
+) -> Result<Option<ExistingKey>, ApiError> {
+    let row = sqlx::query(sql::FIND_KEY)
         .bind(seller_id)
         .bind(reference_id)
         .fetch_optional(&mut *conn)
         .await
         .map_err(db_error)?;
-    let Some(row) = existing else {
-        return Ok(Reservation::Released);
+    let Some(row) = row else {
+        return Ok(None);
     };
-    Ok(Reservation::Taken(ExistingKey {
+    Ok(Some(ExistingKey {
         request_hash: row.try_get(0).map_err(db_error)?,
         state: row.try_get(1).map_err(db_error)?,
         response_status: row.try_get(2).map_err(db_error)?,
         response_body: row.try_get(3).map_err(db_error)?,
         order_id: row.try_get(4).map_err(db_error)?,
     }))
+}
+
+/// Marks the key `CHARGING` with its charge. `false`: this attempt lost its lease.
+pub async fn mark_charging(
+    conn: &mut PgConnection,
+    seller_id: &str,
+    reference_id: &str,
+    attempt: i32,
+    charging: &Charging,
+    lease_seconds: f64,
+) -> Result<bool, ApiError> {
+    let done = sqlx::query(sql::MARK_CHARGING)
+        .bind(seller_id)
+        .bind(reference_id)
+        .bind(attempt)
+        .bind(&charging.gateway_key)
+        .bind(charging.pending.amount)
+        .bind(charging.pending.to_json())
+        .bind(lease_seconds)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Stores a completed outcome on the key. `false`: this attempt lost its lease.
@@ -227,8 +336,13 @@ pub async fn complete_key(
     Ok(done.rows_affected() == 1)
 }
 
-/// Inserts customer, order and items (the caller's transaction makes it all or nothing).
-pub async fn insert_order(conn: &mut PgConnection, doc: &OrderDocument) -> Result<(), ApiError> {
+/// Inserts customer, order and items (the caller's transaction makes it all or nothing);
+/// `payment_key` is the gateway idempotency key of the order's charge.
+pub async fn insert_order(
+    conn: &mut PgConnection,
+    doc: &OrderDocument,
+    payment_key: &str,
+) -> Result<(), ApiError> {
     let c = &doc.customer;
     let a = &c.address;
     let customer_id: i64 = sqlx::query(sql::INSERT_CUSTOMER)
@@ -260,6 +374,7 @@ pub async fn insert_order(conn: &mut PgConnection, doc: &OrderDocument) -> Resul
         .bind(plain(&p.status))
         .bind(plain(&doc.risk.recommendation))
         .bind(doc.created_at)
+        .bind(payment_key)
         .execute(&mut *conn)
         .await
         .map_err(db_error)?;

@@ -19,7 +19,7 @@ async fn create_order(
 ) -> Result<HttpResponse, ApiError> {
     let token = seller_token(&req)?;
     let body = read_json_body(&req, payload).await?;
-    let order = CreateOrderRequest::parse(&body)?.validate(chrono::Utc::now().date_naive())?;
+    let order = CreateOrderRequest::parse(&body)?.validate(&state.hash_key)?;
     let outcome = service::create_order(&state, &token, order).await?;
     Ok(outcome.into_response())
 }

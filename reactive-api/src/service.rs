@@ -1,21 +1,28 @@
 //! The order flow, as `async fn`s. Step for step the same as blocking-api's `service.rs`:
-//! authenticate → reserve the key → risk → charge → persist → respond.
+//! authenticate → reserve the key → risk → mark CHARGING → charge → persist → respond.
 //!
 //! No connection is held during the remote calls (steps 1, 3, 4) unless `DB_TX_SCOPE=request`
-//! asks for the anti-pattern, in which case one transaction spans steps 2 to 5.
+//! asks for the anti-pattern, in which case one connection spans steps 2 to 5 (its transaction
+//! committed at the `CHARGING` mark, which must be durable before the gateway sees the card).
+//! From that mark on, a failure never deletes the key: the client gets 503 and its retry, or the
+//! recovery loop (`recovery.rs`), turns the charge into exactly one order or one void.
+
+use std::time::Duration;
 
 use order_core::contract::ValidOrder;
 use order_core::deps::Recommendation;
 use order_core::error::ApiError;
 use order_core::idempotency::{self, Reservation};
-use order_core::order::{self, OrderDocument, Outcome};
+use order_core::order::{self, Charging, OrderDocument, Outcome};
+use order_core::recovery::PERSIST_RETRY_DELAYS_MS;
 
 use crate::db::{self, Held};
 use crate::startup::AppState;
 
 /// How a reservation ended: this request owns the key, or the answer is already known.
 enum Reserved {
-    Owner(i32),
+    /// The attempt number, and the charge to resume when the key was taken over in `CHARGING`.
+    Owner(i32, Option<Box<Charging>>),
     Done(Outcome),
 }
 
@@ -26,25 +33,46 @@ pub async fn create_order(
 ) -> Result<Outcome, ApiError> {
     // 1. Authenticate: a bad token never reaches the database.
     let seller_id = app.deps.authenticate(token).await?;
+    // An expired card may still be the retry of a request that completed before it expired.
+    if let Err(expired) = order.check_expiry(chrono::Utc::now().date_naive()) {
+        return replay_or(app, &seller_id, &order, expired).await;
+    }
     let mut held = app.db.hold(app.settings.db_tx_scope).await?;
     // 2. Reserve the idempotency key (or replay / refuse).
-    let attempt = match reserve(app, &mut held, &seller_id, &order).await? {
-        Reserved::Owner(attempt) => attempt,
+    let (attempt, resumed) = match reserve(app, &mut held, &seller_id, &order).await? {
+        Reserved::Owner(attempt, resumed) => (attempt, resumed),
         Reserved::Done(outcome) => return Ok(outcome),
     };
-    match process(app, &mut held, &seller_id, &order, attempt).await {
+    match process(app, &mut held, &seller_id, &order, attempt, resumed).await {
         Ok(outcome) => {
             app.db.commit(held).await?;
             Ok(outcome)
         }
         Err(e) => {
-            // A transient failure: free the key so the client can retry with it.
+            // A transient failure: end this attempt's lease so the client can retry at once.
             let reference_id = &order.request.reference_id;
             app.db
                 .release(held, &seller_id, reference_id, attempt)
                 .await;
             Err(e)
         }
+    }
+}
+
+/// The stored outcome of this very request, if it completed; else `error`.
+async fn replay_or(
+    app: &AppState,
+    seller_id: &str,
+    order: &ValidOrder,
+    error: ApiError,
+) -> Result<Outcome, ApiError> {
+    let mut held = Held::none();
+    let mut step = app.db.step(&mut held, "read").await?;
+    let existing = db::find_key(step.conn(), seller_id, &order.request.reference_id).await?;
+    step.finish().await?;
+    match existing.map(|e| idempotency::decide(e, &order.request_hash)) {
+        Some(Ok(replay)) => Ok(replay),
+        _ => Err(error),
     }
 }
 
@@ -61,7 +89,9 @@ async fn reserve(
         let reservation = db::reserve(step.conn(), seller_id, order, lease).await?;
         step.finish().await?;
         match reservation {
-            Reservation::Acquired { attempt } => return Ok(Reserved::Owner(attempt)),
+            Reservation::Acquired { attempt, charging } => {
+                return Ok(Reserved::Owner(attempt, charging));
+            }
             Reservation::Taken(existing) => {
                 return idempotency::decide(existing, &order.request_hash).map(Reserved::Done);
             }
@@ -77,42 +107,132 @@ async fn process(
     seller_id: &str,
     order: &ValidOrder,
     attempt: i32,
+    resumed: Option<Box<Charging>>,
 ) -> Result<Outcome, ApiError> {
-    // 3. Risk analysis.
-    if app.deps.risk(seller_id, order).await? == Recommendation::Disapprove {
-        let outcome = Outcome::refused(&ApiError::RiskRejected);
-        return complete(app, held, seller_id, order, attempt, outcome, None).await;
-    }
-    // 4. Charge.
-    let pay = app.deps.pay(seller_id, order).await?;
+    let reference_id = &order.request.reference_id;
+    let charging = match resumed {
+        // Risk approved this request in the attempt that marked the charge: never run it again.
+        Some(charging) => *charging,
+        None => {
+            // 3. Risk analysis.
+            if app.deps.risk(seller_id, order).await? == Recommendation::Disapprove {
+                let outcome = Outcome::refused(&ApiError::RiskRejected);
+                return complete(app, held, seller_id, reference_id, attempt, outcome, None).await;
+            }
+            // 4a. Mark CHARGING, durably, before the gateway sees the card.
+            let charging = Charging::new(seller_id, order, attempt);
+            mark_charging(app, held, seller_id, reference_id, attempt, &charging).await?;
+            charging
+        }
+    };
+    // 4b. Charge, under the charge's own idempotency key (a resumed charge asks again).
+    let pay = app.deps.pay(&charging.gateway_key, order).await?;
     if order::declined(&pay) {
         let outcome = Outcome::refused(&ApiError::PaymentDeclined);
-        return complete(app, held, seller_id, order, attempt, outcome, None).await;
+        return persist(app, held, seller_id, reference_id, attempt, outcome, None).await;
     }
     // 5. Persist order, items and customer, and complete the key, in one transaction.
-    let doc = OrderDocument::confirmed(seller_id, order, &pay);
+    let doc = charging.pending.confirm(&pay);
     let outcome = Outcome::created(&doc);
-    complete(app, held, seller_id, order, attempt, outcome, Some(&doc)).await
+    let placed = Some((&doc, charging.gateway_key.as_str()));
+    persist(app, held, seller_id, reference_id, attempt, outcome, placed).await
 }
 
-/// Stores the outcome on the key, with the order's rows when there is an order.
+async fn mark_charging(
+    app: &AppState,
+    held: &mut Held,
+    seller_id: &str,
+    reference_id: &str,
+    attempt: i32,
+    charging: &Charging,
+) -> Result<(), ApiError> {
+    let mut step = app.db.step(held, "charging").await?;
+    let lease = app.settings.lease_seconds();
+    let marked = db::mark_charging(
+        step.conn(),
+        seller_id,
+        reference_id,
+        attempt,
+        charging,
+        lease,
+    )
+    .await?;
+    step.finish().await?;
+    if !marked {
+        // Another attempt took the key over; nothing was charged by this one.
+        return Err(ApiError::RequestInProgress);
+    }
+    app.db.checkpoint(held).await
+}
+
+/// [`complete`] after the charge: a database failure is retried on fresh connections for about a
+/// third of a second (fenced by the attempt, so a retry can never make a second order) before the
+/// key is left to the client's retry or to recovery. Recovery settles keys with it too.
+pub(crate) async fn persist(
+    app: &AppState,
+    held: &mut Held,
+    seller_id: &str,
+    reference_id: &str,
+    attempt: i32,
+    outcome: Outcome,
+    placed: Option<(&OrderDocument, &str)>,
+) -> Result<Outcome, ApiError> {
+    let mut result = complete(
+        app,
+        held,
+        seller_id,
+        reference_id,
+        attempt,
+        outcome.clone(),
+        placed,
+    )
+    .await;
+    for delay_ms in PERSIST_RETRY_DELAYS_MS {
+        if !matches!(result, Err(ApiError::DatabaseUnavailable(_))) {
+            break;
+        }
+        // A request-scope transaction is broken now: drop it, go on with fresh connections.
+        *held = Held::none();
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        app.metrics.persist_retries.inc();
+        result = complete(
+            app,
+            held,
+            seller_id,
+            reference_id,
+            attempt,
+            outcome.clone(),
+            placed,
+        )
+        .await;
+    }
+    result
+}
+
+/// Stores the outcome on the key, with the order's rows (and its charge's key) when there is one.
 async fn complete(
     app: &AppState,
     held: &mut Held,
     seller_id: &str,
-    order: &ValidOrder,
+    reference_id: &str,
     attempt: i32,
     outcome: Outcome,
-    doc: Option<&OrderDocument>,
+    placed: Option<(&OrderDocument, &str)>,
 ) -> Result<Outcome, ApiError> {
     let mut step = app.db.step(held, "persist").await?;
-    let reference_id = &order.request.reference_id;
     if !db::complete_key(step.conn(), seller_id, reference_id, attempt, &outcome).await? {
-        // Another attempt took this key over after our lease expired; it owns the outcome.
-        return Err(ApiError::RequestInProgress);
+        // Either an earlier try of ours committed (its answer was lost), or another attempt took
+        // the key over after our lease expired and owns the outcome.
+        let existing = db::find_key(step.conn(), seller_id, reference_id).await?;
+        let ours = existing.is_some_and(|e| e.response_body.as_deref() == Some(&outcome.body));
+        return if ours {
+            Ok(outcome)
+        } else {
+            Err(ApiError::RequestInProgress)
+        };
     }
-    if let Some(doc) = doc {
-        db::insert_order(step.conn(), doc).await?;
+    if let Some((doc, payment_key)) = placed {
+        db::insert_order(step.conn(), doc, payment_key).await?;
     }
     step.finish().await?;
     Ok(outcome)

@@ -1,11 +1,10 @@
 //! The `POST /orders` request: its shape (the original experiment's snake_case body) and the rules
 //! that make it valid. Parsing and validation happen once, here, for both APIs.
 
+use crate::error::ApiError;
+use crate::request_hash::RequestHashKey;
 use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-
-use crate::error::ApiError;
 
 /// Largest accepted request body, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -95,36 +94,81 @@ pub struct Address {
 #[derive(Debug, Clone)]
 pub struct ValidOrder {
     pub request: CreateOrderRequest,
-    /// SHA-256 (hex) of the canonical form: the parsed request re-serialised with the fields in
-    /// declaration order, unknown fields dropped. Two bodies that parse to the same request
-    /// (whitespace, field order, extra fields) are the same request.
+    /// Keyed hash ([`RequestHashKey`]) of the canonical form: the parsed request re-serialised
+    /// with the fields in declaration order, unknown fields dropped, the CVV left out. Two bodies
+    /// that parse to the same request (whitespace, field order, extra fields) are the same request.
     pub request_hash: String,
 }
 
+impl ValidOrder {
+    /// The one time-dependent rule: the card must not have expired by `today`. Checked after a
+    /// replay could answer, so that a retry after the card's expiry month still gets its stored
+    /// outcome.
+    pub fn check_expiry(&self, today: NaiveDate) -> Result<(), ApiError> {
+        check_expiration(
+            &self.request.payment.payment_method.card.expiration_date,
+            today,
+        )
+    }
+}
+
 impl CreateOrderRequest {
-    /// Parses a JSON body. A syntax error, a missing field or a wrong type is a 400 naming the field.
+    /// Parses a JSON body. A syntax error, a missing field or a wrong type is a 400 naming the
+    /// field; the message never repeats a value that was sent (it could be card digits).
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
         let de = &mut serde_json::Deserializer::from_slice(body);
         serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let field = if path == "." { "body".to_owned() } else { path };
-            ApiError::invalid(field, e.inner().to_string())
+            ApiError::invalid(field, redact_values(&e.inner().to_string()))
         })
     }
 
-    /// Checks every rule of the contract; `today` decides whether the card has expired.
-    pub fn validate(self, today: NaiveDate) -> Result<ValidOrder, ApiError> {
+    /// Checks every rule of the contract except the card's expiry (see
+    /// [`ValidOrder::check_expiry`]) and computes the request's keyed hash.
+    pub fn validate(mut self, key: &RequestHashKey) -> Result<ValidOrder, ApiError> {
         check_reference_id(&self.reference_id)?;
-        self.payment.validate(today)?;
+        self.payment.validate()?;
         check_items(&self.items, self.payment.amount)?;
         self.customer.validate()?;
+        let cvv = std::mem::take(&mut self.payment.payment_method.card.cvv);
         let canonical = serde_json::to_vec(&self).expect("a parsed request always serialises");
-        let request_hash = hex::encode(Sha256::digest(&canonical));
+        self.payment.payment_method.card.cvv = cvv;
         Ok(ValidOrder {
+            request_hash: key.hash(&canonical),
             request: self,
-            request_hash,
         })
     }
+}
+
+/// serde's messages quote the offending value (`invalid type: string "4539…", expected i64`,
+/// ``integer `123` ``): any quoted segment holding a digit is replaced by `…`, so neither a card
+/// number nor a CVV sent in the wrong place or type comes back. Field and type names, which hold
+/// no digits, are kept; so are line and column numbers, which are not quoted.
+pub fn redact_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find(['"', '`']) {
+        // Both quote characters are ASCII and close themselves: "…" and `…`.
+        let close = char::from(rest.as_bytes()[start]);
+        out.push_str(&rest[..=start]);
+        let inner = &rest[start + 1..];
+        let Some(end) = inner.find(close) else {
+            // An unterminated quote: keep nothing after it that could be a value.
+            out.push('…');
+            return out;
+        };
+        let segment = &inner[..end];
+        out.push_str(if segment.bytes().any(|b| b.is_ascii_digit()) {
+            "…"
+        } else {
+            segment
+        });
+        out.push(close);
+        rest = &inner[end + close.len_utf8()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn check_reference_id(id: &str) -> Result<(), ApiError> {
@@ -138,7 +182,7 @@ fn check_reference_id(id: &str) -> Result<(), ApiError> {
 }
 
 impl Payment {
-    fn validate(&self, today: NaiveDate) -> Result<(), ApiError> {
+    fn validate(&self) -> Result<(), ApiError> {
         if !(1..=MAX_AMOUNT).contains(&self.amount) {
             return Err(ApiError::invalid(
                 "payment.amount",
@@ -185,7 +229,8 @@ impl Payment {
                 "must be 3 or 4 digits",
             ));
         }
-        check_expiration(&card.expiration_date, today)
+        // The format now; whether it has passed, in `ValidOrder::check_expiry`.
+        check_expiration(&card.expiration_date, NaiveDate::MIN)
     }
 }
 

@@ -80,9 +80,46 @@ pub struct PayResult {
     pub status: PayStatus,
 }
 
-/// The `Idempotency-Key` sent to the gateway: one order, one key, whatever the number of attempts.
-pub fn payment_idempotency_key(seller_id: &str, reference_id: &str) -> String {
-    format!("{seller_id}:{reference_id}")
+/// The `Idempotency-Key` of a charge: `<seller_id>:<reference_id>:<attempt>`, where `attempt` is
+/// the attempt that marked the key `CHARGING`. Retries and recovery reuse the stored key, so one
+/// charge has one key however often it is asked for; only a key that recovery found uncharged and
+/// voided at the gateway is ever followed by another.
+pub fn payment_idempotency_key(seller_id: &str, reference_id: &str, attempt: i32) -> String {
+    format!("{seller_id}:{reference_id}:{attempt}")
+}
+
+/// `GET` this path for what the gateway knows of a charge; `POST` it + `/void` to void it.
+pub fn payment_path(gateway_key: &str) -> String {
+    format!("/gateway/payments/{gateway_key}")
+}
+
+/// What the gateway knows of one idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GatewayPayment {
+    /// `SUCCESS`, `DECLINED` or `VOIDED`.
+    pub status: String,
+    pub amount: i64,
+    #[serde(default)]
+    pub code: String,
+    /// Money was taken at some point (a voided charge included).
+    pub charged: bool,
+}
+
+/// Reads the gateway's answer about a key: 200 describes it, 404 means it never saw the key.
+pub fn lookup_outcome(status: u16, body: &[u8]) -> Result<Option<GatewayPayment>, ApiError> {
+    match status {
+        200 => parse(Dependency::Payment, body).map(Some),
+        404 => Ok(None),
+        other => Err(unexpected(Dependency::Payment, format!("status {other}"))),
+    }
+}
+
+/// Reads the answer to a void: the key as it is after the void.
+pub fn void_outcome(status: u16, body: &[u8]) -> Result<GatewayPayment, ApiError> {
+    match status {
+        200 => parse(Dependency::Payment, body),
+        other => Err(unexpected(Dependency::Payment, format!("status {other}"))),
+    }
 }
 
 /// Reads the seller service's answer: 200 names the seller, 401 refuses the token.

@@ -59,6 +59,8 @@ pub enum ApiError {
     },
     #[error("no database connection could be used in time")]
     DatabaseUnavailable(#[source] anyhow::Error),
+    #[error("the order could not be completed; its charge was voided")]
+    OrderVoided,
     #[error("order not found")]
     NotFound,
     #[error("method not allowed on this path")]
@@ -106,6 +108,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::DependencyUnavailable { .. } => "dependency_unavailable",
             ApiError::DatabaseUnavailable(_) => "database_unavailable",
+            ApiError::OrderVoided => "order_voided",
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::Internal(_) => "internal_error",
@@ -132,7 +135,9 @@ impl ApiError {
     /// Seconds a client should wait before retrying, for the errors that invite a retry.
     fn retry_after(&self) -> Option<&'static str> {
         match self {
-            ApiError::RequestInProgress | ApiError::DatabaseUnavailable(_) => Some("1"),
+            ApiError::RequestInProgress
+            | ApiError::DatabaseUnavailable(_)
+            | ApiError::DependencyUnavailable { .. } => Some("1"),
             _ => None,
         }
     }
@@ -144,7 +149,7 @@ impl ResponseError for ApiError {
             ApiError::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::PaymentDeclined => StatusCode::PAYMENT_REQUIRED,
-            ApiError::RiskRejected | ApiError::IdempotencyKeyReused => {
+            ApiError::RiskRejected | ApiError::IdempotencyKeyReused | ApiError::OrderVoided => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ApiError::RequestInProgress => StatusCode::CONFLICT,

@@ -68,7 +68,7 @@ pub async fn track_metrics(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let metrics = req.app_data::<web::Data<Arc<Metrics>>>().cloned();
-    let method = req.method().to_string();
+    let method = method_label(req.method());
     let start = Instant::now();
     if let Some(m) = &metrics {
         m.in_flight.inc();
@@ -89,13 +89,31 @@ pub async fn track_metrics(
             ),
         };
         m.http_requests
-            .with_label_values(&[&route, &method, &status.to_string()])
+            .with_label_values(&[&route, method, &status.to_string()])
             .inc();
         m.http_duration
-            .with_label_values(&[&route, &method])
+            .with_label_values(&[&route, method])
             .observe(start.elapsed().as_secs_f64());
     }
     result
+}
+
+/// The `method` label: the standard methods by name, anything else `OTHER`, so that a client
+/// cannot grow the metric's label set (and the server's memory) by inventing methods.
+pub fn method_label(method: &actix_web::http::Method) -> &'static str {
+    use actix_web::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::PATCH => "PATCH",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "OTHER",
+    }
 }
 
 /// `GET /health`: the process is up.
@@ -139,4 +157,16 @@ pub fn shared_routes(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(health))
             .default_service(web::to(method_not_allowed)),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::http::Method;
+
+    #[test]
+    fn invented_methods_share_one_label() {
+        assert_eq!(super::method_label(&Method::POST), "POST");
+        let odd = Method::from_bytes(b"FOOBAR").unwrap();
+        assert_eq!(super::method_label(&odd), "OTHER");
+    }
 }

@@ -5,9 +5,12 @@
 //! exactly one wins. A loser reads the row in the same transaction and [`decide`]s.
 
 use crate::error::ApiError;
-use crate::order::Outcome;
+use crate::order::{Charging, Outcome, PendingOrder};
 
 pub const STATE_IN_PROGRESS: &str = "IN_PROGRESS";
+/// Marked, and committed, before the gateway is called: the key may have a charge, so it is never
+/// deleted; a failure from here on leaves it to a retry or to recovery.
+pub const STATE_CHARGING: &str = "CHARGING";
 pub const STATE_COMPLETED: &str = "COMPLETED";
 
 /// The row found for a key that could not be reserved.
@@ -24,7 +27,12 @@ pub struct ExistingKey {
 #[derive(Debug)]
 pub enum Reservation {
     /// This request owns the key; `attempt` fences out an older attempt whose lease expired.
-    Acquired { attempt: i32 },
+    /// `charging` is set when it took over a key already in `CHARGING`: it resumes that charge.
+    Acquired {
+        attempt: i32,
+        /// Boxed: rare, and large next to the other variants.
+        charging: Option<Box<Charging>>,
+    },
     /// The key belongs to another request, or to this one already finished or still running.
     Taken(ExistingKey),
     /// The key vanished between the insert and the read (a failed attempt released it): retry.
@@ -47,19 +55,34 @@ pub fn decide(existing: ExistingKey, request_hash: &str) -> Result<Outcome, ApiE
                 .map_err(|_| ApiError::Internal(anyhow::anyhow!("stored status {status}")))?;
             Ok(Outcome::replay(status, body, existing.order_id))
         }
-        (STATE_IN_PROGRESS, ..) => Err(ApiError::RequestInProgress),
+        (STATE_IN_PROGRESS | STATE_CHARGING, ..) => Err(ApiError::RequestInProgress),
         (state, ..) => Err(ApiError::Internal(anyhow::anyhow!(
             "idempotency key in state {state} without a stored response"
         ))),
     }
 }
 
-/// How long a reservation stays valid before another attempt may take it over: longer than the
-/// slowest a healthy attempt can take (three dependency calls and a few pool waits), so only a
-/// crashed attempt is ever taken over.
-pub fn lease_seconds(deps_timeout_ms: u64, db_pool_timeout_ms: u64) -> f64 {
-    let worst_ms = 3 * deps_timeout_ms + 3 * db_pool_timeout_ms + 10_000;
-    worst_ms as f64 / 1000.0
+/// Reads the row a won reservation returned: a fresh attempt, or the takeover of a `CHARGING`
+/// key whose charge it resumes.
+pub fn acquired(
+    attempt: i32,
+    state: &str,
+    gateway_key: Option<String>,
+    pending_order: Option<String>,
+) -> Result<Reservation, ApiError> {
+    let charging = match (state, gateway_key, pending_order) {
+        (STATE_CHARGING, Some(gateway_key), Some(pending)) => Some(Box::new(Charging {
+            gateway_key,
+            pending: PendingOrder::from_json(&pending)?,
+        })),
+        (STATE_CHARGING, ..) => {
+            return Err(ApiError::Internal(anyhow::anyhow!(
+                "CHARGING key without its charge"
+            )));
+        }
+        _ => None,
+    };
+    Ok(Reservation::Acquired { attempt, charging })
 }
 
 #[cfg(test)]
@@ -100,7 +123,22 @@ mod tests {
     }
 
     #[test]
-    fn lease_outlasts_a_slow_healthy_attempt() {
-        assert!(lease_seconds(10_000, 5_000) > 30.0 + 5.0);
+    fn charging_is_in_progress_for_a_concurrent_retry() {
+        let err = decide(row("a", STATE_CHARGING, None), "a").unwrap_err();
+        assert!(matches!(err, ApiError::RequestInProgress));
+    }
+
+    #[test]
+    fn a_charging_takeover_resumes_its_charge() {
+        let fresh = acquired(1, STATE_IN_PROGRESS, None, None).unwrap();
+        assert!(matches!(
+            fresh,
+            Reservation::Acquired {
+                attempt: 1,
+                charging: None
+            }
+        ));
+        assert!(acquired(2, STATE_CHARGING, Some("k".into()), None).is_err());
+        assert!(acquired(2, STATE_CHARGING, Some("k".into()), Some("{".into())).is_err());
     }
 }

@@ -4,7 +4,8 @@
 //! holds the parts that must therefore exist once: the HTTP contract and its validation
 //! ([`contract`]), the error enum and its status mapping ([`error`]), typed settings
 //! ([`settings`]), the SQL text both database layers run ([`sql`]), the idempotency decision
-//! ([`idempotency`]), the order document returned and replayed ([`order`]), the actix-web glue,
+//! ([`idempotency`]), what recovery does with a charge left unfinished ([`recovery`]), the keyed
+//! request hash ([`request_hash`]), the order document returned and replayed ([`order`]), the actix-web glue,
 //! route table and server both use ([`http`], [`server`]), the Prometheus metrics with identical
 //! names ([`metrics`]) and the migrations, applied by one migrator ([`migrate`]).
 //!
@@ -19,6 +20,8 @@ pub mod idempotency;
 pub mod metrics;
 pub mod migrate;
 pub mod order;
+pub mod recovery;
+pub mod request_hash;
 pub mod server;
 pub mod settings;
 pub mod sql;

@@ -30,6 +30,11 @@ pub struct Metrics {
     pub db_acquire_seconds: Histogram,
     pub db_tx_seconds: HistogramVec,
     pub dep_seconds: HistogramVec,
+    /// Passes of the recovery loop, and what it did to each key it settled.
+    pub recovery_passes: IntCounter,
+    pub recovery_actions: IntCounterVec,
+    /// Persist attempts repeated on a fresh connection after a database failure.
+    pub persist_retries: IntCounter,
     pub blocking: Option<BlockingPoolMetrics>,
 }
 
@@ -95,6 +100,24 @@ impl Metrics {
             &["dependency", "outcome"],
         )
         .unwrap();
+        let recovery_passes = IntCounter::new(
+            "recovery_passes_total",
+            "Passes of the loop that settles keys left in CHARGING",
+        )
+        .unwrap();
+        let recovery_actions = IntCounterVec::new(
+            Opts::new(
+                "recovery_actions_total",
+                "Keys settled by recovery: completed, declined, released, voided, deferred",
+            ),
+            &["action"],
+        )
+        .unwrap();
+        let persist_retries = IntCounter::new(
+            "persist_retries_total",
+            "Persists retried on a fresh connection after a database failure",
+        )
+        .unwrap();
         db_pool_max.set(i64::from(pool_size));
         reg(Box::new(http_requests.clone()));
         reg(Box::new(http_duration.clone()));
@@ -111,6 +134,9 @@ impl Metrics {
         reg(Box::new(db_acquire_seconds.clone()));
         reg(Box::new(db_tx_seconds.clone()));
         reg(Box::new(dep_seconds.clone()));
+        reg(Box::new(recovery_passes.clone()));
+        reg(Box::new(recovery_actions.clone()));
+        reg(Box::new(persist_retries.clone()));
         let blocking = blocking_threads.map(|max| {
             let b = BlockingPoolMetrics {
                 threads: gauge("blocking_pool_threads", "Maximum blocking threads"),
@@ -139,6 +165,9 @@ impl Metrics {
             db_acquire_seconds,
             db_tx_seconds,
             dep_seconds,
+            recovery_passes,
+            recovery_actions,
+            persist_retries,
             blocking,
         }
     }

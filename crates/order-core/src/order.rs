@@ -42,34 +42,78 @@ pub struct RiskSummary {
     pub recommendation: Recommendation,
 }
 
-impl OrderDocument {
-    /// Builds the document for an approved and charged order, with a fresh id.
-    pub fn confirmed(seller_id: &str, order: &ValidOrder, pay: &PayResult) -> Self {
+/// What recovery needs to finish an order whose charge may have been made, stored with the key
+/// (state `CHARGING`) before the gateway is called: the order as it will be, less the gateway's
+/// answer. It holds the card's last four digits only, never the number or the CVV.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingOrder {
+    /// Fixed before the charge, so that a resumed or recovered attempt creates the same order.
+    pub id: String,
+    pub reference_id: String,
+    pub seller_id: String,
+    pub amount: i64,
+    pub installments: i64,
+    pub method: String,
+    pub card_last4: String,
+    pub items: Vec<Item>,
+    pub customer: Customer,
+}
+
+impl PendingOrder {
+    /// The order an approved request will create, with a fresh id.
+    pub fn new(seller_id: &str, order: &ValidOrder) -> Self {
         let req = &order.request;
         let method = &req.payment.payment_method;
-        OrderDocument {
+        PendingOrder {
             id: new_order_id(),
             reference_id: req.reference_id.clone(),
-            status: STATUS_CONFIRMED.to_owned(),
             seller_id: seller_id.to_owned(),
             amount: req.payment.amount,
             installments: method.installments,
+            method: method.kind.clone(),
+            card_last4: method.card.last4().to_owned(),
+            items: req.items.clone(),
+            customer: req.customer.clone(),
+        }
+    }
+
+    /// The stored form (JSON).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a pending order always serialises")
+    }
+
+    pub fn from_json(text: &str) -> Result<Self, ApiError> {
+        serde_json::from_str(text)
+            .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("stored pending order")))
+    }
+
+    /// The confirmed order, once the gateway has charged it.
+    pub fn confirm(&self, pay: &PayResult) -> OrderDocument {
+        OrderDocument {
+            id: self.id.clone(),
+            reference_id: self.reference_id.clone(),
+            status: STATUS_CONFIRMED.to_owned(),
+            seller_id: self.seller_id.clone(),
+            amount: self.amount,
+            installments: self.installments,
             payment: PaymentSummary {
-                method: method.kind.clone(),
+                method: self.method.clone(),
                 code: pay.code.clone(),
                 status: pay.status,
-                card_last4: method.card.last4().to_owned(),
+                card_last4: self.card_last4.clone(),
             },
             risk: RiskSummary {
                 recommendation: Recommendation::Approve,
             },
-            items: req.items.clone(),
-            customer: req.customer.clone(),
+            items: self.items.clone(),
+            customer: self.customer.clone(),
             // PostgreSQL keeps microseconds: the stored row and the document agree exactly.
             created_at: Utc::now().trunc_subsecs(6),
         }
     }
+}
 
+impl OrderDocument {
     pub fn location(&self) -> String {
         format!("/orders/{}", self.id)
     }
@@ -78,6 +122,26 @@ impl OrderDocument {
 /// `ORDER_` followed by an upper-case UUID v4.
 pub fn new_order_id() -> String {
     format!("ORDER_{}", uuid::Uuid::new_v4().hyphenated()).to_uppercase()
+}
+
+/// A charge on its way to becoming an order: the gateway's idempotency key and the pending order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Charging {
+    pub gateway_key: String,
+    pub pending: PendingOrder,
+}
+
+impl Charging {
+    /// A new charge for attempt `attempt` of the key. The attempt number makes the gateway key
+    /// unique per charge: after recovery found no charge and voided the key at the gateway (so a
+    /// late request under it can never charge), a later attempt charges under a new key.
+    pub fn new(seller_id: &str, order: &ValidOrder, attempt: i32) -> Self {
+        let reference_id = &order.request.reference_id;
+        Charging {
+            gateway_key: crate::deps::payment_idempotency_key(seller_id, reference_id, attempt),
+            pending: PendingOrder::new(seller_id, order),
+        }
+    }
 }
 
 /// A finished request's answer: stored with the idempotency key when it is a completed outcome
@@ -145,5 +209,52 @@ pub fn plain<T: Serialize>(value: &T) -> String {
         Ok(serde_json::Value::String(s)) => s,
         Ok(other) => other.to_string(),
         Err(_) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::CreateOrderRequest;
+    use crate::request_hash::RequestHashKey;
+
+    fn order() -> ValidOrder {
+        let body = serde_json::json!({
+            "reference_id": "ref-1",
+            "payment": {"amount": 100, "payment_method": {"type": "DEBIT_CARD", "installments": 1,
+                "card": {"number": "4111111111111111", "holder": "ANA", "cvv": "123",
+                         "expiration_date": "11-2099"}}},
+            "items": [{"name": "Pen", "quantity": 1, "value": 100}],
+            "customer": {"full_name": "Ana", "tax_id": "12345678901", "address": {"street": "A",
+                "number": "1", "state": "SP", "city": "X", "locality": "Y", "zip_code": "1"}}
+        });
+        CreateOrderRequest::parse(&serde_json::to_vec(&body).unwrap())
+            .unwrap()
+            .validate(&RequestHashKey::new(b"k"))
+            .unwrap()
+    }
+
+    #[test]
+    fn pending_order_keeps_no_card_data_and_confirms_with_its_id() {
+        let charging = Charging::new("acme", &order(), 3);
+        assert_eq!(charging.gateway_key, "acme:ref-1:3");
+        let stored = charging.pending.to_json();
+        assert!(
+            !stored.contains("4111111111111111") && !stored.contains("cvv"),
+            "{stored}"
+        );
+        let back = PendingOrder::from_json(&stored).unwrap();
+        assert_eq!(back, charging.pending);
+        let pay = PayResult {
+            code: "c-1".into(),
+            status: PayStatus::Success,
+        };
+        let doc = back.confirm(&pay);
+        assert_eq!(
+            (doc.id.as_str(), doc.amount),
+            (charging.pending.id.as_str(), 100)
+        );
+        assert_eq!(doc.payment.card_last4, "1111");
+        assert!(PendingOrder::from_json("{").is_err());
     }
 }

@@ -65,9 +65,10 @@ impl Running {
     }
 }
 
-/// The start-up of both APIs: applies the migrations, builds the API's handler state around the
-/// shared metrics, binds `bind_addr` and serves `routes` with `common.http_workers` event loops.
-/// Only `state`, `routes` and `blocking_threads` (blocking-api's pool) differ between the two.
+/// The start-up of both APIs: checks the settings, applies the migrations, builds the API's
+/// handler state around the shared metrics, binds `bind_addr` and serves `routes` with
+/// `common.http_workers` event loops. Returns the state too, for the API's recovery loop. Only
+/// `state`, `routes` and `blocking_threads` (blocking-api's pool) differ between the two.
 pub async fn start<S: Send + Sync + 'static>(
     name: &str,
     bind_addr: &str,
@@ -75,20 +76,29 @@ pub async fn start<S: Send + Sync + 'static>(
     blocking_threads: Option<usize>,
     state: impl FnOnce(Arc<Metrics>) -> anyhow::Result<S>,
     routes: fn(&mut web::ServiceConfig),
-) -> anyhow::Result<Running> {
+) -> anyhow::Result<(Running, web::Data<S>)> {
+    common.check()?;
+    crate::request_hash::warn_if_development(common);
     crate::migrate::run(&common.database_url).await?;
     let metrics = Arc::new(Metrics::new(common.db_pool_size, blocking_threads));
     let state = web::Data::new(state(metrics.clone())?);
     let listener = TcpListener::bind(bind_addr).with_context(|| format!("binding {bind_addr}"))?;
     let workers = common.http_workers;
-    let running = serve(listener, workers, blocking_threads, state, metrics, routes)?;
+    let running = serve(
+        listener,
+        workers,
+        blocking_threads,
+        state.clone(),
+        metrics,
+        routes,
+    )?;
     tracing::info!(
         port = running.port,
         workers,
         ?blocking_threads,
         "{name} listening"
     );
-    Ok(running)
+    Ok((running, state))
 }
 
 /// Starts serving on `listener` with `workers` event loops. `blocking_threads` (blocking-api

@@ -2,20 +2,24 @@
 //! parameters, so one text serves both and a reader need not diff two query builders to trust
 //! that the two services do the same database work. Parameter types are spelled out with casts.
 
-/// Reserves `(seller_id, reference_id)`; takes over a crashed attempt's expired lease when the
-/// request is the same. Returns the attempt number, or no row when the key is taken.
+/// Reserves `(seller_id, reference_id)`, or takes the key over when its lease has expired: an
+/// `IN_PROGRESS` key (no charge was ever asked for: any request may have it), or a `CHARGING` key
+/// of the same request (the retry resumes that charge). Returns the attempt number, the state and,
+/// for a `CHARGING` takeover, the charge to resume; no row when the key is taken.
 /// `$1` seller_id, `$2` reference_id, `$3` request_hash, `$4` lease in seconds (float8).
 pub const RESERVE_KEY: &str = "\
 INSERT INTO idempotency_keys (seller_id, reference_id, request_hash, state, attempt, lease_expires_at)
 VALUES ($1, $2, $3, 'IN_PROGRESS', 1, now() + make_interval(secs => $4::float8))
 ON CONFLICT (seller_id, reference_id) DO UPDATE
    SET attempt = idempotency_keys.attempt + 1,
+       request_hash = EXCLUDED.request_hash,
        lease_expires_at = EXCLUDED.lease_expires_at,
        updated_at = now()
- WHERE idempotency_keys.state = 'IN_PROGRESS'
-   AND idempotency_keys.lease_expires_at < now()
-   AND idempotency_keys.request_hash = EXCLUDED.request_hash
-RETURNING attempt";
+ WHERE idempotency_keys.lease_expires_at < now()
+   AND (idempotency_keys.state = 'IN_PROGRESS'
+        OR (idempotency_keys.state = 'CHARGING'
+            AND idempotency_keys.request_hash = EXCLUDED.request_hash))
+RETURNING attempt, state, gateway_key, pending_order";
 
 /// Reads a taken key. `$1` seller_id, `$2` reference_id.
 pub const FIND_KEY: &str = "\
@@ -23,19 +27,61 @@ SELECT request_hash, state, response_status, response_body, order_id
   FROM idempotency_keys
  WHERE seller_id = $1 AND reference_id = $2";
 
-/// Frees a reservation after a transient failure so the client can retry.
-/// `$1` seller_id, `$2` reference_id, `$3` attempt.
-pub const RELEASE_KEY: &str = "\
-DELETE FROM idempotency_keys
+/// Commits, before the gateway sees the card, what recovery needs should anything fail after it:
+/// the charge's gateway key, its amount and the pending order. Renews the lease from this point.
+/// Zero rows: this attempt lost its lease, and nothing was charged.
+/// `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` gateway_key, `$5` amount,
+/// `$6` pending_order (JSON), `$7` lease in seconds (float8).
+pub const MARK_CHARGING: &str = "\
+UPDATE idempotency_keys
+   SET state = 'CHARGING', gateway_key = $4, amount = $5, pending_order = $6,
+       lease_expires_at = now() + make_interval(secs => $7::float8), updated_at = now()
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'IN_PROGRESS'";
 
+/// Gives up an attempt after a transient failure: its lease ends now, so the client's retry may
+/// take the key over at once. The row stays: a `CHARGING` key keeps its charge for the retry or
+/// recovery, and attempt numbers (part of gateway keys) never restart.
+/// `$1` seller_id, `$2` reference_id, `$3` attempt.
+pub const RELEASE_KEY: &str = "\
+UPDATE idempotency_keys
+   SET lease_expires_at = now(), updated_at = now()
+ WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3
+   AND state IN ('IN_PROGRESS', 'CHARGING')";
+
 /// Marks the key completed with the outcome to replay. Zero rows means this attempt lost its
-/// lease. `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` status, `$5` body, `$6` order_id.
+/// lease (or already completed it). `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` status,
+/// `$5` body, `$6` order_id.
 pub const COMPLETE_KEY: &str = "\
 UPDATE idempotency_keys
    SET state = 'COMPLETED', response_status = $4, response_body = $5, order_id = $6,
        updated_at = now()
- WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'IN_PROGRESS'";
+ WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3
+   AND state IN ('IN_PROGRESS', 'CHARGING')";
+
+/// Recovery: claims up to `$2` keys left in `CHARGING` whose lease expired, as a new attempt with
+/// a lease of `$1` seconds. `SKIP LOCKED`: concurrent passes (other instances) take other keys.
+pub const CLAIM_CHARGING: &str = "\
+UPDATE idempotency_keys k
+   SET attempt = k.attempt + 1,
+       lease_expires_at = now() + make_interval(secs => $1::float8),
+       updated_at = now()
+  FROM (SELECT seller_id, reference_id
+          FROM idempotency_keys
+         WHERE state = 'CHARGING' AND lease_expires_at < now()
+         ORDER BY lease_expires_at
+         LIMIT $2
+           FOR UPDATE SKIP LOCKED) due
+ WHERE k.seller_id = due.seller_id AND k.reference_id = due.reference_id
+RETURNING k.seller_id, k.reference_id, k.attempt, k.gateway_key, k.amount, k.pending_order";
+
+/// Recovery: the gateway never charged this key (and it is now voided there): back to a fresh,
+/// expired `IN_PROGRESS` reservation, so the client's retry starts over under a new gateway key.
+/// `$1` seller_id, `$2` reference_id, `$3` attempt.
+pub const RELEASE_UNCHARGED: &str = "\
+UPDATE idempotency_keys
+   SET state = 'IN_PROGRESS', gateway_key = NULL, amount = NULL, pending_order = NULL,
+       lease_expires_at = now(), updated_at = now()
+ WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'";
 
 /// `$1`..`$9`: full_name, tax_id, street, number, state, city, locality, zip_code, complement.
 pub const INSERT_CUSTOMER: &str = "\
@@ -45,12 +91,13 @@ RETURNING id";
 
 /// `$1` id, `$2` seller_id, `$3` reference_id, `$4` customer_id, `$5` status, `$6` amount,
 /// `$7` installments, `$8` payment_method, `$9` card_last4, `$10` payment_code,
-/// `$11` payment_status, `$12` risk_recommendation, `$13` created_at.
+/// `$11` payment_status, `$12` risk_recommendation, `$13` created_at, `$14` payment_key (the
+/// gateway idempotency key of the order's charge).
 pub const INSERT_ORDER: &str = "\
 INSERT INTO orders (id, seller_id, reference_id, customer_id, status, amount, installments,
                     payment_method, card_last4, payment_code, payment_status, risk_recommendation,
-                    created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7::int4, $8, $9, $10, $11, $12, $13)";
+                    created_at, payment_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7::int4, $8, $9, $10, $11, $12, $13, $14)";
 
 /// All items in one statement. `$1` order_id, `$2` positions, `$3` names, `$4` quantities,
 /// `$5` values (arrays of equal length).

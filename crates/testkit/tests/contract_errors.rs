@@ -239,11 +239,14 @@ async fn failing_dependency_is_503_and_a_retry_charges_once(api: Api) {
         (json["error"].as_str(), json["dependency"].as_str()),
         (Some("dependency_unavailable"), Some("payment"))
     );
-    assert_eq!(
-        app.count("idempotency_keys").await,
-        0,
-        "the reservation was released"
-    );
+    // The key was marked CHARGING before the gateway call: it stays, its lease ended at once.
+    let (state, expired): (String, bool) =
+        sqlx::query_as("SELECT state, lease_expires_at <= now() FROM idempotency_keys")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((state.as_str(), expired), ("CHARGING", true));
+    assert_eq!(app.deps.ledger().charges, 0);
 
     mocks.payment.error_rate = 0.0;
     app.deps.set_config(mocks);

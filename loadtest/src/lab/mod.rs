@@ -157,6 +157,9 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     Ok((runs, out))
 }
 
+/// The `REQUEST_HASH_KEY` of the APIs the lab starts (not a secret: lab data is thrown away).
+const LAB_REQUEST_HASH_KEY: &str = "order-lab-load-test-request-hash-key";
+
 fn default_out(profile: &str) -> PathBuf {
     Path::new("reports").join(format!(
         "{}-{profile}",
@@ -212,6 +215,12 @@ impl Lab {
                 env.insert(
                     "DATABASE_URL".to_owned(),
                     self.api_database_url.clone().unwrap_or_default(),
+                );
+                // The APIs refuse to start without a request hash key; the lab's data is
+                // throw-away, so one fixed key (the same across restarts) serves every run.
+                env.insert(
+                    "REQUEST_HASH_KEY".to_owned(),
+                    LAB_REQUEST_HASH_KEY.to_owned(),
                 );
                 let (name, limit, logs) =
                     (api.to_owned(), !self.args.no_limits, self.out.join("logs"));

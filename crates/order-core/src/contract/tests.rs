@@ -15,8 +15,14 @@ fn valid() -> serde_json::Value {
     })
 }
 
+fn key() -> RequestHashKey {
+    RequestHashKey::new(b"test-key-0123456789")
+}
+
 fn check(body: &serde_json::Value) -> Result<ValidOrder, ApiError> {
-    CreateOrderRequest::parse(&serde_json::to_vec(body).unwrap())?.validate(today())
+    let order = CreateOrderRequest::parse(&serde_json::to_vec(body).unwrap())?.validate(&key())?;
+    order.check_expiry(today())?;
+    Ok(order)
 }
 
 fn field_of(err: ApiError) -> String {
@@ -40,6 +46,88 @@ fn hash_ignores_layout_and_unknown_fields_but_not_values() {
     let mut other = valid();
     other["customer"]["full_name"] = serde_json::json!("Bia");
     assert_ne!(a, check(&other).unwrap().request_hash);
+}
+
+#[test]
+fn hash_is_keyed_and_leaves_the_cvv_out() {
+    let a = check(&valid()).unwrap().request_hash;
+    let other_key = RequestHashKey::new(b"another-key-0123456");
+    let body = serde_json::to_vec(&valid()).unwrap();
+    let b = CreateOrderRequest::parse(&body)
+        .unwrap()
+        .validate(&other_key)
+        .unwrap();
+    assert_ne!(a, b.request_hash, "the key changes the hash");
+    let mut cvv = valid();
+    cvv["payment"]["payment_method"]["card"]["cvv"] = serde_json::json!("999");
+    let with_other_cvv = check(&cvv).unwrap();
+    assert_eq!(
+        a, with_other_cvv.request_hash,
+        "the cvv is not part of the hash"
+    );
+    assert_eq!(
+        with_other_cvv.request.payment.payment_method.card.cvv,
+        "999"
+    );
+}
+
+#[test]
+fn expiry_is_checked_apart_from_the_rest() {
+    let mut body = valid();
+    body["payment"]["payment_method"]["card"]["expiration_date"] = serde_json::json!("10-2026");
+    let order = CreateOrderRequest::parse(&serde_json::to_vec(&body).unwrap())
+        .unwrap()
+        .validate(&key())
+        .expect("an expired card is still a well-formed request");
+    let err = order.check_expiry(today()).unwrap_err();
+    assert_eq!(field_of(err), "payment.payment_method.card.expiration_date");
+    body["payment"]["payment_method"]["card"]["expiration_date"] = serde_json::json!("13-2026");
+    assert_eq!(
+        field_of(check(&body).unwrap_err()),
+        "payment.payment_method.card.expiration_date"
+    );
+}
+
+#[test]
+fn errors_never_echo_the_values_sent() {
+    let cases = [
+        ("number", serde_json::json!(4539578763621486_u64)),
+        ("number", serde_json::json!(["4539578763621486"])),
+        ("cvv", serde_json::json!(7319)),
+        ("cvv", serde_json::json!({"x": "7319"})),
+    ];
+    for (field, value) in cases {
+        let mut body = valid();
+        body["payment"]["payment_method"]["card"][field] = value.clone();
+        let err = check(&body).unwrap_err();
+        let text = err.body();
+        assert!(
+            !text.contains("4539578763621486") && !text.contains("7319"),
+            "{text}"
+        );
+        assert_eq!(err.code(), "invalid_request", "{value}");
+    }
+    let mut body = valid();
+    body["payment"]["amount"] = serde_json::json!("4539578763621486");
+    let text = check(&body).unwrap_err().body();
+    assert!(!text.contains("4539578763621486"), "{text}");
+    assert!(
+        text.contains("expected i64"),
+        "the type is still named: {text}"
+    );
+}
+
+#[test]
+fn redaction_keeps_names_and_positions() {
+    assert_eq!(
+        redact_values("missing field `reference_id` at line 1 column 1234"),
+        "missing field `reference_id` at line 1 column 1234"
+    );
+    assert_eq!(
+        redact_values("invalid type: integer `123`, expected a string"),
+        "invalid type: integer `…`, expected a string"
+    );
+    assert_eq!(redact_values("bad \"4539 5787"), "bad \"…");
 }
 
 #[test]
@@ -74,7 +162,7 @@ proptest::proptest! {
     /// Whatever bytes arrive, parsing and validation return a value or a 400, never a panic.
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
-        if let Err(e) = CreateOrderRequest::parse(&bytes).and_then(|r| r.validate(today())) {
+        if let Err(e) = CreateOrderRequest::parse(&bytes).and_then(|r| r.validate(&key())) {
             proptest::prop_assert_eq!(e.code(), "invalid_request");
         }
     }

@@ -1,0 +1,137 @@
+//! The recovery loop, as a plain thread: every `RECONCILE_INTERVAL_MS`, and once at start-up, it
+//! claims the keys left in `CHARGING` whose lease expired, asks the gateway what became of each
+//! charge and settles it as `order_core::recovery::decide` says — an order, a stored decline, a
+//! released key, or a voided charge. Step for step the same as reactive-api's `recovery.rs`.
+
+use std::sync::Arc;
+
+use order_core::error::ApiError;
+use order_core::order::Outcome;
+use order_core::recovery::{self, CLAIM_BATCH, ClaimedKey, Settle};
+
+use crate::db::Held;
+use crate::service;
+use crate::startup::AppState;
+
+/// Starts the loop on a thread of its own (it blocks on the database and the gateway).
+pub fn spawn(app: Arc<AppState>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("recovery".into())
+        .spawn(move || {
+            loop {
+                run_pass(&app);
+                std::thread::sleep(app.settings.reconcile_interval());
+            }
+        })
+}
+
+/// One pass: claims and settles due keys until none is left. Returns how many it settled.
+pub fn run_pass(app: &AppState) -> usize {
+    app.metrics.recovery_passes.inc();
+    let mut settled = 0;
+    loop {
+        let claimed = match app
+            .db
+            .claim_charging(app.settings.lease_seconds(), CLAIM_BATCH)
+        {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::warn!(error = %e, "recovery could not claim keys; next pass will");
+                return settled;
+            }
+        };
+        for key in &claimed {
+            let action = settle(app, key).unwrap_or_else(|e| {
+                tracing::warn!(gateway_key = %key.gateway_key, error = %e, "recovery deferred");
+                // End the claim's lease at once so the next pass tries again.
+                app.db
+                    .release(Held::none(), &key.seller_id, &key.reference_id, key.attempt);
+                "deferred"
+            });
+            app.metrics
+                .recovery_actions
+                .with_label_values(&[action])
+                .inc();
+            settled += usize::from(action != "deferred");
+        }
+        if (claimed.len() as i64) < CLAIM_BATCH {
+            return settled;
+        }
+    }
+}
+
+/// Settles one claimed key; returns the action taken for the metrics.
+fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
+    let found = app.deps.lookup_payment(&key.gateway_key)?;
+    let action = match recovery::decide(key, found.as_ref()) {
+        Settle::Persist(pending, pay) => {
+            let doc = pending.confirm(&pay);
+            let placed = Some((&doc, key.gateway_key.as_str()));
+            match finish(app, key, Outcome::created(&doc), placed) {
+                Ok(()) => "completed",
+                // A bug or a row the database refuses for good: the order cannot be made.
+                Err(ApiError::Internal(e)) => {
+                    tracing::error!(gateway_key = %key.gateway_key, error = ?e, "order cannot be made");
+                    void_and_refuse(app, key)?
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Settle::Decline => {
+            finish(app, key, Outcome::refused(&ApiError::PaymentDeclined), None)?;
+            "declined"
+        }
+        Settle::VoidThenRelease => {
+            app.deps.void_payment(&key.gateway_key)?;
+            app.db.release_uncharged(key)?;
+            "released"
+        }
+        Settle::Release => {
+            app.db.release_uncharged(key)?;
+            "released"
+        }
+        Settle::VoidAndRefuse(why) => {
+            tracing::error!(gateway_key = %key.gateway_key, why, "voiding the charge");
+            void_and_refuse(app, key)?
+        }
+        Settle::Refuse => {
+            finish(app, key, recovery::voided_outcome(), None)?;
+            "voided"
+        }
+    };
+    tracing::info!(
+        seller_id = %key.seller_id,
+        reference_id = %key.reference_id,
+        gateway_key = %key.gateway_key,
+        action,
+        "recovery settled a key"
+    );
+    Ok(action)
+}
+
+fn void_and_refuse(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
+    app.deps.void_payment(&key.gateway_key)?;
+    finish(app, key, recovery::voided_outcome(), None)?;
+    Ok("voided")
+}
+
+/// Completes the claimed key (fenced by the claim's attempt) with the outcome and its order.
+fn finish(
+    app: &AppState,
+    key: &ClaimedKey,
+    outcome: Outcome,
+    placed: Option<(&order_core::order::OrderDocument, &str)>,
+) -> Result<(), ApiError> {
+    let (seller_id, reference_id) = (&key.seller_id, &key.reference_id);
+    let mut held = Held::none();
+    service::persist(
+        app,
+        &mut held,
+        seller_id,
+        reference_id,
+        key.attempt,
+        outcome,
+        placed,
+    )?;
+    Ok(())
+}
