@@ -37,6 +37,11 @@ impl RequestHashKey {
         Ok(Self::new(key.as_bytes()))
     }
 
+    /// The development key (`APP_ENV=development`), e.g. for tests that compute a stored hash.
+    pub fn development() -> Self {
+        Self::new(DEVELOPMENT_KEY.as_bytes())
+    }
+
     pub fn new(key: &[u8]) -> Self {
         RequestHashKey(Hmac::new_from_slice(key).expect("HMAC takes keys of any length"))
     }
