@@ -88,15 +88,17 @@ impl Step<'_> {
 }
 
 impl Db {
-    /// A lazy pool: connections open on first use, as in reactive-api's sqlx pool.
+    /// A lazy pool: connections open on first use, as in reactive-api's sqlx pool. Every
+    /// connection starts with `CommonSettings::session_options` (libpq's `options` parameter).
     pub fn connect(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+        let url = with_libpq_options(&settings.database_url, &settings.session_options());
         let pool = Pool::builder()
             .max_size(settings.db_pool_size)
             .min_idle(Some(0))
             .connection_timeout(settings.db_pool_timeout())
             // sqlx in reactive-api is likewise told not to ping before every checkout.
             .test_on_check_out(false)
-            .build_unchecked(ConnectionManager::new(&settings.database_url));
+            .build_unchecked(ConnectionManager::new(url));
         Ok(Db { pool, metrics })
     }
 
@@ -436,6 +438,21 @@ pub fn insert_order(
     Ok(())
 }
 
+/// `url` with `options=-c name=value …` added, percent-encoded, as libpq reads it.
+fn with_libpq_options(url: &str, options: &[(&str, String)]) -> String {
+    if options.is_empty() {
+        return url.to_owned();
+    }
+    let value: Vec<String> = options.iter().map(|(k, v)| format!("-c {k}={v}")).collect();
+    let encoded = value
+        .join(" ")
+        .replace('%', "%25")
+        .replace(' ', "%20")
+        .replace('=', "%3D");
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options={encoded}")
+}
+
 fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError> {
     match e {
         diesel::result::Error::NotFound => Ok(None),
@@ -443,19 +460,39 @@ fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError>
     }
 }
 
-/// Lost connections are `database_unavailable`; anything else is a bug.
+/// Lost connections, and what the server ends or refuses for now (a statement or lock timeout,
+/// a shutdown: judged from the message, as diesel hides the SQLSTATE), are
+/// `database_unavailable`; anything else is a bug.
 fn db_error(e: diesel::result::Error) -> ApiError {
     use diesel::result::{DatabaseErrorKind, Error};
-    let unavailable = matches!(
-        &e,
+    let unavailable = match &e {
         Error::DatabaseError(
             DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
-            _
-        ) | Error::BrokenTransactionManager
-    );
+            _,
+        )
+        | Error::BrokenTransactionManager => true,
+        Error::DatabaseError(_, info) => order_core::error::message_unavailable(info.message()),
+        _ => false,
+    };
     if unavailable {
         ApiError::DatabaseUnavailable(e.into())
     } else {
         ApiError::Internal(e.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn libpq_options_are_appended_encoded() {
+        let opts = [("statement_timeout", "5000".to_owned())];
+        assert_eq!(
+            super::with_libpq_options("postgres://u@h/db", &opts),
+            "postgres://u@h/db?options=-c%20statement_timeout%3D5000"
+        );
+        assert_eq!(
+            super::with_libpq_options("postgres://u@h/db?sslmode=disable", &opts),
+            "postgres://u@h/db?sslmode=disable&options=-c%20statement_timeout%3D5000"
+        );
     }
 }

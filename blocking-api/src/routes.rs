@@ -1,10 +1,15 @@
-//! HTTP handlers: the body is read on the event loop, then the whole order handler runs as one
-//! closure on the bounded blocking pool.
+//! HTTP handlers: admission and the body on the event loop, then the whole order handler runs as
+//! one closure on the bounded blocking pool. With `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the
+//! default) an admitted order finds a thread at once; a closure whose request waited past its
+//! deadline anyway is never started.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
 use order_core::contract::CreateOrderRequest;
-use order_core::http::{metrics_response, read_json_body, ready_response, seller_token};
+use order_core::http::{
+    draining_response, metrics_response, read_json_body, ready_response, seller_token,
+};
+use order_core::server::Lifecycle;
 
 use crate::startup::AppState;
 use crate::{pool, service};
@@ -18,15 +23,20 @@ async fn create_order(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let (ticket, client) = state.admission.admit().await?;
     let token = seller_token(&req)?;
     let body = read_json_body(&req, payload).await?;
     let app = state.clone();
+    // If this handler is dropped (the client left), the closure still runs to its end; `client`
+    // tells it to stop if it has not reserved the key yet.
     let outcome = pool::run(&state.metrics, move || {
+        ticket.check_deadline()?;
         let order = CreateOrderRequest::parse(&body)?.validate(&app.hash_key)?;
-        service::create_order(&app, &token, order)
+        service::create_order(&app, &ticket, &token, order)
     })
-    .await?;
-    Ok(outcome.into_response())
+    .await;
+    client.answered();
+    Ok(outcome?.into_response())
 }
 
 async fn get_order(
@@ -45,7 +55,10 @@ async fn get_order(
         .body(body))
 }
 
-async fn ready(state: web::Data<AppState>) -> HttpResponse {
+async fn ready(state: web::Data<AppState>, lifecycle: web::Data<Lifecycle>) -> HttpResponse {
+    if let Some(draining) = draining_response(&lifecycle) {
+        return draining;
+    }
     let app = state.clone();
     ready_response(pool::run(&state.metrics, move || app.db.ping()).await)
 }

@@ -8,14 +8,15 @@
 //! From that mark on, a failure never deletes the key: the client gets 503 and its retry, or the
 //! recovery loop (`recovery.rs`), turns the charge into exactly one order or one void.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use order_core::admission::Ticket;
 use order_core::contract::ValidOrder;
 use order_core::deps::Recommendation;
 use order_core::error::ApiError;
 use order_core::idempotency::{self, Reservation};
 use order_core::order::{self, Charging, OrderDocument, Outcome};
-use order_core::recovery::PERSIST_RETRY_DELAYS_MS;
+use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
 use crate::db::{self, Held};
 use crate::startup::AppState;
@@ -27,20 +28,31 @@ enum Reserved {
     Done(Outcome),
 }
 
-pub fn create_order(app: &AppState, token: &str, order: ValidOrder) -> Result<Outcome, ApiError> {
+pub fn create_order(
+    app: &AppState,
+    ticket: &Ticket,
+    token: &str,
+    order: ValidOrder,
+) -> Result<Outcome, ApiError> {
     // 1. Authenticate: a bad token never reaches the database.
-    let seller_id = app.deps.authenticate(token)?;
+    let deps_timeout = app.settings.deps_timeout();
+    let seller_id = app
+        .deps
+        .authenticate(token, ticket.timeout(deps_timeout))
+        .map_err(|e| ticket.explain(e))?;
     // An expired card may still be the retry of a request that completed before it expired.
     if let Err(expired) = order.check_expiry(chrono::Utc::now().date_naive()) {
         return replay_or(app, &seller_id, &order, expired);
     }
+    // The last point where a request whose client left, or whose deadline passed, just stops.
+    ticket.before_reservation()?;
     let mut held = app.db.hold(app.settings.db_tx_scope)?;
     // 2. Reserve the idempotency key (or replay / refuse).
     let (attempt, resumed) = match reserve(app, &mut held, &seller_id, &order)? {
         Reserved::Owner(attempt, resumed) => (attempt, resumed),
         Reserved::Done(outcome) => return Ok(outcome),
     };
-    match process(app, &mut held, &seller_id, &order, attempt, resumed) {
+    match process(app, ticket, &mut held, &seller_id, &order, attempt, resumed) {
         Ok(outcome) => {
             app.db.commit(held)?;
             Ok(outcome)
@@ -98,6 +110,7 @@ fn reserve(
 
 fn process(
     app: &AppState,
+    ticket: &Ticket,
     held: &mut Held,
     seller_id: &str,
     order: &ValidOrder,
@@ -109,12 +122,17 @@ fn process(
         // Risk approved this request in the attempt that marked the charge: never run it again.
         Some(charging) => *charging,
         None => {
-            // 3. Risk analysis.
-            if app.deps.risk(seller_id, order)? == Recommendation::Disapprove {
+            // 3. Risk analysis, if the deadline allows.
+            ticket.check_deadline()?;
+            let timeout = ticket.timeout(app.settings.deps_timeout());
+            let risk = app.deps.risk(seller_id, order, timeout);
+            if risk.map_err(|e| ticket.explain(e))? == Recommendation::Disapprove {
                 let outcome = Outcome::refused(&ApiError::RiskRejected);
                 return complete(app, held, seller_id, reference_id, attempt, outcome, None);
             }
-            // 4a. Mark CHARGING, durably, before the gateway sees the card.
+            // 4a. Mark CHARGING, durably, before the gateway sees the card; past this point the
+            // work always finishes, deadline or not.
+            ticket.check_deadline()?;
             let charging = Charging::new(seller_id, order, attempt);
             mark_charging(app, held, seller_id, reference_id, attempt, &charging)?;
             charging
@@ -159,9 +177,10 @@ fn mark_charging(
     app.db.checkpoint(held)
 }
 
-/// [`complete`] after the charge: a database failure is retried on fresh connections for about a
-/// third of a second (fenced by the attempt, so a retry can never make a second order) before the
-/// key is left to the client's retry or to recovery. Recovery settles keys with it too.
+/// [`complete`] after the charge: a database failure is retried on fresh connections within
+/// `PERSIST_RETRY_BUDGET` (fenced by the attempt, so a retry can never make a second order) before
+/// the key is left to the client's retry or to recovery. A failure that itself took longer (a
+/// statement or lock timeout) is not retried. Recovery settles keys with it too.
 pub(crate) fn persist(
     app: &AppState,
     held: &mut Held,
@@ -171,6 +190,7 @@ pub(crate) fn persist(
     outcome: Outcome,
     placed: Option<(&OrderDocument, &str)>,
 ) -> Result<Outcome, ApiError> {
+    let started = Instant::now();
     let mut result = complete(
         app,
         held,
@@ -181,7 +201,8 @@ pub(crate) fn persist(
         placed,
     );
     for delay_ms in PERSIST_RETRY_DELAYS_MS {
-        if !matches!(result, Err(ApiError::DatabaseUnavailable(_))) {
+        let transient = matches!(result, Err(ApiError::DatabaseUnavailable(_)));
+        if !transient || started.elapsed() > PERSIST_RETRY_BUDGET {
             break;
         }
         // A request-scope transaction is broken now: drop it, go on with fresh connections.
@@ -232,6 +253,6 @@ fn complete(
 
 /// `GET /orders/{id}`: the document as created, for its own seller only.
 pub fn get_order(app: &AppState, token: &str, id: &str) -> Result<String, ApiError> {
-    let seller_id = app.deps.authenticate(token)?;
+    let seller_id = app.deps.authenticate(token, app.settings.deps_timeout())?;
     app.db.find_order(id, &seller_id)?.ok_or(ApiError::NotFound)
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use order_core::admission::Admission;
 use order_core::metrics::Metrics;
 use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
@@ -34,6 +35,7 @@ pub struct AppState {
     pub deps: Deps,
     pub metrics: Arc<Metrics>,
     pub hash_key: RequestHashKey,
+    pub admission: Admission,
 }
 
 pub struct Application(Running);
@@ -50,6 +52,7 @@ impl Application {
                 Ok(AppState {
                     db: Db::connect(&common, metrics.clone())?,
                     deps: Deps::new(&common, metrics.clone())?,
+                    admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
                     metrics,
                     hash_key: RequestHashKey::from_settings(&common)?,
                     settings: common.clone(),

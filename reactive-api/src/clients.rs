@@ -3,7 +3,7 @@
 //! Mirrors blocking-api's `clients.rs`; what an answer means is decided in `order_core::deps`.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use order_core::contract::ValidOrder;
@@ -35,25 +35,29 @@ impl Deps {
         })
     }
 
-    /// Step 1: resolves the seller token to a seller id.
-    pub async fn authenticate(&self, token: &str) -> Result<String, ApiError> {
+    /// Step 1: resolves the seller token to a seller id, within `timeout` (at most
+    /// `DEPS_TIMEOUT_MS`, less when the request's deadline is nearer).
+    pub async fn authenticate(&self, token: &str, timeout: Duration) -> Result<String, ApiError> {
         let request = self
             .http
             .get(format!("{}{}", self.base, deps::SELLER_PATH))
+            .timeout(timeout)
             .header("Authorization", token);
         let (status, body) = self.call(Dependency::Seller, request).await?;
         deps::seller_outcome(status, &body)
     }
 
-    /// Step 3: the risk analysis's recommendation.
+    /// Step 3: the risk analysis's recommendation, within `timeout` (as for `authenticate`).
     pub async fn risk(
         &self,
         seller_id: &str,
         order: &ValidOrder,
+        timeout: Duration,
     ) -> Result<Recommendation, ApiError> {
         let request = self
             .http
             .post(format!("{}{}", self.base, deps::RISK_PATH))
+            .timeout(timeout)
             .json(&RiskRequest::new(seller_id, order));
         let (status, body) = self.call(Dependency::Risk, request).await?;
         deps::risk_outcome(status, &body)

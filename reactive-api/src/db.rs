@@ -66,12 +66,14 @@ impl Step<'_> {
 }
 
 impl Db {
-    /// A lazy pool: connections open on first use, as in blocking-api's r2d2 pool.
+    /// A lazy pool: connections open on first use, as in blocking-api's r2d2 pool. Every
+    /// connection starts with `CommonSettings::session_options` (startup options).
     pub fn connect(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
         let options: PgConnectOptions = settings
             .database_url
-            .parse()
-            .context("parsing DATABASE_URL")?;
+            .parse::<PgConnectOptions>()
+            .context("parsing DATABASE_URL")?
+            .options(settings.session_options());
         let pool = PgPoolOptions::new()
             .max_connections(settings.db_pool_size)
             .min_connections(0)

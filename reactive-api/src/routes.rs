@@ -1,9 +1,14 @@
-//! HTTP handlers: each request is a future on the worker's event loop.
+//! HTTP handlers: each request is a future on the worker's event loop. An admitted order runs as
+//! a task of its own, so that a client that disconnects (actix then drops the handler) cannot
+//! abandon a reserved key or a charge half-way; it stops only if it has not reserved yet.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
 use order_core::contract::CreateOrderRequest;
-use order_core::http::{metrics_response, read_json_body, ready_response, seller_token};
+use order_core::http::{
+    draining_response, metrics_response, read_json_body, ready_response, seller_token,
+};
+use order_core::server::Lifecycle;
 
 use crate::service;
 use crate::startup::AppState;
@@ -17,11 +22,20 @@ async fn create_order(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let (ticket, client) = state.admission.admit().await?;
     let token = seller_token(&req)?;
     let body = read_json_body(&req, payload).await?;
     let order = CreateOrderRequest::parse(&body)?.validate(&state.hash_key)?;
-    let outcome = service::create_order(&state, &token, order).await?;
-    Ok(outcome.into_response())
+    let app = state.clone();
+    let work =
+        actix_web::rt::spawn(
+            async move { service::create_order(&app, &ticket, &token, order).await },
+        );
+    let outcome = work
+        .await
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("order task: {e}")))?;
+    client.answered();
+    Ok(outcome?.into_response())
 }
 
 async fn get_order(
@@ -36,7 +50,10 @@ async fn get_order(
         .body(body))
 }
 
-async fn ready(state: web::Data<AppState>) -> HttpResponse {
+async fn ready(state: web::Data<AppState>, lifecycle: web::Data<Lifecycle>) -> HttpResponse {
+    if let Some(draining) = draining_response(&lifecycle) {
+        return draining;
+    }
     ready_response(state.db.ping().await)
 }
 

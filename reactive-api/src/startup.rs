@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
+use order_core::admission::Admission;
 use order_core::metrics::Metrics;
 use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
-use order_core::settings::CommonSettings;
+use order_core::settings::{CommonSettings, REACTIVE_MAX_IN_FLIGHT};
 
 use crate::{clients::Deps, db::Db, recovery, routes};
 
@@ -31,6 +32,7 @@ pub struct AppState {
     pub deps: Deps,
     pub metrics: Arc<Metrics>,
     pub hash_key: RequestHashKey,
+    pub admission: Admission,
 }
 
 pub struct Application(Running);
@@ -47,6 +49,7 @@ impl Application {
                 Ok(AppState {
                     db: Db::connect(&common, metrics.clone())?,
                     deps: Deps::new(&common, metrics.clone())?,
+                    admission: Admission::new(&common, REACTIVE_MAX_IN_FLIGHT, metrics.clone()),
                     metrics,
                     hash_key: RequestHashKey::from_settings(&common)?,
                     settings: common.clone(),

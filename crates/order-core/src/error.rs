@@ -59,6 +59,14 @@ pub enum ApiError {
     },
     #[error("no database connection could be used in time")]
     DatabaseUnavailable(#[source] anyhow::Error),
+    #[error("the service is at capacity; retry later")]
+    Overloaded,
+    #[error("the request ran past its deadline before the charge")]
+    DeadlineExceeded,
+    /// The client went away before the key was reserved: the work stopped. Nobody reads it; the
+    /// status (nginx's 499) is for the metrics.
+    #[error("the client closed the request")]
+    ClientGone,
     #[error("the order could not be completed; its charge was voided")]
     OrderVoided,
     #[error("order not found")]
@@ -108,6 +116,9 @@ impl ApiError {
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::DependencyUnavailable { .. } => "dependency_unavailable",
             ApiError::DatabaseUnavailable(_) => "database_unavailable",
+            ApiError::Overloaded => "overloaded",
+            ApiError::DeadlineExceeded => "deadline_exceeded",
+            ApiError::ClientGone => "client_closed_request",
             ApiError::OrderVoided => "order_voided",
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
@@ -137,7 +148,9 @@ impl ApiError {
         match self {
             ApiError::RequestInProgress
             | ApiError::DatabaseUnavailable(_)
-            | ApiError::DependencyUnavailable { .. } => Some("1"),
+            | ApiError::DependencyUnavailable { .. }
+            | ApiError::Overloaded
+            | ApiError::DeadlineExceeded => Some("1"),
             _ => None,
         }
     }
@@ -155,9 +168,11 @@ impl ResponseError for ApiError {
             ApiError::RequestInProgress => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::DependencyUnavailable { .. } | ApiError::DatabaseUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::DependencyUnavailable { .. }
+            | ApiError::DatabaseUnavailable(_)
+            | ApiError::Overloaded
+            | ApiError::DeadlineExceeded => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::ClientGone => StatusCode::from_u16(499).expect("499 is a valid status code"),
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -186,9 +201,29 @@ impl ResponseError for ApiError {
 }
 
 /// Whether a PostgreSQL SQLSTATE means "the database cannot serve us now" (connection
-/// exceptions, operator intervention such as a shutdown, insufficient resources) rather than a bug.
+/// exceptions, operator intervention such as a shutdown or a statement timeout, insufficient
+/// resources, a lock not granted within `lock_timeout`, a transaction ended for idling) rather
+/// than a bug.
 pub fn sqlstate_unavailable(code: &str) -> bool {
     ["08", "53", "57"]
         .iter()
         .any(|class| code.starts_with(class))
+        || ["55P03", "25P03"].contains(&code)
+}
+
+/// The same judgement from PostgreSQL's message text, for drivers that do not expose the
+/// SQLSTATE (diesel). Server messages are English unless `lc_messages` says otherwise; the lab's
+/// and CI's servers use the default.
+pub fn message_unavailable(message: &str) -> bool {
+    [
+        "canceling statement due to",
+        "terminating connection",
+        "the database system is",
+        "server closed the connection",
+        "no connection to the server",
+        "could not connect",
+        "connection to server",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
 }

@@ -123,6 +123,15 @@ pub async fn health() -> HttpResponse {
         .body(r#"{"status":"ok"}"#)
 }
 
+/// `GET /ready` while draining for shutdown: 503 at once, without asking the database.
+pub fn draining_response(lifecycle: &crate::server::Lifecycle) -> Option<HttpResponse> {
+    lifecycle.draining().then(|| {
+        HttpResponse::ServiceUnavailable().json(serde_json::json!({
+            "status": "draining", "error": "shutting_down", "detail": "the server is shutting down"
+        }))
+    })
+}
+
 /// `GET /ready`: 200 when the database answered, else 503 with the reason's code.
 pub fn ready_response(ping: Result<(), ApiError>) -> HttpResponse {
     match ping {

@@ -35,6 +35,10 @@ pub struct Metrics {
     pub recovery_actions: IntCounterVec,
     /// Persist attempts repeated on a fresh connection after a database failure.
     pub persist_retries: IntCounter,
+    /// Admission control: the limit, the orders admitted now, and those refused or stopped.
+    pub admission_limit: IntGauge,
+    pub admitted: IntGauge,
+    pub shed: IntCounterVec,
     pub blocking: Option<BlockingPoolMetrics>,
 }
 
@@ -118,6 +122,23 @@ impl Metrics {
             "Persists retried on a fresh connection after a database failure",
         )
         .unwrap();
+        let admission_limit = gauge(
+            "orders_admission_limit",
+            "MAX_IN_FLIGHT: orders admitted at once (0: no limit)",
+        );
+        let admitted = gauge(
+            "orders_admitted_in_flight",
+            "Orders admitted and not finished",
+        );
+        let shed = IntCounterVec::new(
+            Opts::new(
+                "orders_shed_total",
+                "Orders refused or stopped before the charge: overloaded, deadline_exceeded, \
+                 client_closed_request",
+            ),
+            &["reason"],
+        )
+        .unwrap();
         db_pool_max.set(i64::from(pool_size));
         reg(Box::new(http_requests.clone()));
         reg(Box::new(http_duration.clone()));
@@ -137,6 +158,9 @@ impl Metrics {
         reg(Box::new(recovery_passes.clone()));
         reg(Box::new(recovery_actions.clone()));
         reg(Box::new(persist_retries.clone()));
+        reg(Box::new(admission_limit.clone()));
+        reg(Box::new(admitted.clone()));
+        reg(Box::new(shed.clone()));
         let blocking = blocking_threads.map(|max| {
             let b = BlockingPoolMetrics {
                 threads: gauge("blocking_pool_threads", "Maximum blocking threads"),
@@ -168,6 +192,9 @@ impl Metrics {
             recovery_passes,
             recovery_actions,
             persist_retries,
+            admission_limit,
+            admitted,
+            shed,
             blocking,
         }
     }

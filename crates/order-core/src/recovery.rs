@@ -16,6 +16,8 @@ pub const CLAIM_BATCH: i64 = 100;
 /// Pauses between persist attempts on a fresh connection after a database failure (a restart,
 /// a dropped connection): about a third of a second in all before the key is left to recovery.
 pub const PERSIST_RETRY_DELAYS_MS: [u64; 3] = [50, 100, 200];
+/// No retry starts once this much time has passed since the first persist attempt began.
+pub const PERSIST_RETRY_BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A key claimed by recovery, as stored.
 #[derive(Debug, Clone)]

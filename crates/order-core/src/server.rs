@@ -3,6 +3,8 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
@@ -53,15 +55,55 @@ pub fn order_routes<C, CA, G, GA, R, RA, M, MA>(
     .route("/metrics", web::get().to(metrics));
 }
 
+/// Whether the server is draining: set when SIGTERM or SIGINT arrives, after which `/ready`
+/// answers 503 so that a load balancer stops sending before the listener closes.
+#[derive(Debug, Default)]
+pub struct Lifecycle {
+    draining: AtomicBool,
+}
+
+impl Lifecycle {
+    pub fn draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Release);
+    }
+}
+
 /// A started server: its port and the future that runs it.
 pub struct Running {
     pub port: u16,
     server: Server,
+    lifecycle: web::Data<Lifecycle>,
 }
 
 impl Running {
+    /// Serves until SIGTERM or SIGINT, then shuts down gracefully: `/ready` turns 503 at once,
+    /// the listener closes, orders in flight finish (for at most `SHUTDOWN_GRACE_MS`), and this
+    /// returns `Ok` (exit status 0).
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let (handle, lifecycle) = (self.server.handle(), self.lifecycle.clone());
+        tokio::spawn(async move {
+            if let Err(e) = shutdown_signal().await {
+                tracing::error!(error = %e, "cannot listen for shutdown signals");
+                return;
+            }
+            tracing::info!("shutdown signal: draining, then stopping");
+            lifecycle.start_draining();
+            handle.stop(true).await;
+        });
         Ok(self.server.await?)
+    }
+}
+
+/// SIGTERM (what `docker stop` and orchestrators send) or SIGINT (Ctrl-C).
+async fn shutdown_signal() -> std::io::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = term.recv() => Ok(()),
+        interrupted = tokio::signal::ctrl_c() => interrupted,
     }
 }
 
@@ -88,6 +130,7 @@ pub async fn start<S: Send + Sync + 'static>(
         listener,
         workers,
         blocking_threads,
+        common.shutdown_grace(),
         state.clone(),
         metrics,
         routes,
@@ -102,22 +145,28 @@ pub async fn start<S: Send + Sync + 'static>(
 }
 
 /// Starts serving on `listener` with `workers` event loops. `blocking_threads` (blocking-api
-/// only) is the total size of actix's blocking pool, which actix sizes per worker.
+/// only) is the total size of actix's blocking pool, which actix sizes per worker. Signals are
+/// handled by [`Running::run_until_stopped`] (actix's own would stop on SIGINT without draining);
+/// `grace` bounds the graceful stop.
 pub fn serve<S: Send + Sync + 'static>(
     listener: TcpListener,
     workers: usize,
     blocking_threads: Option<usize>,
+    grace: Duration,
     state: web::Data<S>,
     metrics: Arc<Metrics>,
     routes: fn(&mut web::ServiceConfig),
 ) -> anyhow::Result<Running> {
     let port = listener.local_addr()?.port();
     let metrics = web::Data::new(metrics);
+    let lifecycle = web::Data::new(Lifecycle::default());
     let workers = workers.max(1);
+    let app_lifecycle = lifecycle.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .wrap(from_fn(track_metrics))
             .app_data(state.clone())
+            .app_data(app_lifecycle.clone())
             .app_data(metrics.clone())
             .configure(shared_routes)
             .configure(routes)
@@ -125,10 +174,20 @@ pub fn serve<S: Send + Sync + 'static>(
     })
     .workers(workers)
     .backlog(BACKLOG)
-    .max_connections(MAX_CONNECTIONS_PER_WORKER);
+    .max_connections(MAX_CONNECTIONS_PER_WORKER)
+    // A client that closes its connection ends its request: actix drops the handler, which
+    // tells the order's work (see `admission::ClientGuard`) that nobody waits for it.
+    .h1_allow_half_closed(false)
+    .disable_signals()
+    // actix counts whole seconds: round the grace up.
+    .shutdown_timeout(grace.as_millis().div_ceil(1000) as u64);
     if let Some(threads) = blocking_threads {
         server = server.worker_max_blocking_threads(threads.div_ceil(workers));
     }
     let server = server.listen(listener)?.run();
-    Ok(Running { port, server })
+    Ok(Running {
+        port,
+        server,
+        lifecycle,
+    })
 }

@@ -61,7 +61,30 @@ pub struct CommonSettings {
     /// production or development.
     #[arg(long, env = "APP_ENV", value_enum, default_value_t = AppEnv::Production)]
     pub app_env: AppEnv,
+    /// Orders admitted at once; beyond it (after QUEUE_TIMEOUT_MS) 503 `overloaded`. 0: no limit.
+    /// Default: BLOCKING_THREADS in blocking-api (a thread for every admitted order),
+    /// 4096 in reactive-api.
+    #[arg(long, env = "MAX_IN_FLIGHT")]
+    pub max_in_flight: Option<usize>,
+    /// Longest wait for admission before 503 `overloaded`.
+    #[arg(long, env = "QUEUE_TIMEOUT_MS", default_value_t = 100)]
+    pub queue_timeout_ms: u64,
+    /// Work that has not reached the charge by then stops with 503 `deadline_exceeded` (work
+    /// past the charge always finishes).
+    #[arg(long, env = "REQUEST_DEADLINE_MS", default_value_t = 30_000)]
+    pub request_deadline_ms: u64,
+    /// statement_timeout, lock_timeout and idle_in_transaction_session_timeout of every database
+    /// connection; 0 leaves PostgreSQL's (unbounded) defaults.
+    #[arg(long, env = "DB_STATEMENT_TIMEOUT_MS", default_value_t = 5000)]
+    pub db_statement_timeout_ms: u64,
+    /// On SIGTERM/SIGINT: how long orders in flight may take to finish before the process exits.
+    #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = 20_000)]
+    pub shutdown_grace_ms: u64,
 }
+
+/// reactive-api's `MAX_IN_FLIGHT` when unset: far above what one CPU serves in a queueing-free
+/// second at the lab's rates, low enough to bound memory (≈ 32 KiB an order).
+pub const REACTIVE_MAX_IN_FLIGHT: usize = 4096;
 
 /// Never prints the request hash key.
 impl std::fmt::Debug for CommonSettings {
@@ -81,6 +104,11 @@ impl std::fmt::Debug for CommonSettings {
                 &self.request_hash_key.as_ref().map(|_| "<set>"),
             )
             .field("app_env", &self.app_env)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("queue_timeout_ms", &self.queue_timeout_ms)
+            .field("request_deadline_ms", &self.request_deadline_ms)
+            .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
+            .field("shutdown_grace_ms", &self.shutdown_grace_ms)
             .finish()
     }
 }
@@ -101,7 +129,34 @@ impl CommonSettings {
             reconcile_interval_ms: 5000,
             request_hash_key: None,
             app_env: AppEnv::Development,
+            max_in_flight: None,
+            queue_timeout_ms: 100,
+            request_deadline_ms: 30_000,
+            db_statement_timeout_ms: 5000,
+            shutdown_grace_ms: 20_000,
         }
+    }
+
+    /// PostgreSQL settings every connection starts with (sent as startup options, so they cost
+    /// no round trip): a lock wait, a stuck query or a transaction left idle ends within
+    /// `DB_STATEMENT_TIMEOUT_MS`, and the server's TCP keepalives find a vanished client.
+    pub fn session_options(&self) -> Vec<(&'static str, String)> {
+        let mut options = vec![
+            ("tcp_keepalives_idle", "30".to_owned()),
+            ("tcp_keepalives_interval", "10".to_owned()),
+            ("tcp_keepalives_count", "3".to_owned()),
+        ];
+        if self.db_statement_timeout_ms > 0 {
+            let ms = self.db_statement_timeout_ms.to_string();
+            for name in [
+                "statement_timeout",
+                "lock_timeout",
+                "idle_in_transaction_session_timeout",
+            ] {
+                options.push((name, ms.clone()));
+            }
+        }
+        options
     }
 
     /// Refuses settings that would break the money guarantees: a lease a healthy attempt could
@@ -120,6 +175,18 @@ impl CommonSettings {
             anyhow::bail!("RECONCILE_INTERVAL_MS must be above 0");
         }
         crate::request_hash::RequestHashKey::from_settings(self).map(|_| ())
+    }
+
+    pub fn queue_timeout(&self) -> Duration {
+        Duration::from_millis(self.queue_timeout_ms)
+    }
+
+    pub fn request_deadline(&self) -> Duration {
+        Duration::from_millis(self.request_deadline_ms)
+    }
+
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
     }
 
     pub fn lease(&self) -> Duration {
