@@ -1,6 +1,7 @@
 //! The database layer on diesel + r2d2: the SQL of `order_core::sql`, run with `sql_query`.
 //!
-//! Mirrors reactive-api's `db.rs`: the same statements, in the same transactions, with every
+//! Mirrors reactive-api's `db.rs`: the same statements, each in autocommit (or in the request's
+//! held transaction with `DB_TX_SCOPE=request`), with every
 //! acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting, wait time, timeouts).
 //! These functions block their thread; they only ever run on the blocking pool.
 
@@ -62,28 +63,33 @@ impl Held {
     }
 }
 
-/// One step's transaction: the request's held one, or a short one of its own.
+/// A pooled connection in autocommit: each statement is its own transaction, with no
+/// `BEGIN`/`COMMIT` round trips (every step of the order flow is one atomic statement).
+pub struct Conn {
+    conn: PooledConnection<ConnectionManager<PgConnection>>,
+    _held: HistogramTimer,
+}
+
+/// One step's connection: the request's held transaction, or an autocommit one of its own.
 // Lives on the stack for one step; boxing `Own` would only add an allocation per step.
 #[allow(clippy::large_enum_variant)]
 pub enum Step<'h> {
     Held(&'h mut Tx),
-    Own(Tx),
+    Own(Conn),
 }
 
 impl Step<'_> {
     pub fn conn(&mut self) -> &mut PgConnection {
         match self {
             Step::Held(tx) => &mut tx.conn,
-            Step::Own(tx) => &mut tx.conn,
+            Step::Own(c) => &mut c.conn,
         }
     }
 
-    /// Commits a step's own transaction; a held one commits at the end of the request.
+    /// Ends a step: its own connection's statements are already committed, and a held
+    /// transaction commits at the end of the request.
     pub fn finish(self) -> Result<(), ApiError> {
-        match self {
-            Step::Held(_) => Ok(()),
-            Step::Own(tx) => tx.commit(),
-        }
+        Ok(())
     }
 }
 
@@ -106,6 +112,18 @@ impl Db {
     pub fn pool_state(&self) -> (u32, u32) {
         let state = self.pool.state();
         (state.connections, state.idle_connections)
+    }
+
+    /// Takes a connection (bounded wait, measured) for autocommit statements.
+    pub fn acquire(&self, kind: &str) -> Result<Conn, ApiError> {
+        let timer = self.metrics.start_acquire();
+        // r2d2 only fails a checkout when DB_POOL_TIMEOUT_MS has passed.
+        let conn = self.pool.get();
+        timer.finish(conn.is_err());
+        Ok(Conn {
+            conn: conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?,
+            _held: self.metrics.tx_timer(kind),
+        })
     }
 
     /// Takes a connection (bounded wait, measured) and opens a transaction on it.
@@ -136,7 +154,7 @@ impl Db {
     pub fn step<'h>(&self, held: &'h mut Held, kind: &str) -> Result<Step<'h>, ApiError> {
         Ok(match &mut held.0 {
             Some(tx) => Step::Held(tx),
-            None => Step::Own(self.begin(kind)?),
+            None => Step::Own(self.acquire(kind)?),
         })
     }
 
@@ -169,14 +187,13 @@ impl Db {
     pub fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
         drop(held);
         let result = (|| {
-            let mut tx = self.begin("release")?;
+            let mut c = self.acquire("release")?;
             sql_query(sql::RELEASE_KEY)
                 .bind::<Text, _>(seller_id)
                 .bind::<Text, _>(reference_id)
                 .bind::<Integer, _>(attempt)
-                .execute(&mut *tx.conn)
-                .map_err(db_error)?;
-            tx.commit()
+                .execute(&mut *c.conn)
+                .map_err(db_error)
         })();
         if let Err(e) = result {
             tracing::debug!(error = %e, "could not release the key; its lease will expire");
@@ -213,13 +230,12 @@ impl Db {
             #[diesel(sql_type = Text)]
             pending_order: String,
         }
-        let mut tx = self.begin("recovery")?;
+        let mut c = self.acquire("recovery")?;
         let rows: Vec<Claimed> = sql_query(sql::CLAIM_CHARGING)
             .bind::<Double, _>(lease_seconds)
             .bind::<BigInt, _>(batch)
-            .load(&mut *tx.conn)
+            .load(&mut *c.conn)
             .map_err(db_error)?;
-        tx.commit()?;
         Ok(rows
             .into_iter()
             .map(|r| ClaimedKey {
@@ -235,14 +251,13 @@ impl Db {
 
     /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
     pub fn release_uncharged(&self, key: &ClaimedKey) -> Result<bool, ApiError> {
-        let mut tx = self.begin("recovery")?;
+        let mut c = self.acquire("recovery")?;
         let rows = sql_query(sql::RELEASE_UNCHARGED)
             .bind::<Text, _>(&key.seller_id)
             .bind::<Text, _>(&key.reference_id)
             .bind::<Integer, _>(key.attempt)
-            .execute(&mut *tx.conn)
+            .execute(&mut *c.conn)
             .map_err(db_error)?;
-        tx.commit()?;
         Ok(rows == 1)
     }
 
@@ -253,14 +268,13 @@ impl Db {
             #[diesel(sql_type = Text)]
             response_body: String,
         }
-        let mut tx = self.begin("read")?;
+        let mut c = self.acquire("read")?;
         let found: Option<Found> = sql_query(sql::FIND_ORDER)
             .bind::<Text, _>(id)
             .bind::<Text, _>(seller_id)
-            .get_result(&mut *tx.conn)
+            .get_result(&mut *c.conn)
             .map(Some)
             .or_else(not_found_is_none)?;
-        tx.commit()?;
         Ok(found.map(|f| f.response_body))
     }
 }
@@ -379,21 +393,36 @@ pub fn complete_key(
     Ok(rows == 1)
 }
 
-/// Inserts customer, order and items (the caller's transaction makes it all or nothing);
+/// Completes the key with the order's 201 and writes customer, order and items, in one statement
+/// (`sql::PERSIST_ORDER`). `false`: this attempt lost its lease, and nothing was written.
 /// `payment_key` is the gateway idempotency key of the order's charge.
-pub fn insert_order(
+pub fn persist_order(
     conn: &mut PgConnection,
+    key: (&str, &str, i32),
+    outcome: &Outcome,
     doc: &OrderDocument,
     payment_key: &str,
-) -> Result<(), ApiError> {
+) -> Result<bool, ApiError> {
     #[derive(QueryableByName)]
-    struct CustomerId {
+    struct Completed {
         #[diesel(sql_type = BigInt)]
-        id: i64,
+        completed: i64,
     }
+    let (seller_id, reference_id, attempt) = key;
     let c = &doc.customer;
     let a = &c.address;
-    let customer: CustomerId = sql_query(sql::INSERT_CUSTOMER)
+    let p = &doc.payment;
+    let positions: Vec<i32> = (1..=doc.items.len() as i32).collect();
+    let names: Vec<&str> = doc.items.iter().map(|i| i.name.as_str()).collect();
+    let quantities: Vec<i64> = doc.items.iter().map(|i| i.quantity).collect();
+    let values: Vec<i64> = doc.items.iter().map(|i| i.value).collect();
+    let row: Completed = sql_query(sql::PERSIST_ORDER)
+        .bind::<Text, _>(seller_id)
+        .bind::<Text, _>(reference_id)
+        .bind::<Integer, _>(attempt)
+        .bind::<Integer, _>(i32::from(outcome.status))
+        .bind::<Text, _>(&outcome.body)
+        .bind::<Text, _>(&doc.id)
         .bind::<Text, _>(&c.full_name)
         .bind::<Text, _>(&c.tax_id)
         .bind::<Text, _>(&a.street)
@@ -403,14 +432,6 @@ pub fn insert_order(
         .bind::<Text, _>(&a.locality)
         .bind::<Text, _>(&a.zip_code)
         .bind::<Nullable<Text>, _>(a.complement.as_deref())
-        .get_result(conn)
-        .map_err(db_error)?;
-    let p = &doc.payment;
-    sql_query(sql::INSERT_ORDER)
-        .bind::<Text, _>(&doc.id)
-        .bind::<Text, _>(&doc.seller_id)
-        .bind::<Text, _>(&doc.reference_id)
-        .bind::<BigInt, _>(customer.id)
         .bind::<Text, _>(&doc.status)
         .bind::<BigInt, _>(doc.amount)
         .bind::<BigInt, _>(doc.installments)
@@ -421,21 +442,13 @@ pub fn insert_order(
         .bind::<Text, _>(plain(&doc.risk.recommendation))
         .bind::<Timestamptz, _>(doc.created_at)
         .bind::<Text, _>(payment_key)
-        .execute(conn)
-        .map_err(db_error)?;
-    let positions: Vec<i32> = (1..=doc.items.len() as i32).collect();
-    let names: Vec<&str> = doc.items.iter().map(|i| i.name.as_str()).collect();
-    let quantities: Vec<i64> = doc.items.iter().map(|i| i.quantity).collect();
-    let values: Vec<i64> = doc.items.iter().map(|i| i.value).collect();
-    sql_query(sql::INSERT_ITEMS)
-        .bind::<Text, _>(&doc.id)
         .bind::<Array<Integer>, _>(positions)
         .bind::<Array<Text>, _>(names)
         .bind::<Array<BigInt>, _>(quantities)
         .bind::<Array<BigInt>, _>(values)
-        .execute(conn)
+        .get_result(conn)
         .map_err(db_error)?;
-    Ok(())
+    Ok(row.completed == 1)
 }
 
 /// `url` with `options=-c name=value …` added, percent-encoded, as libpq reads it.

@@ -1,6 +1,7 @@
 //! The database layer on sqlx: the SQL of `order_core::sql`, run on a `PgPool`.
 //!
-//! Mirrors blocking-api's `db.rs`: the same statements, in the same transactions, with every
+//! Mirrors blocking-api's `db.rs`: the same statements, each in autocommit (or in the request's
+//! held transaction with `DB_TX_SCOPE=request`), with every
 //! acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting, wait time, timeouts).
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use order_core::recovery::ClaimedKey;
 use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
 use prometheus::HistogramTimer;
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
 
@@ -40,28 +42,31 @@ impl Held {
     }
 }
 
-/// One step's transaction: the request's held one, or a short one of its own.
-// Lives on the stack for one step; boxing `Own` would only add an allocation per step.
-#[allow(clippy::large_enum_variant)]
+/// A pooled connection in autocommit: each statement is its own transaction, with no
+/// `BEGIN`/`COMMIT` round trips (every step of the order flow is one atomic statement).
+pub struct Conn {
+    conn: PoolConnection<Postgres>,
+    _held: HistogramTimer,
+}
+
+/// One step's connection: the request's held transaction, or an autocommit one of its own.
 pub enum Step<'h> {
     Held(&'h mut Tx),
-    Own(Tx),
+    Own(Conn),
 }
 
 impl Step<'_> {
     pub fn conn(&mut self) -> &mut PgConnection {
         match self {
             Step::Held(tx) => &mut tx.tx,
-            Step::Own(tx) => &mut tx.tx,
+            Step::Own(c) => &mut c.conn,
         }
     }
 
-    /// Commits a step's own transaction; a held one commits at the end of the request.
+    /// Ends a step: its own connection's statements are already committed, and a held
+    /// transaction commits at the end of the request.
     pub async fn finish(self) -> Result<(), ApiError> {
-        match self {
-            Step::Held(_) => Ok(()),
-            Step::Own(tx) => tx.tx.commit().await.map_err(db_error),
-        }
+        Ok(())
     }
 }
 
@@ -87,6 +92,24 @@ impl Db {
     /// Open connections and idle ones, for the pool gauges.
     pub fn pool_state(&self) -> (u32, u32) {
         (self.pool.size(), self.pool.num_idle() as u32)
+    }
+
+    /// Takes a connection (bounded wait, measured) for autocommit statements.
+    pub async fn acquire(&self, kind: &str) -> Result<Conn, ApiError> {
+        let timer = self.metrics.start_acquire();
+        match self.pool.acquire().await {
+            Ok(conn) => {
+                timer.finish(false);
+                Ok(Conn {
+                    conn,
+                    _held: self.metrics.tx_timer(kind),
+                })
+            }
+            Err(e) => {
+                timer.finish(matches!(e, sqlx::Error::PoolTimedOut));
+                Err(ApiError::DatabaseUnavailable(e.into()))
+            }
+        }
     }
 
     /// Takes a connection (bounded wait, measured) and opens a transaction on it.
@@ -119,7 +142,7 @@ impl Db {
     pub async fn step<'h>(&self, held: &'h mut Held, kind: &str) -> Result<Step<'h>, ApiError> {
         Ok(match &mut held.0 {
             Some(tx) => Step::Held(tx),
-            None => Step::Own(self.begin(kind).await?),
+            None => Step::Own(self.acquire(kind).await?),
         })
     }
 
@@ -157,15 +180,14 @@ impl Db {
     pub async fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
         drop(held);
         let result = async {
-            let mut tx = self.begin("release").await?;
+            let mut c = self.acquire("release").await?;
             sqlx::query(sql::RELEASE_KEY)
                 .bind(seller_id)
                 .bind(reference_id)
                 .bind(attempt)
-                .execute(&mut *tx.tx)
+                .execute(&mut *c.conn)
                 .await
-                .map_err(db_error)?;
-            tx.tx.commit().await.map_err(db_error)
+                .map_err(db_error)
         };
         if let Err(e) = result.await {
             tracing::debug!(error = %e, "could not release the key; its lease will expire");
@@ -190,14 +212,13 @@ impl Db {
         lease_seconds: f64,
         batch: i64,
     ) -> Result<Vec<ClaimedKey>, ApiError> {
-        let mut tx = self.begin("recovery").await?;
+        let mut c = self.acquire("recovery").await?;
         let rows = sqlx::query(sql::CLAIM_CHARGING)
             .bind(lease_seconds)
             .bind(batch)
-            .fetch_all(&mut *tx.tx)
+            .fetch_all(&mut *c.conn)
             .await
             .map_err(db_error)?;
-        tx.tx.commit().await.map_err(db_error)?;
         rows.iter()
             .map(|r| {
                 Ok(ClaimedKey {
@@ -215,28 +236,26 @@ impl Db {
 
     /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
     pub async fn release_uncharged(&self, key: &ClaimedKey) -> Result<bool, ApiError> {
-        let mut tx = self.begin("recovery").await?;
+        let mut c = self.acquire("recovery").await?;
         let done = sqlx::query(sql::RELEASE_UNCHARGED)
             .bind(&key.seller_id)
             .bind(&key.reference_id)
             .bind(key.attempt)
-            .execute(&mut *tx.tx)
+            .execute(&mut *c.conn)
             .await
             .map_err(db_error)?;
-        tx.tx.commit().await.map_err(db_error)?;
         Ok(done.rows_affected() == 1)
     }
 
     /// The stored document of an order, if it belongs to `seller_id`.
     pub async fn find_order(&self, id: &str, seller_id: &str) -> Result<Option<String>, ApiError> {
-        let mut tx = self.begin("read").await?;
+        let mut c = self.acquire("read").await?;
         let row = sqlx::query(sql::FIND_ORDER)
             .bind(id)
             .bind(seller_id)
-            .fetch_optional(&mut *tx.tx)
+            .fetch_optional(&mut *c.conn)
             .await
             .map_err(db_error)?;
-        tx.tx.commit().await.map_err(db_error)?;
         row.map(|r| r.try_get::<String, _>(0).map_err(db_error))
             .transpose()
     }
@@ -338,16 +357,31 @@ pub async fn complete_key(
     Ok(done.rows_affected() == 1)
 }
 
-/// Inserts customer, order and items (the caller's transaction makes it all or nothing);
+/// Completes the key with the order's 201 and writes customer, order and items, in one statement
+/// (`sql::PERSIST_ORDER`). `false`: this attempt lost its lease, and nothing was written.
 /// `payment_key` is the gateway idempotency key of the order's charge.
-pub async fn insert_order(
+pub async fn persist_order(
     conn: &mut PgConnection,
+    key: (&str, &str, i32),
+    outcome: &Outcome,
     doc: &OrderDocument,
     payment_key: &str,
-) -> Result<(), ApiError> {
+) -> Result<bool, ApiError> {
+    let (seller_id, reference_id, attempt) = key;
     let c = &doc.customer;
     let a = &c.address;
-    let customer_id: i64 = sqlx::query(sql::INSERT_CUSTOMER)
+    let p = &doc.payment;
+    let positions: Vec<i32> = (1..=doc.items.len() as i32).collect();
+    let names: Vec<&str> = doc.items.iter().map(|i| i.name.as_str()).collect();
+    let quantities: Vec<i64> = doc.items.iter().map(|i| i.quantity).collect();
+    let values: Vec<i64> = doc.items.iter().map(|i| i.value).collect();
+    let completed: i64 = sqlx::query(sql::PERSIST_ORDER)
+        .bind(seller_id)
+        .bind(reference_id)
+        .bind(attempt)
+        .bind(i32::from(outcome.status))
+        .bind(&outcome.body)
+        .bind(&doc.id)
         .bind(&c.full_name)
         .bind(&c.tax_id)
         .bind(&a.street)
@@ -357,16 +391,6 @@ pub async fn insert_order(
         .bind(&a.locality)
         .bind(&a.zip_code)
         .bind(a.complement.as_deref())
-        .fetch_one(&mut *conn)
-        .await
-        .and_then(|row| row.try_get(0))
-        .map_err(db_error)?;
-    let p = &doc.payment;
-    sqlx::query(sql::INSERT_ORDER)
-        .bind(&doc.id)
-        .bind(&doc.seller_id)
-        .bind(&doc.reference_id)
-        .bind(customer_id)
         .bind(&doc.status)
         .bind(doc.amount)
         .bind(doc.installments)
@@ -377,23 +401,15 @@ pub async fn insert_order(
         .bind(plain(&doc.risk.recommendation))
         .bind(doc.created_at)
         .bind(payment_key)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    let positions: Vec<i32> = (1..=doc.items.len() as i32).collect();
-    let names: Vec<&str> = doc.items.iter().map(|i| i.name.as_str()).collect();
-    let quantities: Vec<i64> = doc.items.iter().map(|i| i.quantity).collect();
-    let values: Vec<i64> = doc.items.iter().map(|i| i.value).collect();
-    sqlx::query(sql::INSERT_ITEMS)
-        .bind(&doc.id)
         .bind(positions)
         .bind(names)
         .bind(quantities)
         .bind(values)
-        .execute(&mut *conn)
+        .fetch_one(&mut *conn)
         .await
+        .and_then(|row| row.try_get(0))
         .map_err(db_error)?;
-    Ok(())
+    Ok(completed == 1)
 }
 
 /// Pool timeouts and lost connections are `database_unavailable`; anything else is a bug.

@@ -238,7 +238,14 @@ async fn complete(
     placed: Option<(&OrderDocument, &str)>,
 ) -> Result<Outcome, ApiError> {
     let mut step = app.db.step(held, "persist").await?;
-    if !db::complete_key(step.conn(), seller_id, reference_id, attempt, &outcome).await? {
+    let completed = match placed {
+        Some((doc, payment_key)) => {
+            let key = (seller_id, reference_id, attempt);
+            db::persist_order(step.conn(), key, &outcome, doc, payment_key).await?
+        }
+        None => db::complete_key(step.conn(), seller_id, reference_id, attempt, &outcome).await?,
+    };
+    if !completed {
         // Either an earlier try of ours committed (its answer was lost), or another attempt took
         // the key over after our lease expired and owns the outcome.
         let existing = db::find_key(step.conn(), seller_id, reference_id).await?;
@@ -248,9 +255,6 @@ async fn complete(
         } else {
             Err(ApiError::RequestInProgress)
         };
-    }
-    if let Some((doc, payment_key)) = placed {
-        db::insert_order(step.conn(), doc, payment_key).await?;
     }
     step.finish().await?;
     Ok(outcome)

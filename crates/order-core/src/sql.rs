@@ -83,28 +83,46 @@ UPDATE idempotency_keys
        lease_expires_at = now(), updated_at = now()
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'";
 
-/// `$1`..`$9`: full_name, tax_id, street, number, state, city, locality, zip_code, complement.
-pub const INSERT_CUSTOMER: &str = "\
-INSERT INTO customers (full_name, tax_id, street, number, state, city, locality, zip_code, complement)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id";
-
-/// `$1` id, `$2` seller_id, `$3` reference_id, `$4` customer_id, `$5` status, `$6` amount,
-/// `$7` installments, `$8` payment_method, `$9` card_last4, `$10` payment_code,
-/// `$11` payment_status, `$12` risk_recommendation, `$13` created_at, `$14` payment_key (the
-/// gateway idempotency key of the order's charge).
-pub const INSERT_ORDER: &str = "\
-INSERT INTO orders (id, seller_id, reference_id, customer_id, status, amount, installments,
-                    payment_method, card_last4, payment_code, payment_status, risk_recommendation,
-                    created_at, payment_key)
-VALUES ($1, $2, $3, $4, $5, $6, $7::int4, $8, $9, $10, $11, $12, $13, $14)";
-
-/// All items in one statement. `$1` order_id, `$2` positions, `$3` names, `$4` quantities,
-/// `$5` values (arrays of equal length).
-pub const INSERT_ITEMS: &str = "\
-INSERT INTO order_items (order_id, position, name, quantity, value)
-SELECT $1, t.position, t.name, t.quantity, t.value
-  FROM UNNEST($2::int4[], $3::text[], $4::int8[], $5::int8[]) AS t(position, name, quantity, value)";
+/// Completes the key with its 201 and writes the order — customer, order and items — in one
+/// statement (data-modifying CTEs, atomic on its own: no BEGIN/COMMIT round trips). Fenced by the
+/// attempt: when the key is no longer this attempt's, nothing is written and the count is 0.
+/// `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` response status, `$5` response body,
+/// `$6` order id; customer `$7`..`$15`: full_name, tax_id, street, number, state, city, locality,
+/// zip_code, complement; order `$16` status, `$17` amount, `$18` installments, `$19`
+/// payment_method, `$20` card_last4, `$21` payment_code, `$22` payment_status, `$23`
+/// risk_recommendation, `$24` created_at, `$25` payment_key (the gateway idempotency key of the
+/// order's charge); items `$26` positions, `$27` names, `$28` quantities, `$29` values (arrays of
+/// equal length).
+pub const PERSIST_ORDER: &str = "\
+WITH k AS (
+    UPDATE idempotency_keys
+       SET state = 'COMPLETED', response_status = $4::int4, response_body = $5::text,
+           order_id = $6::text, updated_at = now()
+     WHERE seller_id = $1::text AND reference_id = $2::text AND attempt = $3::int4
+       AND state IN ('IN_PROGRESS', 'CHARGING')
+ RETURNING seller_id, reference_id
+), c AS (
+    INSERT INTO customers (full_name, tax_id, street, number, state, city, locality, zip_code,
+                           complement)
+    SELECT $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,
+           $15::text
+      FROM k
+ RETURNING id
+), o AS (
+    INSERT INTO orders (id, seller_id, reference_id, customer_id, status, amount, installments,
+                        payment_method, card_last4, payment_code, payment_status,
+                        risk_recommendation, created_at, payment_key)
+    SELECT $6::text, k.seller_id, k.reference_id, c.id, $16::text, $17::int8, $18::int4,
+           $19::text, $20::text, $21::text, $22::text, $23::text, $24::timestamptz, $25::text
+      FROM k, c
+ RETURNING id
+), i AS (
+    INSERT INTO order_items (order_id, position, name, quantity, value)
+    SELECT o.id, t.position, t.name, t.quantity, t.value
+      FROM o, UNNEST($26::int4[], $27::text[], $28::int8[], $29::int8[])
+              AS t(position, name, quantity, value)
+)
+SELECT count(*) AS completed FROM k";
 
 /// The order document of `$1` (order id) if it belongs to seller `$2`.
 pub const FIND_ORDER: &str = "\

@@ -35,6 +35,8 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("fsync", "off"),
     ("synchronous_commit", "off"),
     ("full_page_writes", "off"),
+    // Statements per order are counted with pg_stat_statements (`CREATE EXTENSION` per database).
+    ("shared_preload_libraries", "pg_stat_statements"),
 ];
 
 /// A running cluster; stopped and deleted on drop.
