@@ -16,6 +16,10 @@ use order_core::settings::CommonSettings;
 pub struct Deps {
     http: reqwest::blocking::Client,
     base: String,
+    /// The three per-order URLs, parsed once (not per call).
+    seller_url: reqwest::Url,
+    risk_url: reqwest::Url,
+    pay_url: reqwest::Url,
     metrics: Arc<Metrics>,
 }
 
@@ -33,9 +37,13 @@ impl Deps {
             .join()
             .map_err(|_| anyhow::anyhow!("building the HTTP client panicked"))?
             .context("building the HTTP client")?;
+        let base = settings.deps_url.trim_end_matches('/').to_owned();
         Ok(Deps {
             http,
-            base: settings.deps_url.trim_end_matches('/').to_owned(),
+            seller_url: parse(&base, deps::SELLER_PATH)?,
+            risk_url: parse(&base, deps::RISK_PATH)?,
+            pay_url: parse(&base, deps::PAY_PATH)?,
+            base,
             metrics,
         })
     }
@@ -45,7 +53,7 @@ impl Deps {
     pub fn authenticate(&self, token: &str, timeout: Duration) -> Result<String, ApiError> {
         let request = self
             .http
-            .get(format!("{}{}", self.base, deps::SELLER_PATH))
+            .get(self.seller_url.clone())
             .timeout(timeout)
             .header("Authorization", token);
         let (status, body) = self.call(Dependency::Seller, request)?;
@@ -61,7 +69,7 @@ impl Deps {
     ) -> Result<Recommendation, ApiError> {
         let request = self
             .http
-            .post(format!("{}{}", self.base, deps::RISK_PATH))
+            .post(self.risk_url.clone())
             .timeout(timeout)
             .json(&RiskRequest::new(seller_id, order));
         let (status, body) = self.call(Dependency::Risk, request)?;
@@ -73,7 +81,7 @@ impl Deps {
     pub fn pay(&self, gateway_key: &str, order: &ValidOrder) -> Result<PayResult, ApiError> {
         let request = self
             .http
-            .post(format!("{}{}", self.base, deps::PAY_PATH))
+            .post(self.pay_url.clone())
             .header("Idempotency-Key", gateway_key)
             .json(&PayRequest::new(order));
         let (status, body) = self.call(Dependency::Payment, request)?;
@@ -110,4 +118,9 @@ impl Deps {
             .observe_dependency(dependency.as_str(), ok, start);
         result.map_err(|e| ApiError::dependency(dependency, e))
     }
+}
+
+/// `DEPS_URL` + a path, as a URL.
+fn parse(base: &str, path: &str) -> anyhow::Result<reqwest::Url> {
+    reqwest::Url::parse(&format!("{base}{path}")).with_context(|| format!("DEPS_URL {base:?}"))
 }
