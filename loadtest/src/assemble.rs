@@ -134,6 +134,8 @@ pub fn assemble(
         invariants: Vec::new(),
         knee_rps,
         goose_reports: meta.goose_reports,
+        money: None,
+        retries: out.retries.clone(),
     }
 }
 

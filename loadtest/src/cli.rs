@@ -54,6 +54,10 @@ pub struct LoadOpts {
     /// Number of seller tokens (sk_seller-01 … sk_seller-NN) to spread requests over.
     #[arg(long, default_value_t = 16)]
     pub sellers: u32,
+    /// Clients retry (same reference_id and body, honouring Retry-After, capped exponential
+    /// backoff) and give up this many seconds after their first attempt; unset = one attempt each.
+    #[arg(long)]
+    pub retry_for_s: Option<f64>,
     /// Hide the progress bars.
     #[arg(long)]
     pub no_progress: bool,
@@ -119,7 +123,22 @@ pub struct LabArgs {
     /// (e.g. pay=5000@30+30: payment answers in 5 s from t=30 s to t=60 s).
     #[arg(long)]
     pub inject: Option<String>,
-    /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency):
+    /// LEASE_MS for every API: how long an attempt owns its key (also bounds the end-of-run wait
+    /// for CHARGING keys, with two recovery intervals).
+    #[arg(long, default_value_t = 30_000)]
+    pub lease_ms: u64,
+    /// RECONCILE_INTERVAL_MS for every API: the period of its recovery loop.
+    #[arg(long, default_value_t = 5000)]
+    pub reconcile_interval_ms: u64,
+    /// Faults during the measured run: pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,
+    /// kill-api@S[+DOWN],restart-db@S (seconds into the run; see loadtest/README.md).
+    #[arg(long)]
+    pub faults: Option<String>,
+    /// The ephemeral PostgreSQL commits synchronously (synchronous_commit = on; off by default
+    /// for less disk noise), so a committed order survives an immediate restart.
+    #[arg(long)]
+    pub synchronous_commit: bool,
+    /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency, faults):
     /// several lab runs, one comparison table. See `loadtest scenarios`.
     #[arg(long)]
     pub scenario: Option<String>,

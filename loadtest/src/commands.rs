@@ -153,6 +153,9 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
             .map(|g| dir.join(g).display().to_string())
             .collect(),
         progress: (!load.no_progress).then(|| label.clone()),
+        retry: load
+            .retry_for_s
+            .map(crate::retry::RetryPolicy::giving_up_after),
     };
     let meta = RunMeta {
         api: label.clone(),
@@ -165,6 +168,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
             profile: profile.info(),
             mock_latency_ms: latency,
             injection: None,
+            faults: None,
             api_settings: Default::default(),
             limits: not_enforced("`loadtest run` does not manage the target's limits"),
             tx_scope: "unknown".to_owned(),
@@ -192,5 +196,15 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         Some(&metrics_url),
     )
     .await;
+    // The target's LEASE_MS and RECONCILE_INTERVAL_MS are not known here: the APIs' defaults.
+    let settle = crate::money::settle_bound(30_000, 5000);
+    let (money, checks) = crate::money::count(
+        args.database_url.as_deref(),
+        args.deps_url.as_deref(),
+        settle,
+    )
+    .await;
+    results.money = money;
+    results.invariants.extend(checks);
     Ok(results)
 }

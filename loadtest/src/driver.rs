@@ -20,11 +20,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use goose::prelude::*;
 
-use crate::body::BodyGen;
-use crate::http::{fire, order_client};
+use crate::body::{BodyGen, OrderRequest};
+use crate::http::{Outcome, fire, order_client};
 use crate::profile::{Model, Profile};
 use crate::progress::Progress;
 use crate::recorder::Recorder;
+use crate::results::RetryRecord;
+use crate::retry::{AttemptLog, RetryPolicy};
 
 /// The run's clock: set by the first transaction, read by the sampler.
 pub type Clock = Arc<OnceLock<Instant>>;
@@ -45,6 +47,8 @@ pub struct DriverConfig {
     pub goose_reports: Vec<String>,
     /// Progress bar label; `None` hides the bars.
     pub progress: Option<String>,
+    /// Clients retry (same key, same body) under this policy; `None` = one attempt each.
+    pub retry: Option<RetryPolicy>,
 }
 
 /// What the driver measured.
@@ -57,6 +61,8 @@ pub struct DriverOutput {
     pub started_at: chrono::DateTime<chrono::Utc>,
     /// From the run's clock start (first arrival) to the last response.
     pub elapsed_s: Option<f64>,
+    /// Retrying clients' attempts (with [`DriverConfig::retry`]).
+    pub retries: Option<RetryRecord>,
 }
 
 pub(crate) struct Shared {
@@ -71,6 +77,7 @@ pub(crate) struct Shared {
     pub(crate) phases_run: AtomicU64,
     pub(crate) started_at: OnceLock<chrono::DateTime<chrono::Utc>>,
     pub(crate) progress: Mutex<Progress>,
+    pub(crate) attempts: Option<Mutex<AttemptLog>>,
 }
 
 impl Shared {
@@ -83,6 +90,17 @@ impl Shared {
 
     pub(crate) fn rec(&self) -> std::sync::MutexGuard<'_, Recorder> {
         self.recorder.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One request — or, with a retry policy, one retrying client — to its final outcome.
+    pub(crate) async fn send(&self, t0: Instant, request: &OrderRequest) -> Outcome {
+        match (&self.cfg.retry, &self.attempts) {
+            (Some(policy), Some(log)) => {
+                let timeout = self.cfg.request_timeout;
+                crate::retry::send(&self.client, &self.url, request, policy, timeout, t0, log).await
+            }
+            _ => fire(&self.client, &self.url, request).await,
+        }
     }
 }
 
@@ -115,6 +133,7 @@ pub async fn drive(cfg: DriverConfig, clock: Clock) -> Result<DriverOutput> {
         phases_run: AtomicU64::new(phases as u64),
         started_at: OnceLock::new(),
         progress: Mutex::new(progress),
+        attempts: cfg.retry.as_ref().map(|p| Mutex::new(AttemptLog::new(p))),
         cfg,
     });
     let (users, iterations, transaction) = match shared.cfg.profile.model {
@@ -158,6 +177,9 @@ pub async fn drive(cfg: DriverConfig, clock: Clock) -> Result<DriverOutput> {
             .into_inner()
             .unwrap_or_else(|e| e.into_inner()),
         phases_run: shared.phases_run.load(Ordering::SeqCst) as usize,
+        retries: shared
+            .attempts
+            .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()).finish()),
         started_at: shared
             .started_at
             .get()
@@ -223,7 +245,7 @@ async fn closed_request(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResu
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .arrival(0);
-    let outcome = fire(&s.client, &s.url, &request).await;
+    let outcome = s.send(t0, &request).await;
     let end = Instant::now();
     let latency = end.saturating_duration_since(start);
     s.rec().completed(since(t0, end), latency, 0, &outcome.kind);

@@ -28,6 +28,8 @@ pub struct Outcome {
     pub status: Option<u16>,
     /// Error detail for goose's error table.
     pub error: Option<String>,
+    /// The answer's `Retry-After` (whole seconds), when it had one.
+    pub retry_after: Option<Duration>,
 }
 
 impl Outcome {
@@ -37,6 +39,7 @@ impl Outcome {
             kind: OUTCOME_NOT_SENT.to_owned(),
             status: None,
             error: Some("not sent: generator in-flight cap reached".to_owned()),
+            retry_after: None,
         }
     }
 
@@ -55,6 +58,7 @@ impl Outcome {
             kind: kind.to_owned(),
             status: None,
             error: Some(format!("{kind}: {e}")),
+            retry_after: None,
         }
     }
 }
@@ -73,15 +77,27 @@ pub fn order_client(timeout: Duration) -> Result<reqwest::Client> {
         .context("building the HTTP client")
 }
 
-/// Sends one order and waits for the whole answer.
+/// Sends one order and waits for the whole answer (within the client's timeout).
 pub async fn fire(client: &reqwest::Client, url: &str, request: &OrderRequest) -> Outcome {
-    let sent = client
+    fire_within(client, url, request, None).await
+}
+
+/// [`fire`], with a shorter timeout for this request when `timeout` is given.
+pub async fn fire_within(
+    client: &reqwest::Client,
+    url: &str,
+    request: &OrderRequest,
+    timeout: Option<Duration>,
+) -> Outcome {
+    let mut builder = client
         .post(url)
         .header(AUTHORIZATION, &*request.token)
         .header(CONTENT_TYPE, "application/json")
-        .body(request.body.to_vec())
-        .send()
-        .await;
+        .body(request.body.to_vec());
+    if let Some(t) = timeout {
+        builder = builder.timeout(t);
+    }
+    let sent = builder.send().await;
     let response = match sent {
         Ok(r) => r,
         Err(e) => return classify_error(&e),
@@ -91,6 +107,11 @@ pub async fn fire(client: &reqwest::Client, url: &str, request: &OrderRequest) -
         .headers()
         .get("idempotent-replayed")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"));
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
     let body = match response.bytes().await {
         Ok(b) => b,
         Err(e) => return classify_error(&e),
@@ -105,6 +126,7 @@ pub async fn fire(client: &reqwest::Client, url: &str, request: &OrderRequest) -
         kind,
         status: Some(status),
         error,
+        retry_after,
     }
 }
 

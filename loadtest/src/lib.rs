@@ -13,7 +13,10 @@
 //!   own CPU; [`assemble`] turns all that into [`results::RunResults`] (the documented, versioned
 //!   results file) and flags harness-bound runs;
 //! - [`lab`] + [`services`] + [`invariants`]: PostgreSQL, mock-deps and each API in its cgroup,
-//!   fresh state, warm-up, measurement, end-of-run checks; [`report`]: report.html and summary.md.
+//!   fresh state, warm-up, measurement, end-of-run checks; [`money`]: every charge against the
+//!   orders, once the API settled them; [`report`]: report.html and summary.md;
+//! - [`retry`]: clients that retry like a careful payment client; [`faults`]: payment failures,
+//!   a killed API and a restarted database during a run (`--scenario faults`).
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 
@@ -22,15 +25,18 @@ pub mod body;
 pub mod cli;
 pub mod commands;
 pub mod driver;
+pub mod faults;
 pub mod http;
 pub mod inject;
 pub mod invariants;
 pub mod lab;
+pub mod money;
 pub mod profile;
 pub mod progress;
 pub mod recorder;
 pub mod report;
 pub mod results;
+pub mod retry;
 pub mod run;
 pub mod sampler;
 pub mod scenario;

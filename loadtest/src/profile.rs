@@ -31,6 +31,7 @@ pub const BUILTIN: &[&str] = &[
     "ramp-300",
     "ramp-600",
     "ramp-750",
+    "constant-30-60",
     "seed-gatling",
     "stress",
     "closed-30-300",
@@ -105,7 +106,8 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Parses `ramp-N`, `seed-gatling`, `stress` or `closed-C-N`.
+    /// Parses `ramp-N`, `constant-N-S` (N/s for S seconds), `seed-gatling`, `stress` or
+    /// `closed-C-N`.
     pub fn parse(name: &str, duration_scale: f64) -> Result<Profile> {
         if !(duration_scale.is_finite() && duration_scale > 0.0) {
             bail!("--duration-scale must be a positive number, got {duration_scale}");
@@ -119,6 +121,12 @@ impl Profile {
                 ("ramp-down", 30.0 * f, n, 0.0),
             ]);
             (Model::Open, phases)
+        } else if let Some(rest) = name.strip_prefix("constant-") {
+            let (n, secs) = rest
+                .split_once('-')
+                .with_context(|| format!("profile {name}: expected constant-N-S"))?;
+            let (n, secs) = (number(n, name)? as f64, number(secs, name)? as f64);
+            (Model::Open, chain(&[("constant", secs * f, n, n)]))
         } else if name == "seed-gatling" {
             // rampUsers(750) during 30 s = 750 arrivals spread evenly = 25/s; then
             // constantUsersPerSec(750) during 30 s; then 30 s with no arrivals.

@@ -83,6 +83,19 @@ fn stress_steps_climb_by_50() {
 }
 
 #[test]
+fn constant_is_one_plateau_at_a_fixed_rate() {
+    let p = Profile::parse("constant-30-60", 0.5).unwrap();
+    assert_eq!(p.phases.len(), 1);
+    assert_eq!(p.plateau(), Some(0));
+    assert_eq!(p.duration_s(), 30.0);
+    assert_eq!(p.planned_requests(), 900);
+    let secs = per_second(&p);
+    assert!(secs[..30].iter().all(|&n| n == 30), "{secs:?}");
+    assert!(Profile::parse("constant-30", 1.0).is_err());
+    assert!(Profile::parse("constant-0-60", 1.0).is_err());
+}
+
+#[test]
 fn closed_profiles_and_errors() {
     let p = Profile::parse("closed-30-300", 1.0).unwrap();
     assert_eq!(

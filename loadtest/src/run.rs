@@ -40,8 +40,18 @@ pub async fn measure(
     meta: RunMeta,
     targets: SampleTargets,
 ) -> Result<RunResults> {
+    measure_on(Arc::new(OnceLock::new()), driver, meta, targets).await
+}
+
+/// [`measure`] on a clock the caller holds: it is set when the first arrival is due, so events
+/// scheduled against it (injected faults) land at exact times of the run.
+pub async fn measure_on(
+    clock: Clock,
+    driver: DriverConfig,
+    meta: RunMeta,
+    targets: SampleTargets,
+) -> Result<RunResults> {
     let profile = driver.profile.clone();
-    let clock: Clock = Arc::new(OnceLock::new());
     let stop = Arc::new(AtomicBool::new(false));
     let sampling = tokio::spawn(sampler::run(targets, clock.clone(), stop.clone()));
     let out = drive(driver, clock).await;
@@ -128,6 +138,29 @@ pub async fn ledger(deps_url: &str) -> Result<serde_json::Value> {
         .error_for_status()?
         .json()
         .await?)
+}
+
+/// mock-deps' ledger with the per-key detail (`GET /admin/ledger?detail=true`).
+pub async fn ledger_detail(deps_url: &str) -> Result<serde_json::Value> {
+    Ok(admin(deps_url)
+        .get(format!("{}/admin/ledger?detail=true", base(deps_url)))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?)
+}
+
+/// Applies a partial mock-deps configuration (`PUT /admin/config`), e.g. fault rates.
+pub async fn patch_mock_config(deps_url: &str, doc: &serde_json::Value) -> Result<()> {
+    admin(deps_url)
+        .put(format!("{}/admin/config", base(deps_url)))
+        .json(doc)
+        .send()
+        .await?
+        .error_for_status()
+        .with_context(|| format!("mock-deps refused the configuration {doc}"))?;
+    Ok(())
 }
 
 fn base(url: &str) -> &str {

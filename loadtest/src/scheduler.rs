@@ -14,7 +14,7 @@ use goose::prelude::*;
 use tokio::sync::mpsc;
 
 use crate::driver::{Shared, since};
-use crate::http::{Outcome, fire};
+use crate::http::Outcome;
 use crate::recorder::SLOW_US;
 
 /// The stress rule's latency limit, seconds.
@@ -136,7 +136,7 @@ fn launch(s: &Arc<Shared>, t0: Instant, at_s: f64, phase: usize, tx: mpsc::Unbou
             start.saturating_duration_since(intended),
             phase,
         );
-        let outcome = fire(&s.client, &s.url, &request).await;
+        let outcome = s.send(t0, &request).await;
         let end = Instant::now();
         let latency = end.saturating_duration_since(intended);
         s.rec()

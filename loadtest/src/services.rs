@@ -24,28 +24,53 @@ pub struct Database {
     pub url: String,
     /// The postmaster, when the lab started the cluster (sampled with its backends).
     pub pid: Option<u32>,
-    _cluster: Option<EphemeralPostgres>,
+    cluster: Option<EphemeralPostgres>,
 }
 
 impl Database {
     /// `url` if given, else an ephemeral cluster from the system's PostgreSQL binaries.
     pub fn open(url: Option<&str>) -> Result<Database> {
+        Self::open_with(url, false)
+    }
+
+    /// [`Database::open`]; an ephemeral cluster gets `synchronous_commit = on` when
+    /// `synchronous_commit` is set (labkit turns it off by default), so that a committed order
+    /// survives an immediate restart of the server.
+    pub fn open_with(url: Option<&str>, synchronous_commit: bool) -> Result<Database> {
         if let Some(url) = url {
             return Ok(Database {
                 url: url.to_owned(),
                 pid: None,
-                _cluster: None,
+                cluster: None,
             });
         }
-        let pg = EphemeralPostgres::start().context(
+        let overrides: &[(&str, &str)] = if synchronous_commit {
+            &[("synchronous_commit", "on")]
+        } else {
+            &[]
+        };
+        let pg = EphemeralPostgres::start_with_settings(overrides).context(
             "starting an ephemeral PostgreSQL (install the PostgreSQL server package, e.g. \
              `apt-get install postgresql`, or pass --database-url postgres://…)",
         )?;
         Ok(Database {
             url: pg.url(),
             pid: Some(pg.pid()),
-            _cluster: Some(pg),
+            cluster: Some(pg),
         })
+    }
+
+    /// `true` when the lab started this cluster (and so may restart it).
+    pub fn is_ephemeral(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// `pg_ctl restart -m immediate` of the lab's own cluster (a crash and recovery).
+    pub fn restart_immediate(&self) -> Result<u32> {
+        self.cluster
+            .as_ref()
+            .context("the database is not the lab's own cluster: it cannot be restarted")?
+            .restart_immediate()
     }
 }
 
@@ -102,7 +127,12 @@ pub struct ApiProcess {
     /// `release` or `debug`, from where the binary was found.
     pub build_profile: String,
     process: ServiceProcess,
-    _group: Option<LimitedGroup>,
+    group: Option<LimitedGroup>,
+    /// How it was started, to start it again the same way after a kill.
+    name: String,
+    bin: PathBuf,
+    env: Vec<(String, String)>,
+    log: PathBuf,
 }
 
 impl ApiProcess {
@@ -127,13 +157,8 @@ impl ApiProcess {
             .collect();
         env.push(("BIND_ADDR".to_owned(), format!("127.0.0.1:{port}")));
         env.push(("RUST_LOG".to_owned(), "warn".to_owned()));
-        let process = ServiceProcess::spawn(
-            name,
-            &bin,
-            Vec::<String>::new(),
-            env,
-            &logs.join(format!("{name}.log")),
-        )?;
+        let log = logs.join(format!("{name}.log"));
+        let process = ServiceProcess::spawn(name, &bin, Vec::<String>::new(), env.clone(), &log)?;
         let (group, limits) = if limits {
             confine(name, process.pid())
         } else {
@@ -147,8 +172,38 @@ impl ApiProcess {
             limits,
             build_profile: build_profile.to_owned(),
             process,
-            _group: group,
+            group,
+            name: name.to_owned(),
+            bin,
+            env,
+            log,
         })
+    }
+
+    /// `kill -9` of the API's process group: a crash, nothing flushed, nothing answered.
+    pub fn kill(&self) -> Result<()> {
+        self.process.kill()?;
+        Ok(())
+    }
+
+    /// Starts the API again with the same binary, settings and port, in the same cgroup, and
+    /// waits for `/ready`; `pid` is the new process's.
+    pub fn restart(&mut self) -> Result<()> {
+        let process = ServiceProcess::spawn(
+            &self.name,
+            &self.bin,
+            Vec::<String>::new(),
+            self.env.clone(),
+            &self.log,
+        )?;
+        if let Some(g) = &self.group {
+            g.add_pid(process.pid())
+                .with_context(|| format!("moving the restarted {} into its cgroup", self.name))?;
+        }
+        process.wait_ready(&format!("{}/ready", self.url), READY_TIMEOUT)?;
+        self.pid = process.pid();
+        self.process = process;
+        Ok(())
     }
 
     /// Stops the process (SIGTERM, then SIGKILL after the grace period) and removes its cgroup.

@@ -1,6 +1,7 @@
 //! The lab end to end at a tiny scale: both APIs started by the lab (in cgroups where the host
 //! allows), 1 ms mocks, `ramp-20` squeezed to ~5 s. Checks that every file is written and that
-//! the counts reconcile: sent = completed, orders in the database = 201s, no key charged twice.
+//! the counts reconcile: sent = completed, orders in the database = 201s, no key charged twice,
+//! and that the money line balances (every charge is one order).
 //!
 //! Needs the `blocking-api`, `reactive-api` and `mock-deps` binaries: `scripts/test.sh` builds
 //! them before the tests (`cargo test` alone builds only this package's binary). PostgreSQL: a fresh database on `TEST_DATABASE_URL`'s server
@@ -115,16 +116,38 @@ async fn lab_runs_both_apis_and_the_counts_reconcile() {
             "{label}: every valid order is a 201: {:?}",
             s.errors_by_kind
         );
-        assert_eq!(r.invariants.len(), 6, "{:?}", r.invariants);
+        assert_eq!(r.invariants.len(), 10, "{:?}", r.invariants);
         for c in &r.invariants {
             assert_eq!(c.ok, Some(true), "{label}: {} — {}", c.name, c.detail);
         }
+        // Money: every 201's charge, counted against the ledger once nothing is CHARGING.
+        let m = r.money.as_ref().expect("money counted");
+        assert_eq!(
+            (
+                m.charges,
+                m.voids,
+                m.orders,
+                m.charges_without_order,
+                m.orders_without_charge
+            ),
+            (s.ok, 0, s.ok, 0, 0),
+            "{label}: {m:?}"
+        );
+        assert!(m.balanced() && m.charging_left == 0, "{label}: {m:?}");
         assert!(!r.seconds.is_empty());
         assert!(r.plateau.is_some());
         assert_eq!(r.littles_law.is_some(), label == "blocking");
     }
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("blocking-api") && html.contains("reactive-api"));
+    assert!(html.contains("<section id=\"money\">"));
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for api in ["blocking-api", "reactive-api"] {
+        let line = format!(
+            "**Money** — {api}: 60 charges, 0 voids, 60 orders, 0 charges without order, 0 orders without charge"
+        );
+        assert!(md.contains(&line), "{md}");
+    }
 
     if let Some((_, server, name)) = db {
         let mut conn = sqlx::PgConnection::connect(&server).await.unwrap();

@@ -95,6 +95,7 @@ async fn offered_rate_tracks_the_profile_while_the_target_is_saturated() {
         duplicate_ratio: 0.0,
         goose_reports: Vec::new(),
         progress: None,
+        retry: None,
     };
     let clock = Arc::new(std::sync::OnceLock::new());
     let out = loadtest::driver::drive(cfg, clock).await.unwrap();

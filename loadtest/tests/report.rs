@@ -381,3 +381,44 @@ fn optional_figures_appear_only_when_measured() {
         "blocking-api did not measure it: {row}"
     );
 }
+
+#[test]
+fn the_money_line_is_red_only_when_money_is_unaccounted_for() {
+    use loadtest::results::MoneyRecord;
+    let mut runs = fixtures::pair();
+    let html = render_html(&runs);
+    assert!(
+        !html.contains("<section id=\"money\""),
+        "older results: no line"
+    );
+    let balanced = MoneyRecord {
+        charges: 1210,
+        voids: 4,
+        orders: 1206,
+        ..MoneyRecord::default()
+    };
+    runs[0].money = Some(balanced.clone());
+    runs[1].money = Some(MoneyRecord {
+        charges_without_order: 3,
+        ..balanced
+    });
+    let html = render_html(&runs);
+    let money = section(&html, "money");
+    assert!(
+        money.contains(
+            "<p class=\"money\"><strong>blocking-api</strong>: 1,210 charges, 4 voids, 1,206 orders, \
+             0 charges without order, 0 orders without charge</p>"
+        ),
+        "{money}"
+    );
+    assert!(
+        money.contains("<div class=\"banner danger money\" role=\"alert\"><strong>reactive-api</strong>: 1,210 charges, 4 voids, 1,206 orders, 3 charges without order"),
+        "{money}"
+    );
+    let md = render_markdown(&runs);
+    assert!(md.contains("**Money** — blocking-api: 1,210 charges, 4 voids, 1,206 orders, 0 charges without order, 0 orders without charge"), "{md}");
+    assert!(md.contains("❌ **Money** — reactive-api: "), "{md}");
+    runs[1].money.as_mut().unwrap().charges_without_order = 0;
+    runs[1].money.as_mut().unwrap().orders_without_charge = 2;
+    assert!(render_markdown(&runs).contains("❌ **Money** — reactive-api: 1,210 charges, 4 voids, 1,206 orders, 0 charges without order, 2 orders without charge"));
+}

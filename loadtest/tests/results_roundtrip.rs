@@ -28,6 +28,7 @@ fn meta(profile: &Profile) -> RunMeta {
                 payment: 1000,
             }),
             injection: None,
+            faults: None,
             api_settings,
             limits: Limits {
                 limits_enforced: true,
@@ -69,6 +70,7 @@ fn recorded(profile: &Profile) -> DriverOutput {
         phases_run: profile.phases.len(),
         started_at: chrono::Utc::now(),
         elapsed_s: Some(profile.duration_s() + 2.2),
+        retries: None,
     }
 }
 

@@ -135,3 +135,107 @@ fn unknown_scenarios_are_refused_by_name() {
         "{err}"
     );
 }
+
+#[test]
+fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
+    use loadtest::faults::FaultPlan;
+    use loadtest::profile::Profile;
+    use loadtest::results::{FaultRecovery, MoneyRecord, RetryRecord};
+
+    let vs = variants("faults", &lab_args()).unwrap();
+    assert_eq!(vs.len(), 1, "one lab run, both APIs one after the other");
+    let a = &vs[0].args;
+    assert_eq!(a.apis, ["blocking-api", "reactive-api"]);
+    assert_eq!(a.load.retry_for_s, Some(60.0));
+    assert!(a.synchronous_commit);
+    assert_eq!(
+        (a.lease_ms, a.reconcile_interval_ms, a.deps_timeout_ms),
+        (15_000, 2000, 5000)
+    );
+    let profile = Profile::parse(&a.load.profile, 1.0).unwrap();
+    assert_eq!((profile.duration_s(), profile.plateau()), (60.0, Some(0)));
+    let plan = FaultPlan::parse(a.faults.as_deref().unwrap(), 0.5).unwrap();
+    assert_eq!(
+        (
+            plan.payment_error_rate,
+            plan.payment_hang_rate,
+            plan.payment_charged_error_rate
+        ),
+        (0.05, 0.01, 0.02)
+    );
+    assert_eq!(
+        (plan.kill_api_at_s, plan.api_down_s, plan.restart_db_at_s),
+        (Some(10.0), 2.0, Some(20.0)),
+        "fault times follow --duration-scale"
+    );
+    assert!(plan.hang_ms.unwrap() > a.deps_timeout_ms);
+
+    let mut done = Vec::new();
+    for (api, lost) in [("blocking-api", 0u64), ("reactive-api", 2)] {
+        let mut r = fixture(api);
+        r.retries = Some(RetryRecord {
+            clients: 1800,
+            attempts: 1990,
+            attempts_by_outcome: [
+                ("201".to_owned(), 1700u64),
+                ("201_replayed".to_owned(), 98),
+                ("dependency_unavailable".to_owned(), 192),
+            ]
+            .into(),
+            ended_created: 1798,
+            ended_terminal_4xx: [("order_voided".to_owned(), 2u64)].into(),
+            recovery: vec![
+                FaultRecovery {
+                    fault: "kill -9 of the API (restarted 2 s later)".into(),
+                    t: 20.0,
+                    first_201_after_s: Some(2.5),
+                },
+                FaultRecovery {
+                    fault: "PostgreSQL restart -m immediate".into(),
+                    t: 40.0,
+                    first_201_after_s: None,
+                },
+            ],
+            ..RetryRecord::default()
+        });
+        r.money = Some(MoneyRecord {
+            charges: 1805,
+            voids: 7,
+            orders: 1798 - lost,
+            charges_without_order: lost,
+            ..MoneyRecord::default()
+        });
+        done.push(r);
+    }
+    let table = build_table("faults", &[(variant("both-apis"), done)]);
+    assert_eq!(table.rows.len(), 2);
+    let row = &table.rows[0];
+    assert_eq!(
+        row[..13],
+        [
+            "blocking-api",
+            "1800",
+            "1990",
+            "1798",
+            "1798",
+            "2 (2 order_voided)",
+            "0",
+            "1805",
+            "7",
+            "1798",
+            "0",
+            "0",
+            "0"
+        ]
+    );
+    assert_eq!(row[13], "2.50 s (fault at 20.0 s)");
+    assert_eq!(row[14], "no 201 after it (fault at 40.0 s)");
+    assert_eq!(table.rows[1][10], "2");
+    let failed: Vec<&String> = table
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("CHECK FAILED"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(failed[0].contains("reactive-api: 2 charges without order"));
+}

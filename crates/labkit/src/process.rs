@@ -137,6 +137,19 @@ impl ServiceProcess {
         }
     }
 
+    /// SIGKILL to its whole process group at once — a crash, as `kill -9` does it — and reaps it.
+    pub fn kill(&self) -> anyhow::Result<ExitStatus> {
+        let mut child = self.lock();
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        // Not reaped yet, so the group it leads is still its own.
+        if let Ok(group) = i32::try_from(child.id()) {
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+        }
+        Ok(child.wait()?)
+    }
+
     /// SIGTERM, then SIGKILL after `grace`; returns how it exited.
     pub fn stop(self, grace: Duration) -> anyhow::Result<ExitStatus> {
         let status = terminate(&mut self.lock(), grace)?;

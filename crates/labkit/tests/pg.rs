@@ -95,6 +95,25 @@ fn settings_can_be_overridden_for_a_durable_run() {
 }
 
 #[test]
+fn an_immediate_restart_keeps_what_was_committed_with_synchronous_commit() {
+    if pg::find_bin_dir().is_err() {
+        return;
+    }
+    let pg = EphemeralPostgres::start_with_settings(&[("synchronous_commit", "on")]).unwrap();
+    psql(&pg, "CREATE TABLE t (x int); INSERT INTO t VALUES (42)");
+    let before = pg.pid();
+    let after = pg.restart_immediate().unwrap();
+    assert_ne!(before, after, "a new postmaster");
+    assert_eq!(pg.pid(), after);
+    assert_eq!(psql(&pg, "SELECT x FROM t"), "42");
+    let log = std::fs::read_to_string(pg.log_path()).unwrap();
+    assert!(
+        log.contains("not properly shut down") || log.contains("automatic recovery"),
+        "the server recovered as after a crash:\n{log}"
+    );
+}
+
+#[test]
 fn missing_binaries_say_what_to_install() {
     let err = pg::find_bin_dir_in(&[PathBuf::from("/nonexistent")])
         .unwrap_err()

@@ -40,6 +40,36 @@ fn output_goes_to_the_log_and_drop_stops_the_child() {
 }
 
 #[test]
+fn kill_is_immediate_and_reaches_the_whole_group() {
+    let dir = tempfile::tempdir().unwrap();
+    // A shell that ignores SIGTERM and has a child of its own: kill -9 takes both, at once.
+    let pid_file = dir.path().join("child.pid");
+    let svc = sh(
+        "crashy",
+        &format!(
+            "trap '' TERM; sleep 30 & echo $! > '{}'; wait",
+            pid_file.display()
+        ),
+        &dir.path().join("log"),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let child: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let start = Instant::now();
+    let status = svc.kill().unwrap();
+    assert_eq!(status.signal(), Some(9), "{status}");
+    assert!(start.elapsed() < Duration::from_millis(200));
+    assert!(!alive(svc.pid()));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!alive(child), "the group's other process survived");
+    // Killing an exited process again is harmless and reports the same status.
+    assert_eq!(svc.kill().unwrap().signal(), Some(9));
+}
+
+#[test]
 fn stop_escalates_to_sigkill_when_sigterm_is_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let svc = sh(

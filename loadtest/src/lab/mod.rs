@@ -8,22 +8,26 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+mod faults;
 mod warmup;
 
 use crate::assemble::RunMeta;
 use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
-use crate::driver::DriverConfig;
+use crate::driver::{Clock, DriverConfig};
+use crate::faults::FaultPlan;
 use crate::inject::Injection;
-use crate::invariants;
 use crate::profile::Profile;
 use crate::results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
-use crate::run::{environment, measure, new_run_id, set_mock_latencies};
+use crate::retry::RetryPolicy;
+use crate::run::{environment, measure_on, new_run_id, set_mock_latencies};
 use crate::sampler::{SampleTargets, scraped_settings};
 use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
+use crate::{invariants, money};
 
 /// What every run of this lab invocation shares.
 struct Lab {
@@ -36,6 +40,9 @@ struct Lab {
     /// What the APIs are given: `database_url`, or the latency proxy in front of it.
     api_database_url: Option<String>,
     injection: Option<Injection>,
+    faults: Option<FaultPlan>,
+    /// The database, when the lab opened it (a fault plan may restart it).
+    db: Option<Arc<Database>>,
     postgres_pid: Option<u32>,
     deps_url: String,
     deps_pid: Option<u32>,
@@ -60,12 +67,29 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     // Thousands of connections can be open at once; children inherit the raised limit.
     args.load.max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
     let logs = out.join("logs");
+    let faults = args
+        .faults
+        .as_deref()
+        .map(|spec| FaultPlan::parse(spec, args.load.duration_scale))
+        .transpose()?;
     let (db_url, ephemeral) = (args.database_url.clone(), targets.is_empty());
+    let sync_commit = args.synchronous_commit;
     let db = if db_url.is_some() || ephemeral {
-        Some(tokio::task::spawn_blocking(move || Database::open(db_url.as_deref())).await??)
+        let open = move || Database::open_with(db_url.as_deref(), sync_commit);
+        Some(Arc::new(tokio::task::spawn_blocking(open).await??))
     } else {
         None
     };
+    if faults.is_some_and(|f| f.restart_db_at_s.is_some())
+        && !db.as_ref().is_some_and(|d| d.is_ephemeral())
+    {
+        bail!(
+            "--faults restart-db needs the lab's own PostgreSQL (no --database-url, no --targets)"
+        );
+    }
+    if faults.is_some_and(|f| f.kill_api_at_s.is_some()) && !targets.is_empty() {
+        bail!("--faults kill-api needs APIs the lab starts itself (no --targets)");
+    }
     let mock = match (&args.deps_url, targets.is_empty()) {
         (Some(_), _) => None,
         (None, true) => {
@@ -127,6 +151,8 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     let lab = Lab {
         api_database_url,
         injection,
+        faults,
+        db: db.clone(),
         profile,
         latency,
         out: out.clone(),
@@ -179,9 +205,18 @@ impl Lab {
         s.insert("DEPS_TIMEOUT_MS".to_owned(), a.deps_timeout_ms.to_string());
         s.insert("HTTP_WORKERS".to_owned(), a.http_workers.to_string());
         s.insert("DB_TX_SCOPE".to_owned(), a.tx_scope.clone());
+        s.insert("LEASE_MS".to_owned(), a.lease_ms.to_string());
+        s.insert(
+            "RECONCILE_INTERVAL_MS".to_owned(),
+            a.reconcile_interval_ms.to_string(),
+        );
         s.insert("DEPS_URL".to_owned(), self.deps_url.clone());
         // Not an API setting but a condition of the run, shown beside them: the added RTT.
         s.insert("DB_RTT_MS".to_owned(), a.db_rtt_ms.to_string());
+        if self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
+            let on = if a.synchronous_commit { "on" } else { "off" };
+            s.insert("PG_SYNCHRONOUS_COMMIT".to_owned(), on.to_owned());
+        }
         if api.starts_with("blocking") {
             s.insert(
                 "BLOCKING_THREADS".to_owned(),
@@ -258,6 +293,7 @@ impl Lab {
                 .map(|g| self.out.join(g).display().to_string())
                 .collect(),
             progress: (!load.no_progress).then(|| format!("{label} #{}", repeat + 1)),
+            retry: load.retry_for_s.map(RetryPolicy::giving_up_after),
         };
         let mut environment = self.environment.clone();
         environment.build_profile = build;
@@ -273,6 +309,7 @@ impl Lab {
                 profile: self.profile.info(),
                 mock_latency_ms: Some(self.latency),
                 injection: self.injection,
+                faults: self.faults,
                 api_settings: settings,
                 limits,
                 tx_scope: self.args.tx_scope.clone(),
@@ -299,11 +336,20 @@ impl Lab {
             postgres_pid: self.postgres_pid,
             metrics_url: Some(format!("{url}/metrics")),
         };
-        let mut results = measure(driver, meta, targets).await?;
+        let clock: Clock = Arc::new(OnceLock::new());
+        let faults = self.start_faults(process, clock.clone()).await?;
+        let measured = measure_on(clock, driver, meta, targets).await;
+        let (process, fault_events) = self.end_faults(faults).await?;
+        let mut results = measured?;
         if let Some(task) = injecting {
             // Normally long done; if the run ended first, the latency must still be restored.
             task.abort();
             set_mock_latencies(&self.deps_url, self.latency).await?;
+        }
+        results.events.extend(fault_events);
+        results.events.sort_by(|a, b| a.t.total_cmp(&b.t));
+        if let Some(r) = results.retries.as_mut() {
+            r.recovery = faults::recovery(&results.events, r);
         }
         results.invariants = invariants::all(
             &results,
@@ -312,6 +358,11 @@ impl Lab {
             Some(&format!("{url}/metrics")),
         )
         .await;
+        let settle = money::settle_bound(self.args.lease_ms, self.args.reconcile_interval_ms);
+        let (money, checks) =
+            money::count(self.database_url.as_deref(), Some(&self.deps_url), settle).await;
+        results.money = money;
+        results.invariants.extend(checks);
         if let Some(p) = process {
             tokio::task::spawn_blocking(move || p.stop()).await??;
         }

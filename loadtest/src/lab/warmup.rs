@@ -55,6 +55,7 @@ impl Lab {
             duplicate_ratio: 0.0,
             goose_reports: Vec::new(),
             progress: None,
+            retry: None,
         };
         crate::driver::drive(cfg, Default::default())
             .await

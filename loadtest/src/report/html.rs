@@ -25,6 +25,7 @@ pub fn render(runs: &[RunResults]) -> String {
         headline(&mut body, &groups);
         toc(&mut body);
         summary_table(&mut body, &groups);
+        super::money::html(&mut body, &groups);
         sections::littles_law(&mut body, &groups);
         figures(&mut body, &charts::figures(&groups));
         sections::fairness(&mut body, &groups);
@@ -184,7 +185,7 @@ fn headline(s: &mut String, groups: &[ApiRuns<'_>]) {
 
 fn toc(s: &mut String) {
     s.push_str(
-        "<nav aria-label=\"Contents\"><a href=\"#summary\">Summary</a> · <a href=\"#littles-law\">Little's law</a> · \
+        "<nav aria-label=\"Contents\"><a href=\"#summary\">Summary</a> · <a href=\"#money\">Money</a> · <a href=\"#littles-law\">Little's law</a> · \
          <a href=\"#charts\">Charts</a> · <a href=\"#fairness\">Fairness</a> · <a href=\"#configuration\">Configuration</a> · \
          <a href=\"#checks\">Checks</a> · <a href=\"#method\">How every number was measured</a></nav>",
     );

@@ -27,6 +27,7 @@ pub fn render(runs: &[RunResults]) -> String {
         );
     }
     limits_line(&mut s, &groups);
+    super::money::markdown(&mut s, &groups);
     for (who, why) in by_api(&groups, |r| r.harness_bound.clone()) {
         let _ = writeln!(s, "> ⚠️ **Harness-bound:** {who}: {why}\n");
     }

@@ -8,7 +8,8 @@
 //!
 //! Layout of this module: `model` (grouping, spreads, number formats), `tables` (the summary
 //! table), `charts` + `svg` (charts over time), `fairness` (settings that differ), `html`,
-//! `sections` and `method` (the page), `markdown` (the PR summary).
+//! `sections` and `method` (the page), `money` (the money line of each run), `markdown` (the PR
+//! summary).
 
 mod chart_specs;
 mod charts;
@@ -17,6 +18,7 @@ mod html;
 mod markdown;
 mod method;
 mod model;
+mod money;
 mod sections;
 pub mod svg;
 mod tables;

@@ -21,7 +21,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 mod measures;
+mod money;
 pub use measures::*;
+pub use money::*;
 
 /// Version of this schema. Bumped only for changes an old reader could misread.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -36,6 +38,8 @@ pub const OUTCOME_TIMEOUT: &str = "timeout";
 pub const OUTCOME_CONNECT_ERROR: &str = "connect_error";
 /// Outcome kind of any other transport failure (reset, broken pipe, unreadable body).
 pub const OUTCOME_IO_ERROR: &str = "io_error";
+/// Outcome kind of a retrying client that was still failing when its time ran out.
+pub const OUTCOME_GAVE_UP: &str = "gave_up";
 
 /// Everything measured in one run of one API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +91,15 @@ pub struct RunResults {
     /// closed run's rate (`summary.duration_s` counts whole per-second buckets).
     #[serde(default)]
     pub elapsed_s: Option<f64>,
+    /// The gateway's charges against the orders, counted after the run once every `CHARGING` key
+    /// settled (`None`: not counted — no database or mock-deps known, see `invariants`).
+    #[serde(default)]
+    pub money: Option<MoneyRecord>,
+    /// Retrying clients (`--retry-for-s`): attempts and how each client ended. With it, every
+    /// request counted above is one logical client (its final answer, latency from its first
+    /// attempt's intended time), not one HTTP request.
+    #[serde(default)]
+    pub retries: Option<RetryRecord>,
 }
 
 /// The run's configuration as actually applied.
@@ -100,6 +113,10 @@ pub struct RunConfig {
     /// A dependency slowed for part of the run (`--inject`), times after `--duration-scale`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub injection: Option<crate::inject::Injection>,
+    /// Faults injected during the run (`--faults`), times after `--duration-scale`; what happened
+    /// and when is in `events`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<crate::faults::FaultPlan>,
     /// API settings by env var name (`DB_POOL_SIZE`, `BLOCKING_THREADS`, …) → value, sorted by name.
     /// Only what the lab set or knows; used by the report's fairness section.
     pub api_settings: BTreeMap<String, String>,

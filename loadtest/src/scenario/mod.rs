@@ -8,10 +8,15 @@
 //!   10) with 0, 0.3, 0.6 and 6.5 ms added between the APIs and PostgreSQL by a TCP latency proxy.
 //! - `slow-dependency`: the default profile with the payment mock slowed from 1000 to 5000 ms for
 //!   30 s in the middle of the run.
+//! - `faults` (money safety): both APIs at a constant rate with retrying clients, payment faults
+//!   throughout, the API killed and restarted, PostgreSQL restarted; every charge must end as one
+//!   order or one void.
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
-//! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants.
+//! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants,
+//! except for a fault plan, which restarts it: then the lab starts its own.
 
+mod faults_table;
 mod render;
 mod tables;
 
@@ -40,6 +45,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "slow-dependency",
         "payment 1000→5000 ms for 30 s in the middle of the default profile (2 runs)",
+    ),
+    (
+        "faults",
+        "money safety: retrying clients through payment faults, kill -9 of the API and a \
+         PostgreSQL crash restart (2 runs)",
     ),
 ];
 
@@ -98,6 +108,25 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 a.inject = Some("pay=5000@30+30".to_owned());
             }));
         }
+        "faults" => {
+            out.push(with("both-apis".to_owned(), &|a| {
+                a.load.profile = format!(
+                    "constant-{}-{}",
+                    faults_table::RATE,
+                    faults_table::DURATION_S
+                );
+                a.latency = "seller=200,risk=1000,pay=1000".to_owned();
+                a.load.retry_for_s = Some(60.0);
+                // An attempt outlives neither a hung payment (DEPS_TIMEOUT_MS) nor the API's
+                // request deadline; 30 s leaves both to the API.
+                a.load.request_timeout_s = 30.0;
+                a.deps_timeout_ms = 5000;
+                a.lease_ms = 15_000;
+                a.reconcile_interval_ms = 2000;
+                a.synchronous_commit = true;
+                a.faults = Some(faults_table::PLAN.to_owned());
+            }));
+        }
         other => {
             let known: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             bail!("unknown scenario {other:?}; known: {}", known.join(", "));
@@ -116,14 +145,22 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         ))
     });
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    // One database for every variant (the lab empties its tables before each run).
+    // One database for every variant (the lab empties its tables before each run) — unless a
+    // fault plan restarts it: the lab then starts its own, with the settings the plan needs.
+    let shared = variants.iter().all(|v| v.args.faults.is_none());
     let url = base.database_url.clone();
-    let db = tokio::task::spawn_blocking(move || Database::open(url.as_deref())).await??;
+    let db = if shared {
+        Some(tokio::task::spawn_blocking(move || Database::open(url.as_deref())).await??)
+    } else {
+        None
+    };
     let mut done: Vec<(Variant, Vec<RunResults>)> = Vec::new();
     for (i, variant) in variants.into_iter().enumerate() {
         eprintln!("scenario {name}: run {} — {}", i + 1, variant.slug);
         let mut args = variant.args.clone();
-        args.database_url = Some(db.url.clone());
+        if let Some(db) = &db {
+            args.database_url = Some(db.url.clone());
+        }
         args.out = Some(out.join(&variant.slug));
         let (runs, vout) = crate::lab::lab(args)
             .await

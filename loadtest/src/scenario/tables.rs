@@ -33,6 +33,7 @@ pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     let mut table = match name {
         "remotecall" => remotecall(done),
         "db-latency" => db_latency(done),
+        "faults" => super::faults_table::faults(done),
         _ => slow_dependency(done),
     };
     table.links = links;
@@ -47,7 +48,7 @@ pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         })
         .collect();
     if failed.is_empty() {
-        table.notes.push("Every run's consistency checks passed (counts reconcile, an order for every 201 and none nobody asked for, no key charged twice).".to_owned());
+        table.notes.push("Every run's consistency checks passed (counts reconcile, an order for every 201 and none nobody asked for, no key charged twice, every charge one order or one void).".to_owned());
     } else {
         table
             .notes

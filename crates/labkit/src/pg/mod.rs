@@ -17,6 +17,7 @@ use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{Context, bail};
 
@@ -43,7 +44,8 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
 #[derive(Debug)]
 pub struct EphemeralPostgres {
     port: u16,
-    pid: u32,
+    /// The postmaster; a new one after [`EphemeralPostgres::restart_immediate`].
+    pid: AtomicU32,
     dir: PathBuf,
     bin_dir: PathBuf,
     settings: Vec<(String, String)>,
@@ -138,7 +140,7 @@ impl EphemeralPostgres {
                     let pid = postmaster_pid(&data).context("reading postmaster.pid")?;
                     return Ok(EphemeralPostgres {
                         port,
-                        pid,
+                        pid: AtomicU32::new(pid),
                         dir,
                         bin_dir,
                         settings,
@@ -162,15 +164,35 @@ impl EphemeralPostgres {
         self.port
     }
 
-    /// The postmaster's pid.
+    /// The postmaster's pid (the current one, after a restart).
     pub fn pid(&self) -> u32 {
-        self.pid
+        self.pid.load(Ordering::SeqCst)
+    }
+
+    /// `pg_ctl restart -m immediate`: every server process quits at once, without a checkpoint,
+    /// as in a crash; the server then starts again on the same port and recovers from its WAL.
+    /// Committed transactions survive only with `synchronous_commit = on` (with it off, the last
+    /// commits may not have reached the WAL). Returns the new postmaster's pid.
+    pub fn restart_immediate(&self) -> anyhow::Result<u32> {
+        let data = self.dir.join("data");
+        run_logged(
+            command(&self.bin_dir.join("pg_ctl"), &self.dir, server_owner()?)
+                .args(["restart", "-m", "immediate", "-w", "-t", "60", "-D"])
+                .arg(&data)
+                .arg("-l")
+                .arg(self.dir.join("server.log")),
+            &self.dir.join("pg_ctl-restart.log"),
+        )
+        .context("pg_ctl restart -m immediate failed")?;
+        let pid = postmaster_pid(&data).context("reading postmaster.pid after the restart")?;
+        self.pid.store(pid, Ordering::SeqCst);
+        Ok(pid)
     }
 
     /// The postmaster and all its live descendants (backends, background workers), from `/proc`.
     /// To sample the whole server, [`crate::procstat::Target::Tree`] with [`Self::pid`] does this.
     pub fn server_pids(&self) -> anyhow::Result<Vec<u32>> {
-        crate::procstat::tree_pids(self.pid)
+        crate::procstat::tree_pids(self.pid())
     }
 
     /// The settings the server was started with, as (name, value), for the report.

@@ -1,0 +1,208 @@
+//! Carrying out a run's fault plan (`--faults`): payment faults through mock-deps' admin API for
+//! the whole measured run; the API killed (`kill -9`) and started again with the same settings;
+//! PostgreSQL restarted `-m immediate`. Each fault happens at its time on the run's own clock and
+//! becomes an event of the run (a red marker on the report's timeline).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::Lab;
+use crate::driver::Clock;
+use crate::faults::{DB_RESTART_LABEL, FaultPlan, KILL_LABEL};
+use crate::results::{Event, FaultRecovery, RetryRecord};
+use crate::run::patch_mock_config;
+use crate::services::{ApiProcess, Database};
+
+/// What the fault task hands back: the API process (restarted, if it was killed), the events,
+/// and the first error, if a fault could not be carried out.
+type Outcome = (Option<ApiProcess>, Vec<Event>, Option<anyhow::Error>);
+
+/// The faults of one run, under way.
+pub(super) struct Running {
+    plan: Option<FaultPlan>,
+    stop: Arc<Notify>,
+    task: JoinHandle<Outcome>,
+}
+
+impl Lab {
+    /// Turns the payment faults on and starts the task that kills and restarts on `clock`.
+    /// Takes the API process (the task may restart it); [`Lab::end_faults`] gives it back.
+    pub(super) async fn start_faults(
+        &self,
+        process: Option<ApiProcess>,
+        clock: Clock,
+    ) -> Result<Running> {
+        let stop = Arc::new(Notify::new());
+        let Some(plan) = self.faults else {
+            let task = tokio::spawn(async move { (process, Vec::new(), None) });
+            return Ok(Running {
+                plan: None,
+                stop,
+                task,
+            });
+        };
+        if plan.has_payment_faults() {
+            patch_mock_config(&self.deps_url, &plan.mock_config())
+                .await
+                .context("turning the payment faults on")?;
+        }
+        let task = tokio::spawn(carry_out(
+            plan,
+            process,
+            self.db.clone(),
+            clock,
+            stop.clone(),
+        ));
+        Ok(Running {
+            plan: Some(plan),
+            stop,
+            task,
+        })
+    }
+
+    /// Cancels the faults not yet due, waits for one under way, turns the payment faults off;
+    /// returns the API process and the events (the payment faults' one at t = 0 first).
+    pub(super) async fn end_faults(
+        &self,
+        running: Running,
+    ) -> Result<(Option<ApiProcess>, Vec<Event>)> {
+        running.stop.notify_one();
+        let (process, mut events, error) = running.task.await.context("the fault task failed")?;
+        if let Some(plan) = running.plan.filter(FaultPlan::has_payment_faults) {
+            patch_mock_config(&self.deps_url, &FaultPlan::mock_config_cleared())
+                .await
+                .context("turning the payment faults off")?;
+            events.insert(
+                0,
+                Event {
+                    t: 0.0,
+                    label: plan.describe_payment(),
+                },
+            );
+        }
+        if let Some(e) = error {
+            if let Some(p) = process {
+                tokio::task::spawn_blocking(move || p.stop()).await??;
+            }
+            return Err(e.context("carrying out the fault plan"));
+        }
+        Ok((process, events))
+    }
+}
+
+/// For each fault event, the time to the first 201 after it.
+pub(super) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultRecovery> {
+    events
+        .iter()
+        .filter(|e| e.label.starts_with(KILL_LABEL) || e.label.starts_with(DB_RESTART_LABEL))
+        .map(|e| FaultRecovery {
+            fault: e.label.clone(),
+            t: e.t,
+            first_201_after_s: retries.first_created_after(e.t),
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    KillApi { down: Duration },
+    RestartDb,
+}
+
+async fn carry_out(
+    plan: FaultPlan,
+    mut process: Option<ApiProcess>,
+    db: Option<Arc<Database>>,
+    clock: Clock,
+    stop: Arc<Notify>,
+) -> Outcome {
+    let mut steps: Vec<(f64, Step)> = Vec::new();
+    if let Some(at) = plan.kill_api_at_s {
+        let down = Duration::from_secs_f64(plan.api_down_s);
+        steps.push((at, Step::KillApi { down }));
+    }
+    if let Some(at) = plan.restart_db_at_s {
+        steps.push((at, Step::RestartDb));
+    }
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut events = Vec::new();
+    // The clock is set when the first arrival is due.
+    let t0 = loop {
+        if let Some(t0) = clock.get() {
+            break *t0;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+            _ = stop.notified() => return (process, events, None),
+        }
+    };
+    let at = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+    for (due, step) in steps {
+        tokio::select! {
+            _ = tokio::time::sleep_until((t0 + Duration::from_secs_f64(due)).into()) => {}
+            _ = stop.notified() => break,
+        }
+        let result = match step {
+            Step::KillApi { down } => {
+                let Some(mut p) = process.take() else {
+                    continue; // --targets: not the lab's process to kill
+                };
+                let done = tokio::task::spawn_blocking(move || {
+                    let killed = Instant::now();
+                    let r = p.kill().and_then(|()| {
+                        std::thread::sleep(down);
+                        p.restart()
+                    });
+                    (p, killed, Instant::now(), r)
+                })
+                .await;
+                match done {
+                    Ok((p, killed, ready, r)) => {
+                        events.push(Event {
+                            t: at(killed),
+                            label: format!(
+                                "{KILL_LABEL} (restarted {} s later)",
+                                down.as_secs_f64()
+                            ),
+                        });
+                        if r.is_ok() {
+                            events.push(Event {
+                                t: at(ready),
+                                label: format!("API ready again (pid {})", p.pid),
+                            });
+                        }
+                        process = Some(p);
+                        r
+                    }
+                    Err(e) => Err(anyhow::anyhow!("the kill/restart task failed: {e}")),
+                }
+            }
+            Step::RestartDb => {
+                let Some(db) = db.clone() else { continue };
+                let start = Instant::now();
+                let r = tokio::task::spawn_blocking(move || db.restart_immediate())
+                    .await
+                    .map_err(|e| anyhow::anyhow!("the restart task failed: {e}"))
+                    .and_then(|r| r);
+                events.push(Event {
+                    t: at(start),
+                    label: DB_RESTART_LABEL.to_owned(),
+                });
+                r.map(|pid| {
+                    events.push(Event {
+                        t: at(Instant::now()),
+                        label: format!("PostgreSQL accepting connections again (pid {pid})"),
+                    });
+                })
+            }
+        };
+        if let Err(e) = result {
+            return (process, events, Some(e));
+        }
+    }
+    (process, events, None)
+}
