@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use crate::assemble::RunMeta;
 use crate::cli::{Cli, Command, RunArgs};
 use crate::driver::DriverConfig;
+use crate::gave_up::orders_after_give_up;
 use crate::profile::{BUILTIN, Profile};
 use crate::results::{RunConfig, RunResults};
 use crate::run::{environment, measure, mock_latencies, new_run_id};
@@ -173,6 +174,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
             duplicate_ratio: load.duplicate_ratio,
             sellers: load.sellers,
             warmup_s: 0.0,
+            shedding: None,
         },
         environment: environment("unknown"),
         goose_reports: goose,
@@ -184,7 +186,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         metrics_url: Some(metrics_url.clone()),
         ..Default::default()
     };
-    let mut results = measure(driver, meta, targets).await?;
+    let (mut results, gave_up) = measure(driver, meta, targets).await?;
     results.invariants = invariants::all(
         &results,
         args.database_url.as_deref(),
@@ -192,5 +194,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         Some(&metrics_url),
     )
     .await;
+    results.after_give_up =
+        Some(orders_after_give_up(args.database_url.as_deref(), &gave_up).await);
     Ok(results)
 }

@@ -22,6 +22,7 @@ pub mod body;
 pub mod cli;
 pub mod commands;
 pub mod driver;
+pub mod gave_up;
 pub mod http;
 pub mod inject;
 pub mod invariants;

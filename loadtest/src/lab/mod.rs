@@ -12,11 +12,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+mod overload;
 mod warmup;
 
 use crate::assemble::RunMeta;
 use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
 use crate::driver::DriverConfig;
+use crate::gave_up::orders_after_give_up;
 use crate::inject::Injection;
 use crate::invariants;
 use crate::profile::Profile;
@@ -188,6 +190,7 @@ impl Lab {
                 a.blocking_threads.to_string(),
             );
         }
+        overload::settings(a, &mut s);
         s
     }
 
@@ -229,6 +232,10 @@ impl Lab {
                 })
                 .await??;
                 let (url, limits) = (p.url.clone(), p.limits.clone());
+                let mut settings = settings;
+                if let Some(max) = overload::effective_max_in_flight(&url).await {
+                    settings.insert("MAX_IN_FLIGHT".to_owned(), max);
+                }
                 (Some(p), url, settings, limits)
             }
         };
@@ -281,6 +288,7 @@ impl Lab {
                 duplicate_ratio: load.duplicate_ratio,
                 sellers: load.sellers,
                 warmup_s: warm,
+                shedding: process.is_some().then_some(self.args.shedding),
             },
             environment,
             goose_reports: goose,
@@ -299,7 +307,7 @@ impl Lab {
             postgres_pid: self.postgres_pid,
             metrics_url: Some(format!("{url}/metrics")),
         };
-        let mut results = measure(driver, meta, targets).await?;
+        let (mut results, gave_up) = measure(driver, meta, targets).await?;
         if let Some(task) = injecting {
             // Normally long done; if the run ended first, the latency must still be restored.
             task.abort();
@@ -312,6 +320,9 @@ impl Lab {
             Some(&format!("{url}/metrics")),
         )
         .await;
+        // After the checks (which wait until the API is idle), before the next run empties the tables.
+        results.after_give_up =
+            Some(orders_after_give_up(self.database_url.as_deref(), &gave_up).await);
         if let Some(p) = process {
             tokio::task::spawn_blocking(move || p.stop()).await??;
         }

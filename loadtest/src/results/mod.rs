@@ -21,7 +21,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 mod measures;
+mod overload;
 pub use measures::*;
+pub use overload::*;
 
 /// Version of this schema. Bumped only for changes an old reader could misread.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -87,6 +89,9 @@ pub struct RunResults {
     /// closed run's rate (`summary.duration_s` counts whole per-second buckets).
     #[serde(default)]
     pub elapsed_s: Option<f64>,
+    /// Requests whose client gave up, and the orders made for them anyway (the lab only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_give_up: Option<AfterGiveUp>,
 }
 
 /// The run's configuration as actually applied.
@@ -117,6 +122,10 @@ pub struct RunConfig {
     pub sellers: u32,
     /// Warm-up before the measured part, seconds (excluded from every figure).
     pub warmup_s: f64,
+    /// `--shedding` of the lab run (`None`: not started by the lab). The admission settings in
+    /// force are in `api_settings` (`MAX_IN_FLIGHT` as the API reported it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shedding: Option<Shedding>,
 }
 
 /// The load profile as run (after `--duration-scale`).
