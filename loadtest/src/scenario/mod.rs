@@ -8,10 +8,13 @@
 //!   10) with 0, 0.3, 0.6 and 6.5 ms added between the APIs and PostgreSQL by a TCP latency proxy.
 //! - `slow-dependency`: the default profile with the payment mock slowed from 1000 to 5000 ms for
 //!   30 s in the middle of the run.
+//! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
+//!   (`overload.rs`).
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
 //! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants.
 
+mod overload;
 mod render;
 mod tables;
 
@@ -40,6 +43,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "slow-dependency",
         "payment 1000→5000 ms for 30 s in the middle of the default profile (2 runs)",
+    ),
+    (
+        "overload",
+        "ramp-750, both APIs, shedding off and on: refuse early or queue (4 runs)",
     ),
 ];
 
@@ -98,6 +105,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 a.inject = Some("pay=5000@30+30".to_owned());
             }));
         }
+        "overload" => out = overload::variants(base),
         other => {
             let known: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             bail!("unknown scenario {other:?}; known: {}", known.join(", "));

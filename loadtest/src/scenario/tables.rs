@@ -33,6 +33,7 @@ pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     let mut table = match name {
         "remotecall" => remotecall(done),
         "db-latency" => db_latency(done),
+        "overload" => super::overload::table(done),
         _ => slow_dependency(done),
     };
     table.links = links;
