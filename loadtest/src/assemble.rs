@@ -136,6 +136,7 @@ pub fn assemble(
         goose_reports: meta.goose_reports,
         money: None,
         retries: out.retries.clone(),
+        after_give_up: None,
     }
 }
 
@@ -165,6 +166,7 @@ fn summarize(
         errors_by_kind: acc.errors_by_kind(),
         latency_ms: percentiles(&acc.latency).unwrap_or_default(),
         ok_latency_ms: percentiles(&acc.ok_latency),
+        overloaded_latency_ms: percentiles(&acc.overloaded_latency),
         throughput_rps: per_s(completed),
         ok_throughput_rps: per_s(ok),
         offered_rps: offered_rps.unwrap_or_else(|| per_s(acc.offered)),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
-use crate::results::MockLatencies;
+use crate::results::{MockLatencies, Shedding};
 
 /// Load lab: drives the order APIs with goose under an honest open model and compares them.
 #[derive(Debug, Parser)]
@@ -19,7 +19,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the comparison: start PostgreSQL, mock-deps and each API (1 CPU / 1 GiB), load them one
     /// after the other, write results, goose reports and the report. No arguments = the seed's run.
-    Lab(LabArgs),
+    Lab(Box<LabArgs>),
     /// Load one already-running target and write its results file.
     Run(RunArgs),
     /// Build report.html and summary.md from any number of results files.
@@ -140,6 +140,24 @@ pub struct LabArgs {
     pub synchronous_commit: bool,
     /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency, faults):
     /// several lab runs, one comparison table. See `loadtest scenarios`.
+    /// Admission control of the APIs the lab starts: `on` keeps each API's own MAX_IN_FLIGHT
+    /// (blocking-api: its BLOCKING_THREADS; reactive-api: 4096), beyond which a request waits at
+    /// most QUEUE_TIMEOUT_MS, then gets 503 overloaded; `off` sets MAX_IN_FLIGHT=0 (unlimited: every
+    /// request queues, as in the original experiment).
+    #[arg(long, value_enum, default_value_t = Shedding::On)]
+    pub shedding: Shedding,
+    /// QUEUE_TIMEOUT_MS for every API: the longest wait for admission (shedding on).
+    #[arg(long, default_value_t = 100)]
+    pub queue_timeout_ms: u64,
+    /// REQUEST_DEADLINE_MS for every API: work not at the charge by then stops with 503
+    /// [30000 with shedding on; with shedding off an hour, i.e. none: the original's behaviour].
+    #[arg(long)]
+    pub request_deadline_ms: Option<u64>,
+    /// DB_STATEMENT_TIMEOUT_MS for every API (statement, lock and idle-in-transaction timeouts).
+    #[arg(long, default_value_t = 5000)]
+    pub db_statement_timeout_ms: u64,
+    /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency,
+    /// overload): several lab runs, one comparison table.
     #[arg(long)]
     pub scenario: Option<String>,
 }

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use crate::assemble::RunMeta;
 use crate::cli::{Cli, Command, RunArgs};
 use crate::driver::DriverConfig;
+use crate::gave_up::orders_after_give_up;
 use crate::profile::{BUILTIN, Profile};
 use crate::results::{RunConfig, RunResults};
 use crate::run::{environment, measure, mock_latencies, new_run_id};
@@ -57,7 +58,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Lab(args) if args.scenario.is_some() => {
             let name = args.scenario.clone().unwrap_or_default();
-            let (table, out) = crate::scenario::run(&name, args).await?;
+            let (table, out) = crate::scenario::run(&name, *args).await?;
             println!("{}", crate::scenario::render_markdown(&table));
             println!("report: {}", out.join("report.html").display());
             let failed = table.notes.iter().any(|n| n.starts_with("CHECK FAILED"));
@@ -68,7 +69,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             })
         }
         Command::Lab(args) => {
-            let (runs, out) = lab::lab(args).await?;
+            let (runs, out) = lab::lab(*args).await?;
             let paths = report::write_report(&runs, &out)?;
             println!("{}", report::render_markdown(&runs));
             println!("report: {}", paths.html.display());
@@ -177,6 +178,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
             duplicate_ratio: load.duplicate_ratio,
             sellers: load.sellers,
             warmup_s: 0.0,
+            shedding: None,
         },
         environment: environment("unknown"),
         goose_reports: goose,
@@ -188,7 +190,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         metrics_url: Some(metrics_url.clone()),
         ..Default::default()
     };
-    let mut results = measure(driver, meta, targets).await?;
+    let (mut results, gave_up) = measure(driver, meta, targets).await?;
     results.invariants = invariants::all(
         &results,
         args.database_url.as_deref(),
@@ -206,5 +208,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
     .await;
     results.money = money;
     results.invariants.extend(checks);
+    results.after_give_up =
+        Some(orders_after_give_up(args.database_url.as_deref(), &gave_up).await);
     Ok(results)
 }

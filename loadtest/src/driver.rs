@@ -248,6 +248,10 @@ async fn closed_request(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResu
     let outcome = s.send(t0, &request).await;
     let end = Instant::now();
     let latency = end.saturating_duration_since(start);
-    s.rec().completed(since(t0, end), latency, 0, &outcome.kind);
+    {
+        let mut rec = s.rec();
+        rec.completed(since(t0, end), latency, 0, &outcome.kind);
+        rec.keys.note(&request, &outcome.kind);
+    }
     crate::scheduler::record_in_goose(user, crate::scheduler::Done { latency, outcome }).await
 }

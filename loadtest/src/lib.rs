@@ -26,6 +26,7 @@ pub mod cli;
 pub mod commands;
 pub mod driver;
 pub mod faults;
+pub mod gave_up;
 pub mod http;
 pub mod inject;
 pub mod invariants;

@@ -12,7 +12,11 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::results::{LatencyPercentiles, Lateness, OUTCOME_CREATED, OUTCOME_REPLAYED};
+use crate::gave_up::ClientKeys;
+
+use crate::results::{
+    LatencyPercentiles, Lateness, OUTCOME_CREATED, OUTCOME_OVERLOADED, OUTCOME_REPLAYED,
+};
 
 /// Largest value a histogram holds, µs (one hour; larger values are clamped).
 const MAX_US: u64 = 3_600_000_000;
@@ -42,6 +46,8 @@ pub struct Acc {
     pub latency: Histogram<u64>,
     /// Latency of the fresh `201`s, µs.
     pub ok_latency: Histogram<u64>,
+    /// Latency of the `overloaded` 503s (shed at admission), µs.
+    pub overloaded_latency: Histogram<u64>,
     /// Actual − intended send time, µs.
     pub lateness: Histogram<u64>,
     /// Completed requests slower than [`SLOW_US`].
@@ -58,6 +64,7 @@ impl Acc {
             outcomes: BTreeMap::new(),
             latency: histogram(sigfig),
             ok_latency: histogram(sigfig),
+            overloaded_latency: histogram(sigfig),
             lateness: histogram(sigfig),
             slow: 0,
         }
@@ -109,8 +116,10 @@ impl Acc {
         self.completed += 1;
         *self.outcomes.entry(outcome.to_owned()).or_default() += 1;
         self.latency.saturating_record(latency_us);
-        if outcome == OUTCOME_CREATED {
-            self.ok_latency.saturating_record(latency_us);
+        match outcome {
+            OUTCOME_CREATED => self.ok_latency.saturating_record(latency_us),
+            OUTCOME_OVERLOADED => self.overloaded_latency.saturating_record(latency_us),
+            _ => {}
         }
         if latency_us > SLOW_US {
             self.slow += 1;
@@ -148,6 +157,8 @@ pub struct Recorder {
     pub phases: Vec<Acc>,
     /// Everything.
     pub total: Acc,
+    /// Each key by what its client saw (for the orders made after a client gave up).
+    pub keys: ClientKeys,
 }
 
 impl Recorder {
@@ -157,6 +168,7 @@ impl Recorder {
             seconds: Vec::new(),
             phases: (0..phases.max(1)).map(|_| Acc::new(3)).collect(),
             total: Acc::new(3),
+            keys: ClientKeys::default(),
         }
     }
 

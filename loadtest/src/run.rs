@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 
 use crate::assemble::{RunMeta, assemble};
 use crate::driver::{Clock, DriverConfig, drive};
+use crate::gave_up::OrderKey;
 use crate::results::{Environment, MockLatencies, RunResults};
 use crate::sampler::{self, SampleTargets};
 
@@ -34,12 +35,13 @@ pub fn fit_in_flight_cap(requested: u64) -> u64 {
     }
 }
 
-/// Runs `driver` while sampling `targets`; returns the assembled results (no invariants yet).
+/// Runs `driver` while sampling `targets`; returns the assembled results (no invariants yet) and
+/// the keys whose client gave up without an answer (see [`crate::gave_up`]).
 pub async fn measure(
     driver: DriverConfig,
     meta: RunMeta,
     targets: SampleTargets,
-) -> Result<RunResults> {
+) -> Result<(RunResults, Vec<OrderKey>)> {
     measure_on(Arc::new(OnceLock::new()), driver, meta, targets).await
 }
 
@@ -50,14 +52,18 @@ pub async fn measure_on(
     driver: DriverConfig,
     meta: RunMeta,
     targets: SampleTargets,
-) -> Result<RunResults> {
+) -> Result<(RunResults, Vec<OrderKey>)> {
     let profile = driver.profile.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let sampling = tokio::spawn(sampler::run(targets, clock.clone(), stop.clone()));
     let out = drive(driver, clock).await;
     stop.store(true, Ordering::SeqCst);
     let rows = sampling.await.context("the sampler task failed")?;
-    Ok(assemble(meta, &profile, &out?, &rows))
+    let out = out?;
+    Ok((
+        assemble(meta, &profile, &out, &rows),
+        out.recorder.keys.abandoned(),
+    ))
 }
 
 /// The machine and build, from labkit, in the results' terms.

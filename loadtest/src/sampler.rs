@@ -187,6 +187,7 @@ pub async fn scraped_settings(url: &str) -> BTreeMap<String, String> {
     for (metric, var) in [
         ("db_pool_max_connections", "DB_POOL_SIZE"),
         ("blocking_pool_threads", "BLOCKING_THREADS"),
+        ("orders_admission_limit", "MAX_IN_FLIGHT"),
     ] {
         if let Some(v) = m.get(metric) {
             s.insert(var.to_owned(), format!("{v}"));

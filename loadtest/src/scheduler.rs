@@ -139,8 +139,11 @@ fn launch(s: &Arc<Shared>, t0: Instant, at_s: f64, phase: usize, tx: mpsc::Unbou
         let outcome = s.send(t0, &request).await;
         let end = Instant::now();
         let latency = end.saturating_duration_since(intended);
-        s.rec()
-            .completed(since(t0, end), latency, phase, &outcome.kind);
+        {
+            let mut rec = s.rec();
+            rec.completed(since(t0, end), latency, phase, &outcome.kind);
+            rec.keys.note(&request, &outcome.kind);
+        }
         s.in_flight.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send(Done { latency, outcome });
     });

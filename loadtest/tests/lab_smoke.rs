@@ -10,7 +10,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use loadtest::results::RunResults;
+use loadtest::gave_up::{OrderKey, orders_after_give_up};
+use loadtest::results::{RunResults, Shedding};
 use sqlx::Connection;
 
 fn binaries_present() -> Result<(), String> {
@@ -137,6 +138,13 @@ async fn lab_runs_both_apis_and_the_counts_reconcile() {
         assert!(!r.seconds.is_empty());
         assert!(r.plateau.is_some());
         assert_eq!(r.littles_law.is_some(), label == "blocking");
+        // Shedding on by default; the admission limit in force is the API's own, read back.
+        assert_eq!(r.config.shedding, Some(Shedding::On));
+        let max = if label == "blocking" { "200" } else { "4096" };
+        assert_eq!(r.config.api_settings["MAX_IN_FLIGHT"], max);
+        assert_eq!(r.config.api_settings["QUEUE_TIMEOUT_MS"], "100");
+        let g = r.after_give_up.as_ref().expect("counted by the lab");
+        assert_eq!((g.gave_up, g.orders), (0, Some(0)), "{}", g.detail);
     }
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("blocking-api") && html.contains("reactive-api"));
@@ -149,7 +157,28 @@ async fn lab_runs_both_apis_and_the_counts_reconcile() {
         assert!(md.contains(&line), "{md}");
     }
 
-    if let Some((_, server, name)) = db {
+    if let Some((url, server, name)) = db {
+        // The last run's orders are still there: counting by key finds one of them, not a stranger.
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        let (seller_id, reference_id): (String, String) =
+            sqlx::query_as("SELECT seller_id, reference_id FROM orders LIMIT 1")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        conn.close().await.ok();
+        let stranger = OrderKey {
+            seller_id: seller_id.clone(),
+            reference_id: "never-sent".into(),
+        };
+        let keys = [
+            OrderKey {
+                seller_id,
+                reference_id,
+            },
+            stranger,
+        ];
+        let g = orders_after_give_up(Some(&url), &keys).await;
+        assert_eq!((g.gave_up, g.orders), (2, Some(1)), "{}", g.detail);
         let mut conn = sqlx::PgConnection::connect(&server).await.unwrap();
         let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
             "DROP DATABASE IF EXISTS {name} WITH (FORCE)"

@@ -43,6 +43,7 @@ fn meta(profile: &Profile) -> RunMeta {
             duplicate_ratio: 0.0,
             sellers: 16,
             warmup_s: 0.0,
+            shedding: Some(Shedding::On),
         },
         environment: Environment {
             cores: 2,
@@ -126,6 +127,50 @@ fn assembled_results_round_trip() {
             .contains("schema_version")
     );
     std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn shed_requests_are_their_own_kind_with_their_own_latency_and_round_trip() {
+    let profile = Profile::parse("ramp-100", 0.1).unwrap();
+    let mut out = recorded(&profile);
+    // A second wave, refused at admission within 5 ms; and one client that gave up.
+    for a in profile.arrivals() {
+        out.recorder.offered(a.at_s, a.phase);
+        out.recorder.sent(a.at_s, Duration::from_millis(1), a.phase);
+        out.recorder.completed(
+            a.at_s + 0.005,
+            Duration::from_millis(5),
+            a.phase,
+            OUTCOME_OVERLOADED,
+        );
+    }
+    let mut r = assemble(meta(&profile), &profile, &out, &[]);
+    let s = &r.summary;
+    assert_eq!(s.errors_by_kind.get(OUTCOME_OVERLOADED), Some(&s.ok));
+    assert_eq!(s.errors_by_kind.get(OUTCOME_TIMEOUT), None);
+    let shed = s
+        .overloaded_latency_ms
+        .expect("overloaded latency recorded");
+    assert!((shed.p99 - 5.0).abs() < 0.1, "{shed:?}");
+    let ok = s.ok_latency_ms.expect("201 latency recorded");
+    assert!(
+        (ok.p99 - 2200.0).abs() < 5.0,
+        "refusals stay out of the 201s: {ok:?}"
+    );
+    r.after_give_up = Some(AfterGiveUp {
+        gave_up: 3,
+        orders: Some(1),
+        detail: "counted".into(),
+    });
+    let path = std::env::temp_dir().join(format!("loadtest-shed-{}.json", std::process::id()));
+    r.save(&path).unwrap();
+    let back = RunResults::load(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    // Field by field: a per-second mean may lose its last digit in JSON (serde_json's float parsing).
+    assert_eq!(back.config, r.config);
+    assert_eq!(back.config.shedding, Some(Shedding::On));
+    assert_eq!(back.summary, r.summary);
+    assert_eq!(back.after_give_up, r.after_give_up);
 }
 
 #[test]

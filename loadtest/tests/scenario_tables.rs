@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use loadtest::cli::LabArgs;
-use loadtest::results::{Event, RunResults};
+use loadtest::results::{
+    AfterGiveUp, Event, LatencyPercentiles, OUTCOME_OVERLOADED, RunResults, Shedding,
+};
 use loadtest::scenario::{Variant, build_table, render_html, render_markdown, variants};
 
 fn fixture(api: &str) -> RunResults {
@@ -125,6 +127,121 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
         "offline page"
     );
     assert!(html.contains("<table") && html.contains("both-apis/report.html"));
+}
+
+#[test]
+fn overload_runs_ramp_750_for_each_api_with_shedding_off_then_on() {
+    let vs = variants("overload", &lab_args()).unwrap();
+    let got: Vec<(&str, &str, Shedding)> = vs
+        .iter()
+        .map(|v| {
+            assert_eq!(v.args.apis.len(), 1);
+            assert_eq!(v.args.scenario, None);
+            (
+                v.slug.as_str(),
+                v.args.load.profile.as_str(),
+                v.args.shedding,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("blocking-api-shedding-off", "ramp-750", Shedding::Off),
+            ("reactive-api-shedding-off", "ramp-750", Shedding::Off),
+            ("blocking-api-shedding-on", "ramp-750", Shedding::On),
+            ("reactive-api-shedding-on", "ramp-750", Shedding::On),
+        ]
+    );
+    assert_eq!(vs[1].args.apis, ["reactive-api"]);
+}
+
+#[test]
+fn overload_table_shows_shed_requests_apart_from_timeouts() {
+    let mut done = Vec::new();
+    // Shedding off: everything admitted, clients time out, the API finishes work for them anyway.
+    let mut off = fixture("blocking-api");
+    off.config.shedding = Some(Shedding::Off);
+    off.config
+        .api_settings
+        .insert("MAX_IN_FLIGHT".into(), "0".into());
+    off.summary.errors_by_kind = [("timeout".to_owned(), 400u64)].into();
+    off.after_give_up = Some(AfterGiveUp {
+        gave_up: 400,
+        orders: Some(250),
+        detail: "250 of the 400 keys".into(),
+    });
+    done.push((variant("blocking-api-shedding-off"), vec![off]));
+    // Shedding on: a fast refusal instead.
+    let mut on = fixture("blocking-api");
+    on.config.shedding = Some(Shedding::On);
+    on.config
+        .api_settings
+        .insert("MAX_IN_FLIGHT".into(), "200".into());
+    on.config
+        .api_settings
+        .insert("QUEUE_TIMEOUT_MS".into(), "100".into());
+    on.summary.errors_by_kind = [
+        (OUTCOME_OVERLOADED.to_owned(), on.summary.sent / 4),
+        ("deadline_exceeded".to_owned(), 7),
+    ]
+    .into();
+    on.summary.overloaded_latency_ms = Some(LatencyPercentiles {
+        p99: 12.0,
+        ..Default::default()
+    });
+    on.after_give_up = Some(AfterGiveUp {
+        gave_up: 0,
+        orders: Some(0),
+        detail: "0 of the 0 keys".into(),
+    });
+    on.harness_bound = Some("generator fell behind".into());
+    let (ok, sent) = (on.summary.ok, on.summary.sent);
+    done.push((variant("blocking-api-shedding-on"), vec![on]));
+
+    let table = build_table("overload", &done);
+    let col = |name: &str| {
+        table
+            .columns
+            .iter()
+            .position(|c| c == name)
+            .unwrap_or_else(|| panic!("no column {name}: {:?}", table.columns))
+    };
+    let (off, on) = (&table.rows[0], &table.rows[1]);
+    assert_eq!(off[col("shedding (MAX_IN_FLIGHT)")], "off (0 = unlimited)");
+    assert_eq!(on[col("shedding (MAX_IN_FLIGHT)")], "on (200)");
+    assert_eq!(off[col("client timeouts")], "400");
+    assert_eq!(off[col("overloaded 503s")], "0.0 % (0)");
+    assert_eq!(off[col("orders after give-up")], "250 of 400");
+    assert_eq!(
+        on[col("overloaded 503s")],
+        format!("25.0 % ({})", sent / 4),
+        "the share of everything sent"
+    );
+    assert_eq!(on[col("overloaded p99")], "12 ms");
+    assert_eq!(on[col("client timeouts")], "0", "shed is not a timeout");
+    assert_eq!(on[col("other errors")], "7 (most: 7 deadline_exceeded)");
+    assert_eq!(on[col("harness-bound")], "yes");
+    assert_eq!(off[col("harness-bound")], "no");
+    // The fixture's schedule is 90 s long; the drain is not in the denominator.
+    assert_eq!(on[col("201/s")], format!("{:.1}", ok as f64 / 90.0));
+    let goals = table
+        .notes
+        .iter()
+        .find(|n| n.contains("issue 8 goals"))
+        .expect("a goals note for the shedding-on run");
+    assert!(
+        goals.contains("overloaded p99 12 ms ≤ 50 ms met")
+            && goals.contains("0 orders after give-up (goal 0) met"),
+        "{goals}"
+    );
+    assert!(
+        table
+            .notes
+            .iter()
+            .any(|n| n.contains("was harness-bound: generator fell behind"))
+    );
+    assert!(render_markdown(&table).contains("blocking-api-shedding-on/report.html"));
 }
 
 #[test]

@@ -14,12 +14,14 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 mod faults;
+mod overload;
 mod warmup;
 
 use crate::assemble::RunMeta;
 use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
 use crate::driver::{Clock, DriverConfig};
 use crate::faults::FaultPlan;
+use crate::gave_up::orders_after_give_up;
 use crate::inject::Injection;
 use crate::profile::Profile;
 use crate::results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
@@ -223,6 +225,7 @@ impl Lab {
                 a.blocking_threads.to_string(),
             );
         }
+        overload::settings(a, &mut s);
         s
     }
 
@@ -264,6 +267,10 @@ impl Lab {
                 })
                 .await??;
                 let (url, limits) = (p.url.clone(), p.limits.clone());
+                let mut settings = settings;
+                if let Some(max) = overload::effective_max_in_flight(&url).await {
+                    settings.insert("MAX_IN_FLIGHT".to_owned(), max);
+                }
                 (Some(p), url, settings, limits)
             }
         };
@@ -318,6 +325,7 @@ impl Lab {
                 duplicate_ratio: load.duplicate_ratio,
                 sellers: load.sellers,
                 warmup_s: warm,
+                shedding: process.is_some().then_some(self.args.shedding),
             },
             environment,
             goose_reports: goose,
@@ -340,7 +348,7 @@ impl Lab {
         let faults = self.start_faults(process, clock.clone()).await?;
         let measured = measure_on(clock, driver, meta, targets).await;
         let (process, fault_events) = self.end_faults(faults).await?;
-        let mut results = measured?;
+        let (mut results, gave_up) = measured?;
         if let Some(task) = injecting {
             // Normally long done; if the run ended first, the latency must still be restored.
             task.abort();
@@ -363,6 +371,9 @@ impl Lab {
             money::count(self.database_url.as_deref(), Some(&self.deps_url), settle).await;
         results.money = money;
         results.invariants.extend(checks);
+        // After the checks (which wait until the API is idle), before the next run empties the tables.
+        results.after_give_up =
+            Some(orders_after_give_up(self.database_url.as_deref(), &gave_up).await);
         if let Some(p) = process {
             tokio::task::spawn_blocking(move || p.stop()).await??;
         }

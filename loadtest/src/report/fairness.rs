@@ -8,8 +8,10 @@ use crate::results::RunResults;
 
 use super::model::{ApiRuns, MIB};
 
-/// Settings that must differ between two processes on one machine and say nothing about fairness.
-const EXPECTED_TO_DIFFER: &[&str] = &["BIND_ADDR"];
+/// Settings that must differ between two processes on one machine and say nothing about fairness,
+/// or whose value belongs to the execution model: `MAX_IN_FLIGHT`, with shedding on, is each API's
+/// own admission limit (blocking-api: its thread count; reactive-api: 4096).
+const EXPECTED_TO_DIFFER: &[&str] = &["BIND_ADDR", "MAX_IN_FLIGHT"];
 
 /// How a setting compares across the runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +146,9 @@ pub fn settings(run: &RunResults) -> BTreeMap<String, String> {
     }
     if !c.api_settings.contains_key("DB_TX_SCOPE") {
         put("DB_TX_SCOPE", c.tx_scope.clone());
+    }
+    if let Some(shedding) = c.shedding {
+        put("shedding", shedding.as_str().to_owned());
     }
     put("request timeout", format!("{} ms", c.request_timeout_ms));
     put("in-flight cap", c.max_in_flight.to_string());

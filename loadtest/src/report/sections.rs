@@ -200,6 +200,14 @@ pub fn invariants(s: &mut String, groups: &[ApiRuns<'_>]) {
                 esc(&c.detail)
             );
         }
+        if let Some(g) = &r.after_give_up {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>orders finished after their client gave up (by key)</td><td><span class=\"pill unk\">counted</span></td><td>{}</td></tr>",
+                esc(&run_name(r)),
+                esc(&g.detail)
+            );
+        }
     }
     s.push_str("</tbody></table></section>");
 }

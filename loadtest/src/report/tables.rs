@@ -82,6 +82,9 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
         f("latency p99, 201s only", Unit::Millis, |s| {
             s.ok_latency_ms.map(|l| l.p99)
         }),
+        f("latency p99, overloaded 503s only", Unit::Millis, |s| {
+            s.overloaded_latency_ms.map(|l| l.p99)
+        }),
     ];
     let rates = vec![
         f("offered rate", Unit::Rate, |s| Some(s.offered_rps)),

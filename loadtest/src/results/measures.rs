@@ -152,6 +152,9 @@ pub struct Summary {
     pub latency_ms: LatencyPercentiles,
     /// Latency of the `201`s only.
     pub ok_latency_ms: Option<LatencyPercentiles>,
+    /// Latency of the `overloaded` 503s only: how fast a refused request learns it was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overloaded_latency_ms: Option<LatencyPercentiles>,
     /// `completed ÷ duration_s`.
     pub throughput_rps: f64,
     /// `ok ÷ duration_s` — orders per second.

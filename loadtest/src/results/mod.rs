@@ -22,8 +22,10 @@ use serde::{Deserialize, Serialize};
 
 mod measures;
 mod money;
+mod overload;
 pub use measures::*;
 pub use money::*;
+pub use overload::*;
 
 /// Version of this schema. Bumped only for changes an old reader could misread.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -100,6 +102,9 @@ pub struct RunResults {
     /// attempt's intended time), not one HTTP request.
     #[serde(default)]
     pub retries: Option<RetryRecord>,
+    /// Requests whose client gave up, and the orders made for them anyway (the lab only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_give_up: Option<AfterGiveUp>,
 }
 
 /// The run's configuration as actually applied.
@@ -134,6 +139,10 @@ pub struct RunConfig {
     pub sellers: u32,
     /// Warm-up before the measured part, seconds (excluded from every figure).
     pub warmup_s: f64,
+    /// `--shedding` of the lab run (`None`: not started by the lab). The admission settings in
+    /// force are in `api_settings` (`MAX_IN_FLIGHT` as the API reported it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shedding: Option<Shedding>,
 }
 
 /// The load profile as run (after `--duration-scale`).

@@ -11,12 +11,15 @@
 //! - `faults` (money safety): both APIs at a constant rate with retrying clients, payment faults
 //!   throughout, the API killed and restarted, PostgreSQL restarted; every charge must end as one
 //!   order or one void.
+//! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
+//!   (`overload.rs`).
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
 //! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants,
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
 mod faults_table;
+mod overload;
 mod render;
 mod tables;
 
@@ -50,6 +53,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "faults",
         "money safety: retrying clients through payment faults, kill -9 of the API and a \
          PostgreSQL crash restart (2 runs)",
+    ),
+    (
+        "overload",
+        "ramp-750, both APIs, shedding off and on: refuse early or queue (4 runs)",
     ),
 ];
 
@@ -127,6 +134,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 a.faults = Some(faults_table::PLAN.to_owned());
             }));
         }
+        "overload" => out = overload::variants(base),
         other => {
             let known: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             bail!("unknown scenario {other:?}; known: {}", known.join(", "));

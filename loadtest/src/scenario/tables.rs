@@ -34,6 +34,7 @@ pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         "remotecall" => remotecall(done),
         "db-latency" => db_latency(done),
         "faults" => super::faults_table::faults(done),
+        "overload" => super::overload::table(done),
         _ => slow_dependency(done),
     };
     table.links = links;

@@ -1,0 +1,90 @@
+//! The APIs' overload settings (issue 8), as the lab sets and records them.
+//!
+//! The lab states the timeouts it runs with (as it does the pool and dependency timeouts), so an
+//! API whose default changes does not silently change the experiment. `MAX_IN_FLIGHT` is the one
+//! it leaves to the API with shedding on: its default belongs to each execution model (blocking-api:
+//! its thread count; reactive-api: 4096). The value in force is read back from the API's
+//! `orders_admission_limit` gauge once it runs, so the results record what was applied.
+
+use std::collections::BTreeMap;
+
+use crate::cli::LabArgs;
+use crate::results::Shedding;
+
+/// The overload settings every API the lab starts gets.
+pub(super) fn settings(args: &LabArgs, s: &mut BTreeMap<String, String>) {
+    s.insert(
+        "QUEUE_TIMEOUT_MS".to_owned(),
+        args.queue_timeout_ms.to_string(),
+    );
+    s.insert(
+        "REQUEST_DEADLINE_MS".to_owned(),
+        request_deadline_ms(args).to_string(),
+    );
+    s.insert(
+        "DB_STATEMENT_TIMEOUT_MS".to_owned(),
+        args.db_statement_timeout_ms.to_string(),
+    );
+    if args.shedding == Shedding::Off {
+        s.insert("MAX_IN_FLIGHT".to_owned(), "0".to_owned());
+    }
+}
+
+/// The deadline the APIs get: the flag's, else 30 s with shedding on and an hour (no deadline
+/// within a lab run: work queues and finishes after its client gave up, as in the original
+/// experiment) with shedding off.
+pub(super) fn request_deadline_ms(args: &LabArgs) -> u64 {
+    args.request_deadline_ms.unwrap_or(match args.shedding {
+        Shedding::On => 30_000,
+        Shedding::Off => 3_600_000,
+    })
+}
+
+/// `MAX_IN_FLIGHT` as the running API applies it (`0` = unlimited); `None` when it does not say.
+pub(super) async fn effective_max_in_flight(url: &str) -> Option<String> {
+    crate::sampler::scraped_settings(url)
+        .await
+        .remove("MAX_IN_FLIGHT")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> LabArgs {
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            lab: LabArgs,
+        }
+        Cli::parse_from(["lab"].iter().chain(extra)).lab
+    }
+
+    #[test]
+    fn shedding_off_is_an_unlimited_admission_and_on_leaves_the_default() {
+        let mut on = BTreeMap::new();
+        settings(&args(&[]), &mut on);
+        assert_eq!(on.get("MAX_IN_FLIGHT"), None);
+        assert_eq!(on["QUEUE_TIMEOUT_MS"], "100");
+        assert_eq!(on["REQUEST_DEADLINE_MS"], "30000");
+        assert_eq!(on["DB_STATEMENT_TIMEOUT_MS"], "5000");
+        let mut off = BTreeMap::new();
+        settings(
+            &args(&["--shedding", "off", "--queue-timeout-ms", "50"]),
+            &mut off,
+        );
+        assert_eq!(off["MAX_IN_FLIGHT"], "0");
+        assert_eq!(off["QUEUE_TIMEOUT_MS"], "50");
+        assert_eq!(
+            off["REQUEST_DEADLINE_MS"], "3600000",
+            "no deadline with shedding off"
+        );
+        let mut explicit = BTreeMap::new();
+        settings(
+            &args(&["--shedding", "off", "--request-deadline-ms", "70000"]),
+            &mut explicit,
+        );
+        assert_eq!(explicit["REQUEST_DEADLINE_MS"], "70000");
+    }
+}
