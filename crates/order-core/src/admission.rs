@@ -2,14 +2,17 @@
 //! death.
 //!
 //! At most `MAX_IN_FLIGHT` orders are admitted at once; a request waits at most
-//! `QUEUE_TIMEOUT_MS` for a place, then gets 503 `overloaded` within a few milliseconds — before
-//! authentication, reservation or charge. An admitted order carries a [`Ticket`]: its deadline
+//! `QUEUE_TIMEOUT_MS` for a place, then gets 503 `overloaded` — before authentication,
+//! reservation or charge. It does not wait at all when the queue ahead of it cannot drain within
+//! `QUEUE_TIMEOUT_MS` at the rate places are being given back (`MAX_IN_FLIGHT` ÷ the mean time an
+//! order holds its place): under sustained overload a refusal takes microseconds, not the
+//! queue timeout. An admitted order carries a [`Ticket`]: its deadline
 //! (`REQUEST_DEADLINE_MS` from arrival: work that has not reached the charge by then stops) and
 //! whether its client is still there (a client gone before the reservation cancels the work;
 //! after it, the work runs to completion so that no reserved key or charge is abandoned).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -21,6 +24,8 @@ use crate::settings::CommonSettings;
 pub struct Admission {
     /// `None`: no limit (`MAX_IN_FLIGHT=0`, the original experiment's behaviour).
     permits: Option<Arc<Semaphore>>,
+    max: usize,
+    queue: Arc<Queue>,
     queue_timeout: Duration,
     deadline: Duration,
     metrics: Arc<Metrics>,
@@ -33,6 +38,8 @@ impl Admission {
         metrics.admission_limit.set(max as i64);
         Admission {
             permits: (max > 0).then(|| Arc::new(Semaphore::new(max))),
+            max,
+            queue: Arc::new(Queue::default()),
             queue_timeout: settings.queue_timeout(),
             deadline: settings.request_deadline(),
             metrics,
@@ -45,19 +52,27 @@ impl Admission {
         let arrived = Instant::now();
         let permit = match &self.permits {
             None => None,
-            Some(permits) => {
-                let wait = permits.clone().acquire_owned();
-                match tokio::time::timeout(self.queue_timeout, wait).await {
-                    Ok(Ok(permit)) => Some(permit),
-                    // Timed out (or the semaphore closed, which never happens): refuse.
-                    _ => return Err(self.shed(ApiError::Overloaded)),
+            Some(permits) => match permits.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    let ahead = self.queue.waiting.load(Ordering::Relaxed);
+                    if self.queue.expected_wait(ahead + 1, self.max) > self.queue_timeout {
+                        return Err(self.shed(ApiError::Overloaded));
+                    }
+                    let _waiting = Waiting::enter(&self.queue);
+                    let wait = permits.clone().acquire_owned();
+                    match tokio::time::timeout(self.queue_timeout, wait).await {
+                        Ok(Ok(permit)) => Some(permit),
+                        // Timed out (or the semaphore closed, which never happens): refuse.
+                        _ => return Err(self.shed(ApiError::Overloaded)),
+                    }
                 }
-            }
+            },
         };
         self.metrics.admitted.inc();
         let client_gone = Arc::new(AtomicBool::new(false));
         let ticket = Ticket {
-            _permit: permit,
+            place: permit.map(|permit| (permit, Instant::now(), self.queue.clone())),
             deadline: arrived + self.deadline,
             client_gone: client_gone.clone(),
             metrics: self.metrics.clone(),
@@ -75,9 +90,57 @@ impl Admission {
     }
 }
 
+/// The wait for a place: how many wait now, and how long an order holds its place (a moving
+/// average, µs; 0 until the first order gave its place back).
+#[derive(Default)]
+struct Queue {
+    waiting: AtomicUsize,
+    mean_hold_us: AtomicU64,
+}
+
+impl Queue {
+    /// How long the `position`-th waiter should expect to wait for one of `max` places; zero while
+    /// nothing is known yet (then it waits up to the queue timeout).
+    fn expected_wait(&self, position: usize, max: usize) -> Duration {
+        let hold = self.mean_hold_us.load(Ordering::Relaxed);
+        Duration::from_micros(hold.saturating_mul(position as u64) / max.max(1) as u64)
+    }
+
+    /// Folds one order's holding time into the average (weight 1/16; a lost race between two
+    /// updates only drops a sample).
+    fn record_hold(&self, held: Duration) {
+        let sample = u64::try_from(held.as_micros()).unwrap_or(u64::MAX);
+        let old = self.mean_hold_us.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            sample
+        } else {
+            old - old / 16 + sample / 16
+        };
+        self.mean_hold_us.store(new, Ordering::Relaxed);
+    }
+}
+
+/// Counts a request among the waiters for as long as it waits (also when its handler is dropped).
+struct Waiting<'a>(&'a Queue);
+
+impl<'a> Waiting<'a> {
+    fn enter(queue: &'a Queue) -> Self {
+        queue.waiting.fetch_add(1, Ordering::Relaxed);
+        Waiting(queue)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// An admitted order's place, deadline and client; the place is given back when it is dropped.
 pub struct Ticket {
-    _permit: Option<OwnedSemaphorePermit>,
+    /// The place (none without a limit), when it was taken, and the queue to tell how long it was
+    /// held.
+    place: Option<(OwnedSemaphorePermit, Instant, Arc<Queue>)>,
     deadline: Instant,
     client_gone: Arc<AtomicBool>,
     metrics: Arc<Metrics>,
@@ -125,6 +188,9 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         self.metrics.admitted.dec();
+        if let Some((_permit, since, queue)) = &self.place {
+            queue.record_hold(since.elapsed());
+        }
     }
 }
 
@@ -177,6 +243,43 @@ mod tests {
                 .render()
                 .contains(r#"orders_shed_total{reason="overloaded"} 1"#)
         );
+    }
+
+    #[tokio::test]
+    async fn a_queue_that_cannot_drain_in_time_is_refused_at_once() {
+        let a = admission(2, 100, 30_000);
+        let held = (a.admit().await.unwrap(), a.admit().await.unwrap());
+        // Orders have been holding their place for 1 s each: with 2 places, the first waiter
+        // would wait ~0.5 s, more than the 100 ms queue timeout.
+        a.queue.record_hold(Duration::from_secs(1));
+        let start = Instant::now();
+        assert!(matches!(a.admit().await.err(), Some(ApiError::Overloaded)));
+        assert!(
+            start.elapsed() < Duration::from_millis(50),
+            "refused without waiting out the queue timeout: {:?}",
+            start.elapsed()
+        );
+        // Orders that hold their place 100 ms: a waiter expects 50 ms and does wait for a place.
+        a.queue.mean_hold_us.store(0, Ordering::Relaxed);
+        a.queue.record_hold(Duration::from_millis(100));
+        let waiter = a.admit();
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            drop(held);
+        };
+        let (admitted, ()) = tokio::join!(waiter, release);
+        assert!(admitted.is_ok(), "admitted once a place came back");
+        assert_eq!(a.queue.waiting.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn the_hold_time_is_a_moving_average() {
+        let q = Queue::default();
+        assert_eq!(q.expected_wait(10, 2), Duration::ZERO, "nothing known yet");
+        q.record_hold(Duration::from_millis(1600));
+        assert_eq!(q.expected_wait(1, 2), Duration::from_millis(800));
+        q.record_hold(Duration::ZERO);
+        assert_eq!(q.mean_hold_us.load(Ordering::Relaxed), 1_500_000);
     }
 
     #[tokio::test]
