@@ -4,7 +4,7 @@
 //! At most `MAX_IN_FLIGHT` orders are admitted at once; a request waits at most
 //! `QUEUE_TIMEOUT_MS` for a place, then gets 503 `overloaded` — before authentication,
 //! reservation or charge. It does not wait at all when the queue ahead of it cannot drain within
-//! `QUEUE_TIMEOUT_MS` at the rate places are being given back (`MAX_IN_FLIGHT` ÷ the mean time an
+//! half of `QUEUE_TIMEOUT_MS` at the rate places are being given back (`MAX_IN_FLIGHT` ÷ the mean time an
 //! order holds its place): under sustained overload a refusal takes microseconds, not the
 //! queue timeout. An admitted order carries a [`Ticket`]: its deadline
 //! (`REQUEST_DEADLINE_MS` from arrival: work that has not reached the charge by then stops) and
@@ -56,7 +56,9 @@ impl Admission {
                 Ok(permit) => Some(permit),
                 Err(_) => {
                     let ahead = self.queue.waiting.load(Ordering::Relaxed);
-                    if self.queue.expected_wait(ahead + 1, self.max) > self.queue_timeout {
+                    // Half the timeout: a waiter that expects to need all of it times out about
+                    // as often as not, and then its refusal took the whole timeout.
+                    if self.queue.expected_wait(ahead + 1, self.max) > self.queue_timeout / 2 {
                         return Err(self.shed(ApiError::Overloaded));
                     }
                     let _waiting = Waiting::enter(&self.queue);
@@ -259,9 +261,9 @@ mod tests {
             "refused without waiting out the queue timeout: {:?}",
             start.elapsed()
         );
-        // Orders that hold their place 100 ms: a waiter expects 50 ms and does wait for a place.
+        // Orders that hold their place 80 ms: a waiter expects 40 ms and does wait for a place.
         a.queue.mean_hold_us.store(0, Ordering::Relaxed);
-        a.queue.record_hold(Duration::from_millis(100));
+        a.queue.record_hold(Duration::from_millis(80));
         let waiter = a.admit();
         let release = async {
             tokio::time::sleep(Duration::from_millis(30)).await;

@@ -44,9 +44,10 @@ pub(super) fn table(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
          got a 201 for their key, and of those the keys that nevertheless have an order in the \
          database once the API is idle — work, including a charge, done for nobody."
             .to_owned(),
-        "Shedding off sets only MAX_IN_FLIGHT=0: the request deadline (REQUEST_DEADLINE_MS) and the \
-         cancellation of work whose client left before the reservation stay in force, so it is the \
-         original's unbounded admission, not every one of its flaws."
+        "Shedding off sets MAX_IN_FLIGHT=0 and lifts the request deadline (REQUEST_DEADLINE_MS one \
+         hour): the original's unbounded admission. The cancellation of work whose client left \
+         before the reservation stays in force, so orders after give-up count only work that had \
+         reserved its key when the client gave up."
             .to_owned(),
     ];
     let mut rows = Vec::new();
