@@ -16,6 +16,22 @@ pub use app::{Api, TestApp};
 pub use database::{TestDatabase, admin_url};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
 
+/// Polls `check` every 50 ms until it holds, failing the test after `secs` seconds with `what`.
+pub async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Instantiates each listed case, an `async fn(Api)` in scope, once per API.
 #[macro_export]
 macro_rules! contract_tests {

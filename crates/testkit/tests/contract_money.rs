@@ -3,12 +3,10 @@
 //! against both APIs, with a short lease and a fast recovery loop so that recovery happens within
 //! the test.
 
-use std::time::{Duration, Instant};
-
 use mock_deps::MockConfig;
 use order_core::settings::CommonSettings;
 use sqlx::Connection;
-use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};
+use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
 contract_tests!(
     database_refusing_after_the_charge_is_recovered_into_one_order,
@@ -24,19 +22,6 @@ fn fast_recovery(s: &mut CommonSettings) {
     s.db_pool_timeout_ms = 500;
     s.lease_ms = 2500;
     s.reconcile_interval_ms = 200;
-}
-
-/// Polls `what` until it holds, failing the test after `secs` seconds.
-async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// The key's state and stored status.

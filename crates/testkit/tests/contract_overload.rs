@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use mock_deps::MockConfig;
 use sqlx::Connection;
-use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};
+use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
 contract_tests!(
     beyond_the_admission_limit_orders_are_refused_at_once,
@@ -16,19 +16,6 @@ contract_tests!(
     a_client_gone_after_the_reservation_still_gets_its_order_made,
     a_locked_table_ends_in_503_within_the_statement_timeout,
 );
-
-/// Polls `what` until it holds, failing the test after `secs` seconds.
-async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 async fn metrics(app: &TestApp) -> String {
     app.get("/metrics", None).await.text().await.unwrap()
