@@ -70,7 +70,8 @@ pub struct Conn {
     _held: HistogramTimer,
 }
 
-/// One step's connection: the request's held transaction, or an autocommit one of its own.
+/// One step's connection: the request's held transaction, or an autocommit one of its own,
+/// which goes back to the pool when the step is dropped (a held transaction stays held).
 // Lives on the stack for one step; boxing `Own` would only add an allocation per step.
 #[allow(clippy::large_enum_variant)]
 pub enum Step<'h> {
@@ -84,12 +85,6 @@ impl Step<'_> {
             Step::Held(tx) => &mut tx.conn,
             Step::Own(c) => &mut c.conn,
         }
-    }
-
-    /// Ends a step: its own connection's statements are already committed, and a held
-    /// transaction commits at the end of the request.
-    pub fn finish(self) -> Result<(), ApiError> {
-        Ok(())
     }
 }
 
@@ -128,18 +123,17 @@ impl Db {
 
     /// Takes a connection (bounded wait, measured) and opens a transaction on it.
     pub fn begin(&self, kind: &str) -> Result<Tx, ApiError> {
-        let timer = self.metrics.start_acquire();
-        // r2d2 only fails a checkout when DB_POOL_TIMEOUT_MS has passed.
-        let conn = self.pool.get();
-        timer.finish(conn.is_err());
-        let mut conn = conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
-        // A connection that cannot even begin is as good as none: 503, like a failed checkout.
-        AnsiTransactionManager::begin_transaction(&mut *conn)
-            .map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
+        let Conn { mut conn, _held } = self.acquire(kind)?;
+        // A connection that cannot even begin is as good as none: 503, like a failed checkout,
+        // and no transaction was held.
+        if let Err(e) = AnsiTransactionManager::begin_transaction(&mut *conn) {
+            _held.stop_and_discard();
+            return Err(ApiError::DatabaseUnavailable(e.into()));
+        }
         Ok(Tx {
             conn,
             open: true,
-            _held: self.metrics.tx_timer(kind),
+            _held,
         })
     }
 

@@ -76,7 +76,7 @@ fn replay_or(
     let mut held = Held::none();
     let mut step = app.db.step(&mut held, "read")?;
     let existing = db::find_key(step.conn(), seller_id, &order.request.reference_id)?;
-    step.finish()?;
+    drop(step);
     match existing.map(|e| idempotency::decide(e, &order.request_hash)) {
         Some(Ok(replay)) => Ok(replay),
         _ => Err(error),
@@ -94,7 +94,7 @@ fn reserve(
         let mut step = app.db.step(held, "reserve")?;
         let lease = app.settings.lease_seconds();
         let reservation = db::reserve(step.conn(), seller_id, order, lease)?;
-        step.finish()?;
+        drop(step);
         match reservation {
             Reservation::Acquired { attempt, charging } => {
                 return Ok(Reserved::Owner(attempt, charging));
@@ -169,7 +169,7 @@ fn mark_charging(
         charging,
         lease,
     )?;
-    step.finish()?;
+    drop(step);
     if !marked {
         // Another attempt took the key over; nothing was charged by this one.
         return Err(ApiError::RequestInProgress);
@@ -251,7 +251,7 @@ fn complete(
             Err(ApiError::RequestInProgress)
         };
     }
-    step.finish()?;
+    drop(step);
     Ok(outcome)
 }
 

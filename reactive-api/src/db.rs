@@ -49,7 +49,8 @@ pub struct Conn {
     _held: HistogramTimer,
 }
 
-/// One step's connection: the request's held transaction, or an autocommit one of its own.
+/// One step's connection: the request's held transaction, or an autocommit one of its own,
+/// which goes back to the pool when the step is dropped (a held transaction stays held).
 pub enum Step<'h> {
     Held(&'h mut Tx),
     Own(Conn),
@@ -61,12 +62,6 @@ impl Step<'_> {
             Step::Held(tx) => &mut tx.tx,
             Step::Own(c) => &mut c.conn,
         }
-    }
-
-    /// Ends a step: its own connection's statements are already committed, and a held
-    /// transaction commits at the end of the request.
-    pub async fn finish(self) -> Result<(), ApiError> {
-        Ok(())
     }
 }
 
@@ -114,18 +109,13 @@ impl Db {
 
     /// Takes a connection (bounded wait, measured) and opens a transaction on it.
     pub async fn begin(&self, kind: &str) -> Result<Tx, ApiError> {
-        let timer = self.metrics.start_acquire();
-        match self.pool.begin().await {
-            Ok(tx) => {
-                timer.finish(false);
-                Ok(Tx {
-                    tx,
-                    _held: self.metrics.tx_timer(kind),
-                })
-            }
+        let Conn { conn, _held } = self.acquire(kind).await?;
+        match Transaction::begin(conn, None).await {
+            Ok(tx) => Ok(Tx { tx, _held }),
             Err(e) => {
-                // Whatever the cause (timeout, refused, shutting down), no connection: 503.
-                timer.finish(matches!(e, sqlx::Error::PoolTimedOut));
+                // A connection that cannot even begin is as good as none: 503, like a failed
+                // acquire, and no transaction was held.
+                _held.stop_and_discard();
                 Err(ApiError::DatabaseUnavailable(e.into()))
             }
         }

@@ -78,7 +78,7 @@ async fn replay_or(
     let mut held = Held::none();
     let mut step = app.db.step(&mut held, "read").await?;
     let existing = db::find_key(step.conn(), seller_id, &order.request.reference_id).await?;
-    step.finish().await?;
+    drop(step);
     match existing.map(|e| idempotency::decide(e, &order.request_hash)) {
         Some(Ok(replay)) => Ok(replay),
         _ => Err(error),
@@ -96,7 +96,7 @@ async fn reserve(
         let mut step = app.db.step(held, "reserve").await?;
         let lease = app.settings.lease_seconds();
         let reservation = db::reserve(step.conn(), seller_id, order, lease).await?;
-        step.finish().await?;
+        drop(step);
         match reservation {
             Reservation::Acquired { attempt, charging } => {
                 return Ok(Reserved::Owner(attempt, charging));
@@ -172,7 +172,7 @@ async fn mark_charging(
         lease,
     )
     .await?;
-    step.finish().await?;
+    drop(step);
     if !marked {
         // Another attempt took the key over; nothing was charged by this one.
         return Err(ApiError::RequestInProgress);
@@ -256,7 +256,7 @@ async fn complete(
             Err(ApiError::RequestInProgress)
         };
     }
-    step.finish().await?;
+    drop(step);
     Ok(outcome)
 }
 

@@ -82,8 +82,8 @@ pub struct CommonSettings {
     pub shutdown_grace_ms: u64,
 }
 
-/// reactive-api's `MAX_IN_FLIGHT` when unset: far above what one CPU serves in a queueing-free
-/// second at the lab's rates, low enough to bound memory (≈ 32 KiB an order).
+/// reactive-api's `MAX_IN_FLIGHT` when unset: a bound on memory. On one CPU it is far above what
+/// the CPU serves at the seed's 2.2 s per order, so it binds only after the CPU has saturated.
 pub const REACTIVE_MAX_IN_FLIGHT: usize = 4096;
 
 /// Never prints the request hash key.
