@@ -7,6 +7,22 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::results::{MockLatencies, Shedding};
 
+/// Whether the lab's own PostgreSQL flushes every commit to disk (`--db-durability`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Durability {
+    On,
+    Off,
+}
+
+impl Durability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::On => "on",
+            Durability::Off => "off",
+        }
+    }
+}
+
 /// Load lab: drives the order APIs with goose under an honest open model and compares them.
 #[derive(Debug, Parser)]
 #[command(name = "loadtest", version, about)]
@@ -134,10 +150,15 @@ pub struct LabArgs {
     /// kill-api@S[+DOWN],restart-db@S (seconds into the run; see loadtest/README.md).
     #[arg(long)]
     pub faults: Option<String>,
-    /// The ephemeral PostgreSQL commits synchronously (synchronous_commit = on; off by default
-    /// for less disk noise), so a committed order survives an immediate restart.
-    #[arg(long)]
-    pub synchronous_commit: bool,
+    /// The ephemeral PostgreSQL is durable, as in production (`on`: fsync, synchronous_commit and
+    /// full_page_writes on, so every commit waits for its WAL flush and a committed order survives
+    /// a crash); `off` trades that for less disk noise (stated in the report's settings).
+    #[arg(long, value_enum, default_value_t = Durability::On)]
+    pub db_durability: Durability,
+    /// Set by a scenario that started the database its runs share (`--database-url` then points
+    /// at it): its durability is the lab's to state.
+    #[arg(skip)]
+    pub lab_owned_database: bool,
     /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency, faults):
     /// several lab runs, one comparison table. See `loadtest scenarios`.
     /// Admission control of the APIs the lab starts: `on` keeps each API's own MAX_IN_FLIGHT
@@ -149,6 +170,10 @@ pub struct LabArgs {
     /// QUEUE_TIMEOUT_MS for every API: the longest wait for admission (shedding on).
     #[arg(long, default_value_t = 100)]
     pub queue_timeout_ms: u64,
+    /// MAX_LOOP_LAG_MS for every API with shedding on: new orders are refused while the event
+    /// loop runs woken tasks later than this (the CPU is saturated). Shedding off sets 0.
+    #[arg(long, default_value_t = 5)]
+    pub max_loop_lag_ms: u64,
     /// REQUEST_DEADLINE_MS for every API: work not at the charge by then stops with 503
     /// [30000 with shedding on; with shedding off an hour, i.e. none: the original's behaviour].
     #[arg(long)]

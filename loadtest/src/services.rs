@@ -13,6 +13,7 @@ use labkit::cgroup::{LimitedGroup, ResourceLimits};
 use labkit::pg::EphemeralPostgres;
 use labkit::process::{ServiceProcess, find_binary};
 
+use crate::cli::Durability;
 use crate::results::{Limits, MockLatencies};
 
 /// How long a service may take to answer its readiness URL.
@@ -30,13 +31,13 @@ pub struct Database {
 impl Database {
     /// `url` if given, else an ephemeral cluster from the system's PostgreSQL binaries.
     pub fn open(url: Option<&str>) -> Result<Database> {
-        Self::open_with(url, false)
+        Self::open_with(url, Durability::On)
     }
 
-    /// [`Database::open`]; an ephemeral cluster gets `synchronous_commit = on` when
-    /// `synchronous_commit` is set (labkit turns it off by default), so that a committed order
-    /// survives an immediate restart of the server.
-    pub fn open_with(url: Option<&str>, synchronous_commit: bool) -> Result<Database> {
+    /// [`Database::open`]; an ephemeral cluster is durable with [`Durability::On`] (`fsync`,
+    /// `synchronous_commit` and `full_page_writes` on, which labkit turns off by default): every
+    /// commit waits for its WAL flush, and a committed order survives an immediate restart.
+    pub fn open_with(url: Option<&str>, durability: Durability) -> Result<Database> {
         if let Some(url) = url {
             return Ok(Database {
                 url: url.to_owned(),
@@ -44,10 +45,13 @@ impl Database {
                 cluster: None,
             });
         }
-        let overrides: &[(&str, &str)] = if synchronous_commit {
-            &[("synchronous_commit", "on")]
-        } else {
-            &[]
+        let overrides: &[(&str, &str)] = match durability {
+            Durability::On => &[
+                ("fsync", "on"),
+                ("synchronous_commit", "on"),
+                ("full_page_writes", "on"),
+            ],
+            Durability::Off => &[],
         };
         let pg = EphemeralPostgres::start_with_settings(overrides).context(
             "starting an ephemeral PostgreSQL (install the PostgreSQL server package, e.g. \

@@ -264,7 +264,7 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     let a = &vs[0].args;
     assert_eq!(a.apis, ["blocking-api", "reactive-api"]);
     assert_eq!(a.load.retry_for_s, Some(60.0));
-    assert!(a.synchronous_commit);
+    assert_eq!(a.db_durability, loadtest::cli::Durability::On);
     assert_eq!(
         (a.lease_ms, a.reconcile_interval_ms, a.deps_timeout_ms),
         (15_000, 2000, 5000)

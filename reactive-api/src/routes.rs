@@ -4,6 +4,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
+use order_core::admission::LoopLag;
 use order_core::contract::CreateOrderRequest;
 use order_core::http::{
     draining_response, metrics_response, read_json_body, ready_response, seller_token,
@@ -19,10 +20,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 async fn create_order(
     state: web::Data<AppState>,
+    lag: web::Data<LoopLag>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let (ticket, client) = state.admission.admit().await?;
+    let (ticket, client) = state.admission.admit(&lag).await?;
     let token = seller_token(&req)?;
     let body = read_json_body(&req, payload).await?;
     let order = CreateOrderRequest::parse(&body)?.validate(&state.hash_key)?;

@@ -6,13 +6,16 @@
 //! reservation or charge. It does not wait at all when the queue ahead of it cannot drain within
 //! half of `QUEUE_TIMEOUT_MS` at the rate places are being given back (`MAX_IN_FLIGHT` ÷ the mean time an
 //! order holds its place): under sustained overload a refusal takes microseconds, not the
-//! queue timeout. An admitted order carries a [`Ticket`]: its deadline
+//! queue timeout. Neither waits when the CPU is saturated: the event loop that received the request
+//! then runs the tasks it wakes later than `MAX_LOOP_LAG_MS` (see [`LoopLag`]), and an order
+//! admitted now would only slow down those in flight — in reactive-api, whose `MAX_IN_FLIGHT` is
+//! a bound on memory far above what one CPU serves, this is the limit that binds. An admitted order carries a [`Ticket`]: its deadline
 //! (`REQUEST_DEADLINE_MS` from arrival: work that has not reached the charge by then stops) and
 //! whether its client is still there (a client gone before the reservation cancels the work;
 //! after it, the work runs to completion so that no reserved key or charge is abandoned).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -27,6 +30,8 @@ pub struct Admission {
     max: usize,
     queue: Arc<Queue>,
     queue_timeout: Duration,
+    /// `Duration::ZERO`: no refusal on loop lag.
+    max_lag: Duration,
     deadline: Duration,
     metrics: Arc<Metrics>,
 }
@@ -41,15 +46,24 @@ impl Admission {
             max,
             queue: Arc::new(Queue::default()),
             queue_timeout: settings.queue_timeout(),
+            max_lag: Duration::from_millis(settings.max_loop_lag_ms),
             deadline: settings.request_deadline(),
             metrics,
         }
     }
 
-    /// Waits up to `QUEUE_TIMEOUT_MS` for a place. The [`ClientGuard`] stays with the handler;
-    /// the [`Ticket`] goes with the work.
-    pub async fn admit(&self) -> Result<(Ticket, ClientGuard), ApiError> {
+    /// Refuses at once while `lag` (the event loop this request arrived on) is above
+    /// `MAX_LOOP_LAG_MS`, else waits up to `QUEUE_TIMEOUT_MS` for a place. The [`ClientGuard`]
+    /// stays with the handler; the [`Ticket`] goes with the work.
+    pub async fn admit(&self, lag: &LoopLag) -> Result<(Ticket, ClientGuard), ApiError> {
         let arrived = Instant::now();
+        if !self.max_lag.is_zero() && lag.smoothed() > self.max_lag {
+            self.metrics
+                .shed
+                .with_label_values(&["overloaded_loop_lag"])
+                .inc();
+            return Err(ApiError::Overloaded);
+        }
         let permit = match &self.permits {
             None => None,
             Some(permits) => match permits.clone().try_acquire_owned() {
@@ -89,6 +103,52 @@ impl Admission {
     fn shed(&self, error: ApiError) -> ApiError {
         self.metrics.shed.with_label_values(&[error.code()]).inc();
         error
+    }
+}
+
+/// How late an event loop runs the tasks it wakes: a probe task on the loop sleeps one tick and
+/// measures how much later than asked it runs again, smoothed (weight 1/8, so that one
+/// descheduling of the process on a shared machine does not read as saturation). On an idle
+/// loop that is the timer's granularity, under 1 ms; when the CPU is saturated, every woken task
+/// waits behind all the others that are ready, and so does the probe.
+#[derive(Debug, Default)]
+pub struct LoopLag {
+    smoothed_us: AtomicU64,
+}
+
+impl LoopLag {
+    const TICK: Duration = Duration::from_millis(10);
+
+    /// Starts a probe on the current Tokio runtime — call it on the event loop to watch (each
+    /// actix worker builds its app on its own loop). The probe stops with the runtime or once
+    /// the returned handle is dropped.
+    pub fn spawn(metrics: Arc<Metrics>) -> Arc<LoopLag> {
+        let lag = Arc::new(LoopLag::default());
+        tokio::spawn(Self::probe(Arc::downgrade(&lag), metrics));
+        lag
+    }
+
+    async fn probe(lag: Weak<LoopLag>, metrics: Arc<Metrics>) {
+        loop {
+            let asked = Instant::now();
+            tokio::time::sleep(Self::TICK).await;
+            let late = asked.elapsed().saturating_sub(Self::TICK);
+            let Some(lag) = lag.upgrade() else { return };
+            lag.record(late);
+            metrics.loop_lag.set(lag.smoothed().as_secs_f64());
+        }
+    }
+
+    fn record(&self, late: Duration) {
+        let sample = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
+        let old = self.smoothed_us.load(Ordering::Relaxed);
+        self.smoothed_us
+            .store(old - old / 8 + sample / 8, Ordering::Relaxed);
+    }
+
+    /// The smoothed lateness (zero for a loop without a probe).
+    pub fn smoothed(&self) -> Duration {
+        Duration::from_micros(self.smoothed_us.load(Ordering::Relaxed))
     }
 }
 
@@ -222,6 +282,11 @@ impl Drop for ClientGuard {
 mod tests {
     use super::*;
 
+    /// A loop without a probe: no lag.
+    static IDLE: LoopLag = LoopLag {
+        smoothed_us: AtomicU64::new(0),
+    };
+
     fn admission(max: usize, queue_ms: u64, deadline_ms: u64) -> Admission {
         let mut s = CommonSettings::new("postgres://x", "http://y");
         s.max_in_flight = Some(max);
@@ -233,13 +298,13 @@ mod tests {
     #[tokio::test]
     async fn beyond_the_limit_is_overloaded_after_the_queue_timeout() {
         let a = admission(1, 20, 30_000);
-        let first = a.admit().await.unwrap();
+        let first = a.admit(&IDLE).await.unwrap();
         let start = Instant::now();
-        let err = a.admit().await.err().unwrap();
+        let err = a.admit(&IDLE).await.err().unwrap();
         assert!(matches!(err, ApiError::Overloaded));
         assert!(start.elapsed() >= Duration::from_millis(20));
         drop(first);
-        assert!(a.admit().await.is_ok(), "the place is given back");
+        assert!(a.admit(&IDLE).await.is_ok(), "the place is given back");
         assert!(
             a.metrics
                 .render()
@@ -250,12 +315,15 @@ mod tests {
     #[tokio::test]
     async fn a_queue_that_cannot_drain_in_time_is_refused_at_once() {
         let a = admission(2, 100, 30_000);
-        let held = (a.admit().await.unwrap(), a.admit().await.unwrap());
+        let held = (a.admit(&IDLE).await.unwrap(), a.admit(&IDLE).await.unwrap());
         // Orders have been holding their place for 1 s each: with 2 places, the first waiter
         // would wait ~0.5 s, more than the 100 ms queue timeout.
         a.queue.record_hold(Duration::from_secs(1));
         let start = Instant::now();
-        assert!(matches!(a.admit().await.err(), Some(ApiError::Overloaded)));
+        assert!(matches!(
+            a.admit(&IDLE).await.err(),
+            Some(ApiError::Overloaded)
+        ));
         assert!(
             start.elapsed() < Duration::from_millis(50),
             "refused without waiting out the queue timeout: {:?}",
@@ -264,7 +332,7 @@ mod tests {
         // Orders that hold their place 80 ms: a waiter expects 40 ms and does wait for a place.
         a.queue.mean_hold_us.store(0, Ordering::Relaxed);
         a.queue.record_hold(Duration::from_millis(80));
-        let waiter = a.admit();
+        let waiter = a.admit(&IDLE);
         let release = async {
             tokio::time::sleep(Duration::from_millis(30)).await;
             drop(held);
@@ -287,14 +355,14 @@ mod tests {
     #[tokio::test]
     async fn zero_means_no_limit() {
         let a = admission(0, 1, 30_000);
-        let held: Vec<_> = futures_util::future::join_all((0..100).map(|_| a.admit())).await;
+        let held: Vec<_> = futures_util::future::join_all((0..100).map(|_| a.admit(&IDLE))).await;
         assert!(held.iter().all(Result::is_ok));
     }
 
     #[tokio::test]
     async fn a_gone_client_stops_the_work_before_the_reservation_only() {
         let a = admission(2, 1, 30_000);
-        let (ticket, guard) = a.admit().await.unwrap();
+        let (ticket, guard) = a.admit(&IDLE).await.unwrap();
         assert!(ticket.before_reservation().is_ok());
         drop(guard); // the handler was dropped: the client disconnected
         assert!(matches!(
@@ -305,7 +373,7 @@ mod tests {
             ticket.check_deadline().is_ok(),
             "past the reservation, work goes on"
         );
-        let (answered, guard) = a.admit().await.unwrap();
+        let (answered, guard) = a.admit(&IDLE).await.unwrap();
         guard.answered();
         assert!(answered.before_reservation().is_ok());
     }
@@ -313,12 +381,71 @@ mod tests {
     #[tokio::test]
     async fn the_deadline_counts_from_arrival() {
         let a = admission(1, 1, 0);
-        let (ticket, guard) = a.admit().await.unwrap();
+        let (ticket, guard) = a.admit(&IDLE).await.unwrap();
         assert!(matches!(
             ticket.check_deadline(),
             Err(ApiError::DeadlineExceeded)
         ));
         assert_eq!(ticket.timeout(Duration::from_secs(10)), Duration::ZERO);
         guard.answered();
+    }
+
+    #[test]
+    fn a_saturated_loop_refuses_at_once_and_admits_again_when_it_recovers() {
+        // A current-thread runtime, as an actix worker's; tasks that hog it stand in for orders
+        // that keep its only CPU busy.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut s = CommonSettings::new("postgres://x", "http://y");
+            s.max_loop_lag_ms = 20;
+            let metrics = Arc::new(Metrics::new(1, None));
+            let a = Admission::new(&s, 1000, metrics.clone());
+            let lag = LoopLag::spawn(metrics.clone());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(lag.smoothed() < Duration::from_millis(20), "{lag:?}");
+            assert!(a.admit(&lag).await.is_ok(), "an idle loop admits");
+
+            let hog = tokio::spawn(async {
+                loop {
+                    std::thread::sleep(Duration::from_millis(60));
+                    tokio::task::yield_now().await;
+                }
+            });
+            // Each probe tick now waits ~60 ms behind the hog: after a few, the smoothed lag
+            // is past 20 ms.
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            assert!(lag.smoothed() > Duration::from_millis(20), "{lag:?}");
+            let start = Instant::now();
+            assert!(matches!(
+                a.admit(&lag).await.err(),
+                Some(ApiError::Overloaded)
+            ));
+            assert!(
+                start.elapsed() < Duration::from_millis(5),
+                "refused at once"
+            );
+            assert!(
+                metrics
+                    .render()
+                    .contains(r#"orders_shed_total{reason="overloaded_loop_lag"} 1"#)
+            );
+
+            hog.abort();
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            assert!(lag.smoothed() < Duration::from_millis(20), "{lag:?}");
+            assert!(
+                a.admit(&lag).await.is_ok(),
+                "admits again once it recovered"
+            );
+
+            // MAX_LOOP_LAG_MS=0: lag never refuses.
+            s.max_loop_lag_ms = 0;
+            let unlimited = Admission::new(&s, 1000, metrics.clone());
+            lag.record(Duration::from_secs(10));
+            assert!(unlimited.admit(&lag).await.is_ok());
+        });
     }
 }

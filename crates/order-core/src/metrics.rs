@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
 };
 
 /// Latency buckets from 1 ms to 60 s: the lab's latencies span both ends.
@@ -39,6 +39,8 @@ pub struct Metrics {
     pub admission_limit: IntGauge,
     pub admitted: IntGauge,
     pub shed: IntCounterVec,
+    /// How late the event loop runs the tasks it wakes (smoothed; see `admission::LoopLag`).
+    pub loop_lag: Gauge,
     pub blocking: Option<BlockingPoolMetrics>,
 }
 
@@ -133,10 +135,16 @@ impl Metrics {
         let shed = IntCounterVec::new(
             Opts::new(
                 "orders_shed_total",
-                "Orders refused or stopped before the charge: overloaded, deadline_exceeded, \
+                "Orders refused or stopped before the charge: overloaded (no place in time), \
+                 overloaded_loop_lag (the CPU is saturated), deadline_exceeded, \
                  client_closed_request",
             ),
             &["reason"],
+        )
+        .unwrap();
+        let loop_lag = Gauge::new(
+            "event_loop_lag_seconds",
+            "How late the event loop runs a task it woke, smoothed (MAX_LOOP_LAG_MS refuses above)",
         )
         .unwrap();
         db_pool_max.set(i64::from(pool_size));
@@ -161,6 +169,7 @@ impl Metrics {
         reg(Box::new(admission_limit.clone()));
         reg(Box::new(admitted.clone()));
         reg(Box::new(shed.clone()));
+        reg(Box::new(loop_lag.clone()));
         let blocking = blocking_threads.map(|max| {
             let b = BlockingPoolMetrics {
                 threads: gauge("blocking_pool_threads", "Maximum blocking threads"),
@@ -195,6 +204,7 @@ impl Metrics {
             admission_limit,
             admitted,
             shed,
+            loop_lag,
             blocking,
         }
     }

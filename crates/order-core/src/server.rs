@@ -11,6 +11,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, FromRequest, Handler, HttpServer, Responder, web};
 use anyhow::Context;
 
+use crate::admission::LoopLag;
 use crate::http::{method_not_allowed, not_found, shared_routes, track_metrics};
 use crate::metrics::Metrics;
 use crate::settings::CommonSettings;
@@ -158,13 +159,18 @@ pub fn serve<S: Send + Sync + 'static>(
     routes: fn(&mut web::ServiceConfig),
 ) -> anyhow::Result<Running> {
     let port = listener.local_addr()?.port();
+    let probe_metrics = metrics.clone();
     let metrics = web::Data::new(metrics);
     let lifecycle = web::Data::new(Lifecycle::default());
     let workers = workers.max(1);
     let app_lifecycle = lifecycle.clone();
     let mut server = HttpServer::new(move || {
+        // Called on each worker's own event loop: the loop's lag probe runs there, and the
+        // worker's handlers find it as `web::Data<LoopLag>`.
+        let lag = web::Data::from(LoopLag::spawn(probe_metrics.clone()));
         App::new()
             .wrap(from_fn(track_metrics))
+            .app_data(lag)
             .app_data(state.clone())
             .app_data(app_lifecycle.clone())
             .app_data(metrics.clone())

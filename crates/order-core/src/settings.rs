@@ -69,6 +69,11 @@ pub struct CommonSettings {
     /// Longest wait for admission before 503 `overloaded`.
     #[arg(long, env = "QUEUE_TIMEOUT_MS", default_value_t = 100)]
     pub queue_timeout_ms: u64,
+    /// Refuse new orders (503 `overloaded`, before anything else) while the event loop that
+    /// received them runs woken tasks this late (smoothed): the CPU is saturated, and every order
+    /// admitted now would only slow down the ones in flight. 0: no such refusal.
+    #[arg(long, env = "MAX_LOOP_LAG_MS", default_value_t = 5)]
+    pub max_loop_lag_ms: u64,
     /// Work that has not reached the charge by then stops with 503 `deadline_exceeded` (work
     /// past the charge always finishes).
     #[arg(long, env = "REQUEST_DEADLINE_MS", default_value_t = 30_000)]
@@ -106,6 +111,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("app_env", &self.app_env)
             .field("max_in_flight", &self.max_in_flight)
             .field("queue_timeout_ms", &self.queue_timeout_ms)
+            .field("max_loop_lag_ms", &self.max_loop_lag_ms)
             .field("request_deadline_ms", &self.request_deadline_ms)
             .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
@@ -131,6 +137,7 @@ impl CommonSettings {
             app_env: AppEnv::Development,
             max_in_flight: None,
             queue_timeout_ms: 100,
+            max_loop_lag_ms: 5,
             request_deadline_ms: 30_000,
             db_statement_timeout_ms: 5000,
             shutdown_grace_ms: 20_000,

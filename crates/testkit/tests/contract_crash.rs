@@ -45,6 +45,8 @@ fn command(api: Api, db: &TestDatabase, deps: &MockDeps, port: u16) -> Command {
         .env("LEASE_MS", "2500")
         .env("RECONCILE_INTERVAL_MS", "200")
         .env("RUST_LOG", "warn")
+        // As in every contract test (see `TestApp::spawn_with`): no refusal on loop lag.
+        .env("MAX_LOOP_LAG_MS", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

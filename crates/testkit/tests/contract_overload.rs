@@ -15,6 +15,7 @@ contract_tests!(
     a_client_gone_before_the_reservation_cancels_the_work,
     a_client_gone_after_the_reservation_still_gets_its_order_made,
     a_locked_table_ends_in_503_within_the_statement_timeout,
+    the_event_loop_lag_is_measured_where_orders_arrive,
 );
 
 async fn metrics(app: &TestApp) -> String {
@@ -214,4 +215,32 @@ async fn a_locked_table_ends_in_503_within_the_statement_timeout(api: Api) {
     sqlx::query("ROLLBACK").execute(&mut locker).await.unwrap();
     let response = app.post_order(TOKEN, &valid_order("locked-1")).await;
     assert_eq!(response.status(), 201);
+}
+
+/// The loop-lag probe runs on the worker that receives orders (wired by the shared server) and
+/// reports a plausible lag: above zero (a sleep wakes at least a little late), far below a second
+/// on an idle API. The refusal itself is tested in order-core's admission module, where the lag
+/// can be made deterministic.
+async fn the_event_loop_lag_is_measured_where_orders_arrive(api: Api) {
+    let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
+        s.max_loop_lag_ms = 1000;
+    })
+    .await;
+    let status = app.post_order(TOKEN, &valid_order("lag-1")).await.status();
+    assert_eq!(status, 201, "an idle loop admits");
+    let lag = || async {
+        metrics(&app)
+            .await
+            .lines()
+            .find_map(|l| l.strip_prefix("event_loop_lag_seconds "))
+            .expect("event_loop_lag_seconds is exported")
+            .parse::<f64>()
+            .unwrap()
+    };
+    eventually(5, "the probe to report a lag", || async {
+        lag().await > 0.0
+    })
+    .await;
+    let lag = lag().await;
+    assert!(lag < 1.0, "an idle API's loop lag: {lag} s");
 }

@@ -75,9 +75,9 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         .map(|spec| FaultPlan::parse(spec, args.load.duration_scale))
         .transpose()?;
     let (db_url, ephemeral) = (args.database_url.clone(), targets.is_empty());
-    let sync_commit = args.synchronous_commit;
+    let durability = args.db_durability;
     let db = if db_url.is_some() || ephemeral {
-        let open = move || Database::open_with(db_url.as_deref(), sync_commit);
+        let open = move || Database::open_with(db_url.as_deref(), durability);
         Some(Arc::new(tokio::task::spawn_blocking(open).await??))
     } else {
         None
@@ -215,9 +215,13 @@ impl Lab {
         s.insert("DEPS_URL".to_owned(), self.deps_url.clone());
         // Not an API setting but a condition of the run, shown beside them: the added RTT.
         s.insert("DB_RTT_MS".to_owned(), a.db_rtt_ms.to_string());
-        if self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
-            let on = if a.synchronous_commit { "on" } else { "off" };
-            s.insert("PG_SYNCHRONOUS_COMMIT".to_owned(), on.to_owned());
+        if a.lab_owned_database || self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
+            // Not an API setting but a condition of the run: fsync, synchronous_commit and
+            // full_page_writes of the lab's PostgreSQL.
+            s.insert(
+                "PG_DURABILITY".to_owned(),
+                a.db_durability.as_str().to_owned(),
+            );
         }
         if api.starts_with("blocking") {
             s.insert(

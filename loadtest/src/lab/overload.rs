@@ -1,7 +1,8 @@
 //! The APIs' overload settings (issue 8), as the lab sets and records them.
 //!
 //! The lab states the timeouts it runs with (as it does the pool and dependency timeouts), so an
-//! API whose default changes does not silently change the experiment. `MAX_IN_FLIGHT` is the one
+//! API whose default changes does not silently change the experiment (`MAX_LOOP_LAG_MS` too:
+//! shedding off turns it off). `MAX_IN_FLIGHT` is the one
 //! it leaves to the API with shedding on: its default belongs to each execution model (blocking-api:
 //! its thread count; reactive-api: 4096). The value in force is read back from the API's
 //! `orders_admission_limit` gauge once it runs, so the results record what was applied.
@@ -25,6 +26,11 @@ pub(super) fn settings(args: &LabArgs, s: &mut BTreeMap<String, String>) {
         "DB_STATEMENT_TIMEOUT_MS".to_owned(),
         args.db_statement_timeout_ms.to_string(),
     );
+    let max_loop_lag_ms = match args.shedding {
+        Shedding::On => args.max_loop_lag_ms,
+        Shedding::Off => 0,
+    };
+    s.insert("MAX_LOOP_LAG_MS".to_owned(), max_loop_lag_ms.to_string());
     if args.shedding == Shedding::Off {
         s.insert("MAX_IN_FLIGHT".to_owned(), "0".to_owned());
     }
@@ -69,6 +75,7 @@ mod tests {
         assert_eq!(on["QUEUE_TIMEOUT_MS"], "100");
         assert_eq!(on["REQUEST_DEADLINE_MS"], "30000");
         assert_eq!(on["DB_STATEMENT_TIMEOUT_MS"], "5000");
+        assert_eq!(on["MAX_LOOP_LAG_MS"], "5");
         let mut off = BTreeMap::new();
         settings(
             &args(&["--shedding", "off", "--queue-timeout-ms", "50"]),
@@ -76,6 +83,7 @@ mod tests {
         );
         assert_eq!(off["MAX_IN_FLIGHT"], "0");
         assert_eq!(off["QUEUE_TIMEOUT_MS"], "50");
+        assert_eq!(off["MAX_LOOP_LAG_MS"], "0", "no refusal on loop lag either");
         assert_eq!(
             off["REQUEST_DEADLINE_MS"], "3600000",
             "no deadline with shedding off"

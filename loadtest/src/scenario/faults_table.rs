@@ -77,7 +77,7 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
              exponential backoff (250 ms doubling to 8 s, ±50 %), giving up 60 s after its first attempt. \
              Throughout: 5 % of payments answered 503, 1 % hanging 8 s (the APIs time out at DEPS_TIMEOUT_MS \
              5 s), 2 % charged then answered 500. At 20 s the API is killed (kill -9) and started again 2 s \
-             later with the same settings; at 40 s PostgreSQL restarts -m immediate (synchronous_commit on). \
+             later with the same settings; at 40 s PostgreSQL restarts -m immediate (durable: fsync and synchronous_commit on). \
              LEASE_MS 15000, RECONCILE_INTERVAL_MS 2000. Money is counted once no key is CHARGING."
         ),
         columns: [

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::LabArgs;
+use crate::cli::{Durability, LabArgs};
 use crate::report;
 use crate::results::RunResults;
 use crate::services::Database;
@@ -130,7 +130,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 a.deps_timeout_ms = 5000;
                 a.lease_ms = 15_000;
                 a.reconcile_interval_ms = 2000;
-                a.synchronous_commit = true;
+                a.db_durability = Durability::On;
                 a.faults = Some(faults_table::PLAN.to_owned());
             }));
         }
@@ -158,7 +158,9 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     let shared = variants.iter().all(|v| v.args.faults.is_none());
     let url = base.database_url.clone();
     let db = if shared {
-        Some(tokio::task::spawn_blocking(move || Database::open(url.as_deref())).await??)
+        let durability = base.db_durability;
+        let open = move || Database::open_with(url.as_deref(), durability);
+        Some(tokio::task::spawn_blocking(open).await??)
     } else {
         None
     };
@@ -168,6 +170,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         let mut args = variant.args.clone();
         if let Some(db) = &db {
             args.database_url = Some(db.url.clone());
+            args.lab_owned_database = db.is_ephemeral();
         }
         args.out = Some(out.join(&variant.slug));
         let (runs, vout) = crate::lab::lab(args)
