@@ -42,7 +42,10 @@ counts as 2xx but not as a new order. Every other outcome is an error, named by 
 transport failure (<code>timeout</code>, <code>connect_error</code>, <code>io_error</code>).</dd>\
 <dt>Spans</dt><dd><em>Plateau</em> is the constant-rate phase only; <em>whole run</em> is everything after the \
 {warmup} s warm-up (which is excluded from every figure), including the ramps and the drain after the last \
-arrival. Throughput = completed ÷ span length; orders per second = fresh 201s ÷ span length.</dd>\
+arrival. Rates are per second of the <em>schedule</em>, the same denominator for every API: the plateau's \
+length for the plateau; for the whole run, the time from the first arrival to the end of the last phase \
+(answers that came during the drain count, the drain's seconds do not). Throughput = completed ÷ that \
+length; orders per second = fresh 201s ÷ that length.</dd>\
 <dt>Sampling</dt><dd>Every chart has one point per second. Counts (offered, sent, completed, errors) are events \
 within that second; latency percentiles cover the requests that <em>finished</em> in it. Gauges are read once at \
 the end of each second: CPU, RSS, threads and open files of the API process from <code>/proc/&lt;pid&gt;</code>; \
