@@ -302,7 +302,9 @@ fn harness_bound_runs_are_flagged() {
         render_markdown(&runs)
             .contains("- ✗ **harness-bound** — blocking-api: mock-deps at 100 % CPU from t=35 s")
     );
-    assert!(section(&html, "verdict").contains("blocking-api was harness-bound (mock-deps"));
+    assert!(
+        section(&html, "verdict").contains("blocking-api was harness-bound: the rig, not the API")
+    );
 }
 
 #[test]

@@ -154,7 +154,12 @@ fn who_kept_up(all: &[Facts<'_, '_>]) -> Rich {
         (_, 0, 2) => "Both APIs kept up with the offered load.".to_owned(),
         (_, 0, n) => format!("All {n} APIs kept up with the offered load."),
         (0, ..) => format!(
-            "No API kept up with the offered load; {} made the most orders.",
+            "{} kept up with the offered load; {} made the most orders.",
+            if all.len() == 2 {
+                "Neither API"
+            } else {
+                "No API"
+            },
             first.g.api
         ),
         _ => format!(
@@ -273,9 +278,10 @@ fn caveats(groups: &[ApiRuns<'_>], all: &[Facts<'_, '_>]) -> Vec<Rich> {
         ));
     }
     for r in runs() {
-        if let Some(why) = &r.harness_bound {
+        // The reason itself is in the trust strip, right below.
+        if r.harness_bound.is_some() {
             say(format!(
-                "{} was harness-bound ({why}): the rig, not the API, may have set its limit",
+                "{} was harness-bound: the rig, not the API, may have set its limit",
                 super::model::run_name(r)
             ));
         }
