@@ -6,20 +6,12 @@ mod fixtures;
 
 use std::path::{Path, PathBuf};
 
+use fixtures::section;
 use loadtest::report::{render_html, render_markdown, write_report};
 use loadtest::results::RunResults;
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-/// The text of one `<section id="…">` of the page.
-fn section<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = html
-        .find(&format!("<section id=\"{id}\""))
-        .unwrap_or_else(|| panic!("no section {id}"));
-    let rest = &html[start..];
-    &rest[..rest.find("</section>").unwrap_or(rest.len())]
 }
 
 fn figure<'a>(html: &'a str, id: &str) -> &'a str {
@@ -51,37 +43,7 @@ fn fixture_files_load_and_match_the_synthetic_runs() {
 #[test]
 fn html_is_self_contained() {
     let html = render_html(&fixtures::pair());
-    let lower = html.to_lowercase();
-    for forbidden in [
-        "src=",
-        "<link",
-        "<script",
-        "@import",
-        "url(",
-        "<img",
-        "<iframe",
-        "<object",
-        "@font-face",
-    ] {
-        assert!(!lower.contains(forbidden), "found {forbidden}");
-    }
-    for (i, _) in lower.match_indices("href=") {
-        assert!(
-            lower[i..].starts_with("href=\"#"),
-            "only in-page links: {}",
-            &lower[i..i + 40]
-        );
-    }
-    // The only URLs are the fixture's own local settings, shown as text.
-    for scheme in ["http://", "https://"] {
-        for (i, _) in lower.match_indices(scheme) {
-            assert!(
-                lower[i + scheme.len()..].starts_with("127.0.0.1"),
-                "external URL at {}",
-                &lower[i..i + 40]
-            );
-        }
-    }
+    fixtures::assert_offline(&html);
     assert!(!html.contains("NaN") && !html.contains("inf<") && !html.contains("\"inf"));
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
 }
@@ -90,18 +52,30 @@ fn html_is_self_contained() {
 fn charts_overlay_both_apis() {
     let html = render_html(&fixtures::pair());
     let rate = figure(&html, "rate");
-    for name in [
-        "blocking-api offered",
-        "blocking-api 2xx",
-        "reactive-api offered",
-        "reactive-api 2xx",
-    ] {
+    for name in ["offered", "blocking-api 2xx", "reactive-api 2xx"] {
         assert!(
             rate.contains(&format!("<title>{name}</title>")),
             "rate chart lacks {name}"
         );
     }
-    assert_eq!(rate.matches("class=\"series\"").count(), 4);
+    // The schedule is the same for both APIs: one offered line, named at its end.
+    assert_eq!(rate.matches("class=\"series\"").count(), 3);
+    assert!(rate.contains("<g class=\"endlabels\">") && rate.contains(">offered</text>"));
+    // Error kinds never wear an API's colour.
+    let blocking_colour = "stroke=\"#D55E00\"";
+    let errors = figure(&html, "errors-blocking-api");
+    assert!(errors.contains("dependency_unavailable") && !errors.contains(blocking_colour));
+    // The latency distribution: both APIs, one dot per percentile kept.
+    let dist = figure(&html, "latency-distribution");
+    assert!(dist.contains("<title>blocking-api all</title>") && dist.contains(">99.9 %<"));
+    assert_eq!(dist.matches("class=\"dot\"").count(), 10);
+    let latency = figure(&html, "latency");
+    for p in ["p50", "p90", "p99", "max"] {
+        assert!(latency.contains(&format!("<title>reactive-api {p}</title>")));
+    }
+    assert!(figure(&html, "db-pool").contains("DB_POOL_SIZE = 10"));
+    assert!(figure(&html, "threads").contains("BLOCKING_THREADS = 200"));
+    assert!(figure(&html, "harness-cpu").contains("machine: 2 cores × 100 %"));
     assert!(
         rate.contains("payment latency 1000→5000 ms"),
         "injected event marked"
@@ -111,6 +85,7 @@ fn charts_overlay_both_apis() {
     assert!(pool.contains("blocking-api busy") && !pool.contains("reactive-api busy"));
     for id in [
         "latency",
+        "latency-distribution",
         "errors-blocking-api",
         "errors-reactive-api",
         "cpu",
@@ -133,17 +108,37 @@ fn littles_law_shows_bound_and_measured_plateau() {
         .clone()
         .expect("blocking fixture has a bound");
     let measured = format!("{:.1}", ll.measured_plateau_rps.expect("plateau"));
+    // The fixture slows payment to 5 s for 10 of the plateau's 30 s: the bound that applied is
+    // the time-weighted mean, 20/30 × 200 ÷ 2.2 s + 10/30 × 200 ÷ 6.2 s.
+    let weighted = 2.0 / 3.0 * 200.0 / 2.2 + 1.0 / 3.0 * 200.0 / 6.2;
+    let weighted = format!("{weighted:.1} orders/s");
     let html = render_html(&runs);
     let sec = section(&html, "littles-law");
-    for needle in ["200 threads", "2.20 s", "90.9 orders/s", measured.as_str()] {
+    for needle in [
+        "200 threads",
+        "2.20 s",
+        "90.9 orders/s",
+        "32.3 orders/s while payment answered in 5.00 s (10 s of the 30 s plateau)",
+        weighted.as_str(),
+        "time-weighted",
+        measured.as_str(),
+    ] {
         assert!(
             sec.contains(needle),
             "Little's-law section lacks {needle}: {sec}"
         );
     }
     let md = render_markdown(&runs);
-    assert!(md.contains("**Little's law** — blocking-api: 200 threads ÷ 2.20 s critical path = at most **90.9 orders/s**"), "{md}");
-    assert!(md.contains(&measured));
+    assert!(
+        md.contains(&format!("**Little's law** — blocking-api: 200 threads ÷ 2.20 s critical path = at most 90.9 orders/s, 32.3 orders/s while payment answered in 5.00 s (10 s of the 30 s plateau): **{weighted}** time-weighted over the plateau; measured plateau: **{measured} orders/s**")),
+        "{md}"
+    );
+    // Without the slowdown, the configured bound is the one.
+    let mut plain = runs.clone();
+    for r in &mut plain {
+        r.config.injection = None;
+    }
+    assert!(render_markdown(&plain).contains("= at most **90.9 orders/s**; measured plateau"));
 }
 
 #[test]
@@ -154,6 +149,8 @@ fn littles_law_note_is_shown_escaped() {
         .as_mut()
         .expect("blocking fixture has a bound");
     ll.note = Some("payment slowed <5000 ms> for the whole plateau".into());
+    // A slowdown over the whole plateau: the lab's note explains the bound.
+    runs[0].config.injection = None;
     let html = render_html(&runs);
     let sec = section(&html, "littles-law");
     assert!(
@@ -172,7 +169,8 @@ fn limits_banner_appears_iff_limits_were_not_enforced() {
     let html = render_html(&runs);
     assert!(!html.contains("id=\"limits-not-enforced\""));
     assert!(
-        render_markdown(&runs).contains("**Limits enforced:** 1 CPU core, 1024 MiB (cgroup v2).")
+        render_markdown(&runs)
+            .contains("- ✓ **limits enforced** — 1 CPU core, 1024 MiB (cgroup v2)")
     );
     runs[1].config.limits.limits_enforced = false;
     runs[1].config.limits.mechanism = "none".into();
@@ -184,9 +182,10 @@ fn limits_banner_appears_iff_limits_were_not_enforced() {
         "banner must come before the numbers"
     );
     assert!(html.contains("cgroup v2 not writable"));
-    assert!(
-        render_markdown(&runs).contains("**Resource limits were NOT enforced** for reactive-api")
-    );
+    assert!(render_markdown(&runs).contains(
+        "- ✗ **limits NOT enforced** — reactive-api: mechanism none — cgroup v2 not writable"
+    ));
+    assert!(section(&html, "verdict").contains("reactive-api: resource limits were NOT enforced"));
 }
 
 #[test]
@@ -199,7 +198,7 @@ fn fairness_lists_a_perturbed_setting() {
         sec.contains("BLOCKING_THREADS") && sec.contains("BIND_ADDR"),
         "execution-model settings listed as expected"
     );
-    assert!(render_markdown(&runs).contains("no setting differs"));
+    assert!(render_markdown(&runs).contains("- ✓ **settings identical** — apart from the execution model's own: BIND_ADDR, BLOCKING_THREADS"));
 
     runs[1]
         .config
@@ -214,7 +213,15 @@ fn fairness_lists_a_perturbed_setting() {
         unfair_table.contains("<code>DB_POOL_SIZE</code>") && unfair_table.contains("<td>50</td>")
     );
     assert!(!unfair_table.contains("BIND_ADDR"));
-    assert!(render_markdown(&runs).contains("`DB_POOL_SIZE`"));
+    assert!(
+        render_markdown(&runs).contains(
+            "- ✗ **1 setting(s) differ** — DB_POOL_SIZE (blocking-api 10, reactive-api 50)"
+        )
+    );
+    assert!(
+        section(&html, "verdict")
+            .contains("settings differ besides the execution model: DB_POOL_SIZE")
+    );
     // The database password never reaches the page.
     assert!(!html.contains("lab-password") && html.contains("lab:***@"));
 }
@@ -291,7 +298,13 @@ fn harness_bound_runs_are_flagged() {
         html.contains("id=\"harness-bound\"")
             && html.contains("mock-deps at 100 % CPU from t=35 s")
     );
-    assert!(render_markdown(&runs).contains("**Harness-bound:** blocking-api"));
+    assert!(
+        render_markdown(&runs)
+            .contains("- ✗ **harness-bound** — blocking-api: mock-deps at 100 % CPU from t=35 s")
+    );
+    assert!(
+        section(&html, "verdict").contains("blocking-api was harness-bound: the rig, not the API")
+    );
 }
 
 #[test]
@@ -366,12 +379,12 @@ fn optional_figures_appear_only_when_measured() {
         !html.contains("201s only") && !md.contains("201s only"),
         "no row of dashes"
     );
-    assert!(!html.contains("knee") && !md.contains("**Knee**"));
+    assert!(!html.contains("knee") && !md.contains("knee"));
     runs[0].knee_rps = Some(90.0);
     runs[1].summary.ok_latency_ms = Some(runs[1].summary.latency_ms);
     let (html, md) = (render_html(&runs), render_markdown(&runs));
-    assert!(html.contains("knee: highest rate that held") && md.contains("**Knee**"));
-    assert!(md.contains("blocking-api 90.0 req/s"));
+    let knee = "Stress knee (the highest step rate that held: ≤ 1 % errors, p99 ≤ 10 s): blocking-api 90.0 req/s.";
+    assert!(section(&html, "verdict").contains(knee) && md.contains(knee));
     let row = md
         .lines()
         .find(|l| l.starts_with("| latency p99, 201s only |"))

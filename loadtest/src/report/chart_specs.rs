@@ -16,8 +16,26 @@ pub struct Spec {
     pub y_label: &'static str,
     pub y_format: TickFormat,
     pub y_scale: Scale,
-    /// `(what, dash, value)`: one line per run of every API for each entry.
-    pub lines: &'static [(&'static str, Dash, PerSecond)],
+    /// One line per run of every API for each entry (one line in all for a [`Line::once`]).
+    pub lines: &'static [Line],
+}
+
+/// One figure drawn on a chart.
+pub struct Line {
+    pub what: &'static str,
+    pub dash: Dash,
+    pub value: PerSecond,
+    /// The same for every run (the schedule): drawn once, in neutral grey, when the runs agree.
+    pub once: bool,
+}
+
+const fn line(what: &'static str, dash: Dash, value: PerSecond) -> Line {
+    Line {
+        what,
+        dash,
+        value,
+        once: false,
+    }
 }
 
 /// Fresh orders and replays per second.
@@ -37,22 +55,29 @@ pub const SPECS: &[Spec] = &[
         y_label: "requests per second",
         y_format: NUM,
         y_scale: LIN,
-        caption: "Dotted: arrivals the profile scheduled each second. Solid: 2xx responses each second. Where solid falls below dotted, the API is not keeping up and a queue is growing.",
+        caption: "Dotted grey: arrivals the profile scheduled each second (the same schedule for every API, so drawn once). Solid: 2xx responses each second. Where solid falls below dotted, the API is not keeping up: a queue is growing, or requests are refused.",
         lines: &[
-            ("offered", Dash::Dotted, |s| Some(s.offered as f64)),
-            ("2xx", Dash::Solid, two_xx),
+            Line {
+                what: "offered",
+                dash: Dash::Dotted,
+                value: |s| Some(s.offered as f64),
+                once: true,
+            },
+            line("2xx", Dash::Solid, two_xx),
         ],
     },
     Spec {
         id: "latency",
-        title: "Latency (p50 and p99)",
+        title: "Latency over time (p50, p90, p99, max)",
         y_label: "latency (log scale)",
         y_format: TickFormat::Millis,
         y_scale: Scale::Log,
-        caption: "Latency of the requests that finished in each second, measured from their intended send time, on a log scale. Dashed: median; solid: 99th percentile.",
+        caption: "Latency of the requests that finished in each second, every outcome, measured from their intended send time, on a log scale. Dotted: median; dash-dot: 90th percentile; solid: 99th; dashed: the slowest.",
         lines: &[
-            ("p50", Dash::Dashed, |s| s.latency_ms.map(|l| l.p50)),
-            ("p99", Dash::Solid, |s| s.latency_ms.map(|l| l.p99)),
+            line("p50", Dash::Dotted, |s| s.latency_ms.map(|l| l.p50)),
+            line("p90", Dash::DashDot, |s| s.latency_ms.map(|l| l.p90)),
+            line("p99", Dash::Solid, |s| s.latency_ms.map(|l| l.p99)),
+            line("max", Dash::Dashed, |s| s.latency_ms.map(|l| l.max)),
         ],
     },
     Spec {
@@ -62,7 +87,9 @@ pub const SPECS: &[Spec] = &[
         y_format: TickFormat::Percent,
         y_scale: LIN,
         caption: "CPU time the API process used in each second, as % of one core (100 % = one core fully busy).",
-        lines: &[("", Dash::Solid, |s| s.api_process.map(|p| p.cpu_percent))],
+        lines: &[line("", Dash::Solid, |s| {
+            s.api_process.map(|p| p.cpu_percent)
+        })],
     },
     Spec {
         id: "rss",
@@ -71,7 +98,7 @@ pub const SPECS: &[Spec] = &[
         y_format: NUM,
         y_scale: LIN,
         caption: "Resident memory of the API process at the end of each second.",
-        lines: &[("", Dash::Solid, |s| {
+        lines: &[line("", Dash::Solid, |s| {
             s.api_process.map(|p| p.rss_bytes as f64 / MIB)
         })],
     },
@@ -82,7 +109,9 @@ pub const SPECS: &[Spec] = &[
         y_format: NUM,
         y_scale: LIN,
         caption: "OS threads of the API process: a thread-per-request server grows towards its pool size under load; an event loop stays flat.",
-        lines: &[("", Dash::Solid, |s| s.api_process.map(|p| p.threads as f64))],
+        lines: &[line("", Dash::Solid, |s| {
+            s.api_process.map(|p| p.threads as f64)
+        })],
     },
     Spec {
         id: "db-pool",
@@ -92,10 +121,10 @@ pub const SPECS: &[Spec] = &[
         y_scale: LIN,
         caption: "Solid: connections in use; dashed: requests waiting for a connection (from the API's /metrics).",
         lines: &[
-            ("in use", Dash::Solid, |s| {
+            line("in use", Dash::Solid, |s| {
                 s.api_metrics.and_then(|m| m.db_pool_in_use)
             }),
-            ("waiting", Dash::Dashed, |s| {
+            line("waiting", Dash::Dashed, |s| {
                 s.api_metrics.and_then(|m| m.db_pool_waiting)
             }),
         ],
@@ -108,10 +137,10 @@ pub const SPECS: &[Spec] = &[
         y_scale: LIN,
         caption: "Solid: blocking threads busy with a request; dashed: requests queued for a free thread. Once busy reaches the pool size, every new request queues.",
         lines: &[
-            ("busy", Dash::Solid, |s| {
+            line("busy", Dash::Solid, |s| {
                 s.api_metrics.and_then(|m| m.blocking_pool_busy)
             }),
-            ("queued", Dash::Dashed, |s| {
+            line("queued", Dash::Dashed, |s| {
                 s.api_metrics.and_then(|m| m.blocking_pool_queued)
             }),
         ],
@@ -124,8 +153,8 @@ pub const SPECS: &[Spec] = &[
         y_scale: LIN,
         caption: "Solid: requests sent and not yet answered, as the generator counts them; dashed: the API's own http_requests_in_flight gauge.",
         lines: &[
-            ("generator", Dash::Solid, |s| Some(s.in_flight as f64)),
-            ("API gauge", Dash::Dashed, |s| {
+            line("generator", Dash::Solid, |s| Some(s.in_flight as f64)),
+            line("API gauge", Dash::Dashed, |s| {
                 s.api_metrics.and_then(|m| m.in_flight)
             }),
         ],
@@ -138,8 +167,8 @@ pub const SPECS: &[Spec] = &[
         y_scale: LIN,
         caption: "How late the generator sent requests compared with their schedule (p99 solid, max dotted). Latency is measured from the schedule, so lateness never hides queueing, but large values mean the generator itself was struggling.",
         lines: &[
-            ("p99", Dash::Solid, |s| s.lateness_ms.map(|l| l.p99)),
-            ("max", Dash::Dotted, |s| s.lateness_ms.map(|l| l.max)),
+            line("p99", Dash::Solid, |s| s.lateness_ms.map(|l| l.p99)),
+            line("max", Dash::Dotted, |s| s.lateness_ms.map(|l| l.max)),
         ],
     },
     Spec {
@@ -150,16 +179,16 @@ pub const SPECS: &[Spec] = &[
         y_scale: LIN,
         caption: "CPU of the harness while each API was under test: generator (solid), mock-deps (dashed), PostgreSQL (dotted), and the whole machine, every process included (dash-dot). A harness component near a full core, or a machine near all its cores, means the API may not have been the limit.",
         lines: &[
-            ("generator", Dash::Solid, |s| {
+            line("generator", Dash::Solid, |s| {
                 s.harness.generator_cpu_percent
             }),
-            ("mock-deps", Dash::Dashed, |s| {
+            line("mock-deps", Dash::Dashed, |s| {
                 s.harness.mock_deps_cpu_percent
             }),
-            ("PostgreSQL", Dash::Dotted, |s| {
+            line("PostgreSQL", Dash::Dotted, |s| {
                 s.harness.postgres_cpu_percent
             }),
-            ("machine", Dash::DashDot, |s| s.harness.machine_cpu_percent),
+            line("machine", Dash::DashDot, |s| s.harness.machine_cpu_percent),
         ],
     },
 ];

@@ -4,9 +4,15 @@
 
 use crate::results::{OUTCOME_CREATED, OUTCOME_REPLAYED, RunResults};
 
-use super::chart_specs::{PerSecond, SPECS};
+use super::chart_specs::{Line, SPECS};
 use super::model::{ApiRuns, Unit, cores, fmt};
 use super::svg::{Dash, LineChart, Marker, MarkerKind, PALETTE, RefLine, Series, TickFormat};
+
+/// The charts shown right after the verdict, in this order; the rest follow the tables.
+pub const KEY: [&str; 3] = ["rate", "latency", "latency-distribution"];
+
+/// The colour of a line that belongs to no API (the schedule).
+const NEUTRAL: &str = "#5b6470";
 
 /// A chart with the words around it.
 pub struct Figure {
@@ -16,31 +22,54 @@ pub struct Figure {
     pub chart: LineChart,
 }
 
-/// One series per run of every API for `value`, named `<api> <what>`.
-fn lines(groups: &[ApiRuns<'_>], what: &str, dash: Dash, value: PerSecond) -> Vec<Series> {
+/// One series per run of every API for `line`, named `<api> <what>`; a [`Line::once`] figure
+/// that every run shares (the schedule) is one neutral series named `<what>`.
+fn lines(groups: &[ApiRuns<'_>], line: &Line) -> Vec<Series> {
+    let points = |run: &RunResults| -> Vec<(f64, f64)> {
+        run.seconds
+            .iter()
+            .map(|s| (f64::from(s.t), (line.value)(s).unwrap_or(f64::NAN)))
+            .collect()
+    };
     let mut out = Vec::new();
+    if line.once {
+        let mut all = groups.iter().flat_map(|g| g.runs.iter().map(|r| points(r)));
+        if let Some(first) = all.next() {
+            let mut rest = all.peekable();
+            if rest.peek().is_none() || rest.all(|p| same_values(&p, &first)) {
+                return vec![Series::new(line.what, first, NEUTRAL, line.dash)];
+            }
+        }
+    }
     for g in groups {
         for (i, run) in g.runs.iter().enumerate() {
-            let points: Vec<(f64, f64)> = run
-                .seconds
-                .iter()
-                .map(|s| (f64::from(s.t), value(s).unwrap_or(f64::NAN)))
-                .collect();
+            let points = points(run);
             // A gauge this API does not have (e.g. blocking pool on the reactive API) is no line at all.
             if points.iter().all(|p| p.1.is_nan()) {
                 continue;
             }
-            let name = if what.is_empty() {
+            let name = if line.what.is_empty() {
                 g.api.to_owned()
             } else {
-                format!("{} {what}", g.api)
+                format!("{} {}", g.api, line.what)
             };
-            let mut s = Series::new(name, points, g.colour, dash);
+            let mut s = Series::new(name, points, g.colour, line.dash);
             s.secondary = i > 0;
             out.push(s);
         }
     }
     out
+}
+
+/// The same values at the same times, where both series have them (one drains longer: its
+/// extra seconds offer nothing).
+fn same_values(a: &[(f64, f64)], b: &[(f64, f64)]) -> bool {
+    let n = a.len().min(b.len());
+    a[..n] == b[..n]
+        && a[n..]
+            .iter()
+            .chain(&b[n..])
+            .all(|p| p.1 == 0.0 || p.1.is_nan())
 }
 
 /// Phase boundaries (from the profiles) and every other event (from the runs), without repeats.
@@ -106,6 +135,7 @@ fn figure(
         y_format,
         series,
         markers: markers.to_vec(),
+        end_labels: true,
         ..LineChart::default()
     };
     Figure {
@@ -120,13 +150,24 @@ fn figure(
 pub fn figures(groups: &[ApiRuns<'_>]) -> Vec<Figure> {
     let all: Vec<&RunResults> = groups.iter().flat_map(|g| g.runs.iter().copied()).collect();
     let m = markers(&all);
+    // Lines are named where the plateau ends: they are apart there, and may all fall to zero
+    // together during the ramp-down and the drain.
+    let label_x = all.first().and_then(|r| {
+        let p = r
+            .config
+            .profile
+            .phases
+            .iter()
+            .find(|p| p.name == "constant")?;
+        Some(p.start_s + p.duration_s - 1.0)
+    });
     let mut out: Vec<Figure> = SPECS
         .iter()
         .map(|spec| {
             let series = spec
                 .lines
                 .iter()
-                .flat_map(|&(what, dash, value)| lines(groups, what, dash, value))
+                .flat_map(|line| lines(groups, line))
                 .collect();
             let mut f = figure(
                 spec.id,
@@ -138,17 +179,44 @@ pub fn figures(groups: &[ApiRuns<'_>]) -> Vec<Figure> {
                 &m,
             );
             f.chart.y_scale = spec.y_scale;
+            f.chart.label_x = label_x;
             f.chart.ref_lines = ref_lines(spec.id, groups);
             f
         })
         .collect();
-    let errors = error_figures(groups, &m);
-    out.splice(2..2, errors);
+    out.insert(2, super::distribution::figure(groups));
+    let mut errors = error_figures(groups, &m);
+    for e in &mut errors {
+        e.chart.label_x = label_x;
+    }
+    out.splice(3..3, errors);
     out
 }
 
-/// Horizontal reference lines: the Little's-law bound, the CPU limit, the blocking pool size.
+/// A setting's distinct values over every run that has it, as numbers.
+fn setting(groups: &[ApiRuns<'_>], name: &str) -> Vec<f64> {
+    let mut v: Vec<f64> = groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .filter_map(|r| r.config.api_settings.get(name)?.parse().ok())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// Horizontal reference lines: the Little's-law bound, the CPU limit, the machine's cores, the
+/// blocking pool's threads and the database pool's connections.
 fn ref_lines(id: &str, groups: &[ApiRuns<'_>]) -> Vec<RefLine> {
+    let settings = |name: &str, label: &str| -> Vec<RefLine> {
+        setting(groups, name)
+            .into_iter()
+            .map(|y| RefLine {
+                y,
+                label: format!("{label} = {y}"),
+            })
+            .collect()
+    };
     match id {
         "rate" => groups
             .iter()
@@ -176,15 +244,18 @@ fn ref_lines(id: &str, groups: &[ApiRuns<'_>]) -> Vec<RefLine> {
             })
             .into_iter()
             .collect(),
-        "blocking-pool" => groups
+        "harness-cpu" => groups
             .iter()
-            .find_map(|g| g.first()?.littles_law.as_ref().map(|ll| ll.threads))
-            .map(|t| RefLine {
-                y: t as f64,
-                label: format!("BLOCKING_THREADS = {t}"),
+            .find_map(|g| Some(g.first()?.environment.cores))
+            .filter(|&c| c > 0)
+            .map(|c| RefLine {
+                y: f64::from(c) * 100.0,
+                label: format!("machine: {c} cores × 100 %"),
             })
             .into_iter()
             .collect(),
+        "threads" | "blocking-pool" => settings("BLOCKING_THREADS", "BLOCKING_THREADS"),
+        "db-pool" => settings("DB_POOL_SIZE", "DB_POOL_SIZE"),
         _ => Vec::new(),
     }
 }
@@ -210,6 +281,16 @@ fn error_figures(groups: &[ApiRuns<'_>], m: &[Marker]) -> Vec<Figure> {
             .flat_map(|g| g.runs.iter().copied())
             .collect::<Vec<_>>(),
     );
+    // Error kinds never take an API's colour: a kind's line must not read as an API's.
+    let colours: Vec<&'static str> = PALETTE
+        .into_iter()
+        .filter(|c| !groups.iter().any(|g| g.colour == *c))
+        .collect();
+    let colours = if colours.is_empty() {
+        vec![NEUTRAL]
+    } else {
+        colours
+    };
     groups
         .iter()
         .map(|g| {
@@ -218,7 +299,7 @@ fn error_figures(groups: &[ApiRuns<'_>], m: &[Marker]) -> Vec<Figure> {
                 let ki = all_kinds.iter().position(|k| *k == kind).unwrap_or(0);
                 for (i, run) in g.runs.iter().enumerate() {
                     let points = run.seconds.iter().map(|s| (f64::from(s.t), s.outcomes.get(&kind).copied().unwrap_or(0) as f64)).collect();
-                    let mut s = Series::new(kind.clone(), points, PALETTE[ki % PALETTE.len()], Dash::ALL[ki % Dash::ALL.len()]);
+                    let mut s = Series::new(kind.clone(), points, colours[ki % colours.len()], Dash::ALL[ki % Dash::ALL.len()]);
                     s.secondary = i > 0;
                     series.push(s);
                 }

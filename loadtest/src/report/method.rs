@@ -42,7 +42,10 @@ counts as 2xx but not as a new order. Every other outcome is an error, named by 
 transport failure (<code>timeout</code>, <code>connect_error</code>, <code>io_error</code>).</dd>\
 <dt>Spans</dt><dd><em>Plateau</em> is the constant-rate phase only; <em>whole run</em> is everything after the \
 {warmup} s warm-up (which is excluded from every figure), including the ramps and the drain after the last \
-arrival. Throughput = completed ÷ span length; orders per second = fresh 201s ÷ span length.</dd>\
+arrival. Rates are per second of the <em>schedule</em>, the same denominator for every API: the plateau's \
+length for the plateau; for the whole run, the time from the first arrival to the end of the last phase \
+(answers that came during the drain count, the drain's seconds do not). Throughput = completed ÷ that \
+length; orders per second = fresh 201s ÷ that length.</dd>\
 <dt>Sampling</dt><dd>Every chart has one point per second. Counts (offered, sent, completed, errors) are events \
 within that second; latency percentiles cover the requests that <em>finished</em> in it. Gauges are read once at \
 the end of each second: CPU, RSS, threads and open files of the API process from <code>/proc/&lt;pid&gt;</code>; \
@@ -51,14 +54,23 @@ second between two samples is not seen; peaks are the highest sampled value.</dd
 <dt>CPU %</dt><dd>CPU time (user + system) the API process used during the second, as a percentage of one \
 core: 100 % means one core busy for the whole second. {cpu_limit} CPU-seconds per 1,000 orders = the API's \
 CPU-seconds over the span × 1,000 ÷ fresh 201s: the cost of the work, independent of how fast it went.</dd>\
+<dt>Verdict</dt><dd>Written from the results, never by hand. An API <em>kept up</em> when at least \
+{kept_2xx:.0} % of the arrivals of the plateau (the whole run without one) were answered 2xx and its answers \
+came at no less than {kept_rate:.0} % of the offered rate, so no queue grew. The causes named are those \
+the results show: the Little's-law bound reached (at least 90 % of it), a pool with every place taken or \
+requests waiting for 3 s or more, the CPU at 90 % of its limit for 3 s or more, requests shed, timed out, \
+failed or not sent.</dd>\
 <dt>Little's law</dt><dd><code>BLOCKING_THREADS ÷ critical path</code>, where the critical path is the sum of the \
 mock-deps latencies in force (seller + risk + payment), compared with the fresh orders per second measured \
-over the plateau.</dd>\
+over the plateau; when a slowdown (<code>--inject</code>) covered part of the plateau, the bound is the \
+time-weighted mean of the bounds in force.</dd>\
 <dt>Harness-bound</dt><dd>A run is flagged when the generator was late, or mock-deps or PostgreSQL was near a \
 full core, at some point: then the harness, not the API, may have set the limit.</dd>\
 <dt>Repeats</dt><dd>With <code>--repeat N</code> the runs of both APIs are interleaved; tables show the median \
 over the repeats with the range (min – max) below it.</dd></dl></section>",
         timeout = c.request_timeout_ms,
+        kept_2xx = super::verdict::KEPT_UP_2XX * 100.0,
+        kept_rate = super::verdict::KEPT_UP_RATE * 100.0,
         cap = c.max_in_flight,
         warmup = c.warmup_s,
     );

@@ -6,22 +6,34 @@
 //! repeats, every figure shows the median and the min – max spread. The report only reads the
 //! results: each number in it is one the generator recorded, and the page says how it was measured.
 //!
+//! The page opens with the answer: a verdict generated from the results (`verdict`, `causes`),
+//! the trust strip (`trust`), and the rate and latency charts; the detail follows.
+//!
 //! Layout of this module: `model` (grouping, spreads, number formats), `tables` (the summary
-//! table), `charts` + `svg` (charts over time), `fairness` (settings that differ), `html`,
-//! `sections` and `method` (the page), `money` (the money line of each run), `markdown` (the PR
-//! summary).
+//! table, rates per second of the schedule), `littles` (Little's law), `verdict` + `causes` (who
+//! kept up, and why), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
+//! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
+//! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
+//! own reports beside ours), `markdown` (the PR summary).
 
+mod causes;
 mod chart_specs;
 mod charts;
+mod distribution;
 mod fairness;
+pub mod goose;
 mod html;
+mod littles;
 mod markdown;
 mod method;
 mod model;
 mod money;
+mod rich;
 mod sections;
 pub mod svg;
 mod tables;
+mod trust;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 
@@ -43,19 +55,22 @@ pub fn write_report(runs: &[RunResults], out_dir: &Path) -> Result<ReportPaths> 
         html: out_dir.join("report.html"),
         markdown: out_dir.join("summary.md"),
     };
-    std::fs::write(&paths.html, render_html(runs))
+    // goose's reports are linked (and their counts read) when they sit beside the page.
+    let goose = goose::read(runs, out_dir);
+    std::fs::write(&paths.html, html::render(runs, &goose))
         .with_context(|| format!("writing {}", paths.html.display()))?;
-    std::fs::write(&paths.markdown, render_markdown(runs))
+    std::fs::write(&paths.markdown, markdown::render(runs, &goose))
         .with_context(|| format!("writing {}", paths.markdown.display()))?;
     Ok(paths)
 }
 
-/// The HTML report as one self-contained page.
+/// The HTML report as one self-contained page (goose's reports named, not read).
 pub fn render_html(runs: &[RunResults]) -> String {
-    html::render(runs)
+    html::render(runs, &[])
 }
 
-/// The summary table (plateau and whole run), the Little's-law line and the limits line as Markdown.
+/// The verdict, the trust strip, the summary table (plateau and whole run) and the Little's-law
+/// line as Markdown.
 pub fn render_markdown(runs: &[RunResults]) -> String {
-    markdown::render(runs)
+    markdown::render(runs, &[])
 }

@@ -170,6 +170,31 @@ pub fn by_api<T: PartialEq + Clone>(
     out
 }
 
+/// Seconds of the arrival schedule (the end of the last phase): the denominator of every whole-run
+/// rate, the same for every API under the same profile however long each one took to drain.
+/// `None` for the closed model, which has no schedule.
+pub fn schedule_s(run: &RunResults) -> Option<f64> {
+    let p = &run.config.profile;
+    let end = p
+        .phases
+        .iter()
+        .map(|ph| ph.start_s + ph.duration_s)
+        .fold(0.0, f64::max);
+    (p.model == "open" && end > 0.0).then_some(end)
+}
+
+/// The plateau (the `constant` phase) as whole seconds `[from, to)` of the per-second series.
+pub fn plateau_seconds(run: &RunResults) -> Option<(u32, u32)> {
+    let p = run
+        .config
+        .profile
+        .phases
+        .iter()
+        .find(|p| p.name == "constant")?;
+    let from = p.start_s.ceil() as u32;
+    Some((from, ((p.start_s + p.duration_s).floor() as u32).max(from)))
+}
+
 /// A CPU limit in words: `1 CPU core`, `1.5 CPU cores`.
 pub fn cores(n: f64) -> String {
     format!("{n} CPU core{}", if n == 1.0 { "" } else { "s" })

@@ -4,19 +4,15 @@
 use std::fmt::Write as _;
 
 use super::fairness::{self, Setting, Status};
+use super::littles;
 use super::model::{ApiRuns, Unit, by_api, cores, fmt, run_name};
 use super::svg::esc;
-use super::tables;
 
 pub use super::method::method;
 
-fn strong(text: &str) -> String {
-    format!("<strong>{}</strong>", esc(text))
-}
-
 pub fn littles_law(s: &mut String, groups: &[ApiRuns<'_>]) {
     s.push_str("<section id=\"littles-law\"><h2>Little's law: the thread-per-request ceiling</h2>");
-    let rows = tables::littles_law(groups);
+    let rows = littles::rows(groups);
     if rows.is_empty() {
         s.push_str("<p>No run carries a Little's-law bound (it applies to the blocking API only).</p></section>");
         return;
@@ -27,18 +23,11 @@ pub fn littles_law(s: &mut String, groups: &[ApiRuns<'_>]) {
          calls to the seller, risk and payment services — however fast its CPU is.</p>",
     );
     for row in &rows {
-        // The numbers are escaped by `strong`; the API name is the only other free text.
-        let api = esc(row.api);
-        let note = row.note.map(esc);
-        let row = tables::LittleRow {
-            api: &api,
-            note: note.as_deref(),
-            ..*row
-        };
         let _ = write!(
             s,
-            "<p class=\"ll\">{}</p>",
-            tables::littles_law_sentence(&row, strong)
+            "<p class=\"ll\">{}: {}</p>",
+            esc(row.api),
+            littles::sentence(row).html()
         );
     }
     s.push_str(

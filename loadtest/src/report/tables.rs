@@ -3,7 +3,7 @@
 
 use crate::results::{RunResults, Summary};
 
-use super::model::{ApiRuns, Spread, Unit, fmt};
+use super::model::{ApiRuns, Spread, Unit, fmt, schedule_s};
 
 /// Which span of the run a summary covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,13 +38,82 @@ pub struct Row {
     pub cells: Vec<Option<Spread>>,
 }
 
-/// A figure of a [`Summary`]; `None` = not measured.
-type Get = Box<dyn Fn(&Summary) -> Option<f64>>;
+/// A figure of one run over a span; `None` = not measured.
+type Get = Box<dyn Fn(&RunResults, Span) -> Option<f64>>;
 /// A row definition: name, unit, how to get it.
 type Def = (String, Unit, Get);
 
+/// A row read from the span's [`Summary`].
 fn f(name: &str, unit: Unit, get: impl Fn(&Summary) -> Option<f64> + 'static) -> Def {
-    (name.to_owned(), unit, Box::new(get))
+    (
+        name.to_owned(),
+        unit,
+        Box::new(move |run, span| span.of(run).and_then(&get)),
+    )
+}
+
+/// A rate row, per second of the span's schedule (see [`rates`]).
+fn rate(name: &str, get: fn(&Rates) -> f64) -> Def {
+    (
+        name.to_owned(),
+        Unit::Rate,
+        Box::new(move |run, span| rates(run, span).map(|r| get(&r))),
+    )
+}
+
+/// A span's rates, per second of its *schedule*: the plateau's own seconds, or — for the whole
+/// run — the seconds from the first arrival to the last scheduled one, never each API's own drain
+/// (an API that drains for longer would otherwise look as if it had been offered less). Whole-run
+/// rates count every answer, those that came during the drain included.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    pub offered: f64,
+    pub completed: f64,
+    /// Fresh 201s per second.
+    pub orders: f64,
+}
+
+pub fn rates(run: &RunResults, span: Span) -> Option<Rates> {
+    let s = span.of(run)?;
+    match (span, schedule_s(run)) {
+        (Span::Whole, Some(secs)) => {
+            let per = |n: u64| n as f64 / secs;
+            Some(Rates {
+                offered: per(s.offered),
+                completed: per(s.completed),
+                orders: per(s.ok),
+            })
+        }
+        // The plateau's summary is already per second of the plateau; a closed run has no
+        // schedule, so its rates are per second of the run.
+        _ => Some(Rates {
+            offered: s.offered_rps,
+            completed: s.throughput_rps,
+            orders: s.ok_throughput_rps,
+        }),
+    }
+}
+
+/// The note under a summary table that says what the rates are divided by.
+pub fn rates_note(groups: &[ApiRuns<'_>]) -> Option<String> {
+    let run = groups.first()?.first()?;
+    let whole = schedule_s(run)?;
+    let plateau = run
+        .plateau
+        .as_ref()
+        .map(|p| {
+            format!(
+                "the plateau's {} s for the plateau, ",
+                fmt(p.duration_s, Unit::Count)
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "Rates are per second of the schedule — {plateau}the whole schedule's {} s for the whole run — \
+         the same for every API, however long each took to drain. Whole-run rates count every answer, \
+         those that came during the drain after the last arrival included.",
+        fmt(whole, Unit::Count)
+    ))
 }
 
 /// The figures of the table, in groups; one `errors: <kind>` row per error kind.
@@ -87,13 +156,9 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
         }),
     ];
     let rates = vec![
-        f("offered rate", Unit::Rate, |s| Some(s.offered_rps)),
-        f("throughput (completed)", Unit::Rate, |s| {
-            Some(s.throughput_rps)
-        }),
-        f("orders per second (201)", Unit::Rate, |s| {
-            Some(s.ok_throughput_rps)
-        }),
+        rate("offered rate", |r| r.offered),
+        rate("throughput (completed)", |r| r.completed),
+        rate("orders per second (201)", |r| r.orders),
     ];
     let resources = vec![
         f("API CPU-seconds", Unit::Decimal("s"), |s| s.api_cpu_seconds),
@@ -121,7 +186,7 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
     vec![
         ("Requests", requests),
         ("Latency, from intended send time", latency),
-        ("Rates", rates),
+        ("Rates, per second of the schedule", rates),
         ("API process", resources),
         ("Generator", generator),
     ]
@@ -180,10 +245,7 @@ fn rows(groups: &[ApiRuns<'_>], span: Span) -> Vec<Row> {
             group,
             metric,
             unit,
-            cells: groups
-                .iter()
-                .map(|g| g.spread(|r| span.of(r).and_then(&get)))
-                .collect(),
+            cells: groups.iter().map(|g| g.spread(|r| get(r, span))).collect(),
         })
         .collect()
 }
@@ -200,59 +262,4 @@ pub fn cell_text(cell: Option<&Spread>, unit: Unit) -> (String, Option<String>) 
             (fmt(s.median, unit), range)
         }
     }
-}
-
-/// The Little's-law line for each run that has one: `(api, threads, critical path ms, bound,
-/// measured plateau orders/s)` as spreads over repeats.
-pub struct LittleRow<'a> {
-    pub api: &'a str,
-    pub threads: Spread,
-    pub critical_path_ms: Spread,
-    pub bound_rps: Spread,
-    pub measured_rps: Option<Spread>,
-    /// The first run's note (a slowdown during the plateau), as plain text.
-    pub note: Option<&'a str>,
-}
-
-pub fn littles_law<'a>(groups: &[ApiRuns<'a>]) -> Vec<LittleRow<'a>> {
-    groups
-        .iter()
-        .filter_map(|g| {
-            let ll = |f: fn(&crate::results::LittlesLaw) -> Option<f64>| {
-                g.spread(|r| r.littles_law.as_ref().and_then(f))
-            };
-            Some(LittleRow {
-                api: g.api,
-                threads: ll(|l| Some(l.threads as f64))?,
-                critical_path_ms: ll(|l| Some(l.critical_path_ms))?,
-                bound_rps: ll(|l| Some(l.bound_rps))?,
-                measured_rps: ll(|l| l.measured_plateau_rps),
-                note: g
-                    .runs
-                    .iter()
-                    .find_map(|r| r.littles_law.as_ref()?.note.as_deref()),
-            })
-        })
-        .collect()
-}
-
-/// The one-sentence Little's-law statement used by both the page and `summary.md`; `strong`
-/// marks up the two numbers to compare (`**x**` in Markdown, `<strong>` in HTML).
-pub fn littles_law_sentence(row: &LittleRow<'_>, strong: fn(&str) -> String) -> String {
-    let measured = match &row.measured_rps {
-        Some(m) => format!(
-            "measured plateau: {} ({} of the bound)",
-            strong(&fmt(m.median, Unit::Rate).replace("req/s", "orders/s")),
-            fmt(100.0 * m.median / row.bound_rps.median, Unit::Percent)
-        ),
-        None => "no plateau was measured".to_owned(),
-    };
-    let note = row.note.map(|n| format!(" Note: {n}.")).unwrap_or_default();
-    format!(
-        "{}: {} threads ÷ {} critical path = at most {}; {measured}.{note}",
-        row.api,
-        fmt(row.threads.median, Unit::Count),
-        fmt(row.critical_path_ms.median, Unit::Millis),
-        strong(&fmt(row.bound_rps.median, Unit::Rate).replace("req/s", "orders/s")),
-    )
 }

@@ -1,27 +1,42 @@
 //! Drawing a [`LineChart`]: the frame (plot area and axes), grid and tick labels, markers,
-//! reference lines and the series paths. Everything numeric passes through [`num`].
+//! reference lines, the series paths and their names at the lines' ends. Everything numeric
+//! passes through [`num`].
 
 use std::fmt::Write as _;
 
-use super::ticks::{Axis, Scale, format_tick};
+use super::ticks::{Axis, Scale, TickFormat, format_tick};
 use super::{LineChart, MarkerKind, esc, legend, num};
 
-pub(super) const WIDTH: f64 = 760.0;
+pub(super) const WIDTH: f64 = 800.0;
 pub(super) const PLOT_H: f64 = 220.0;
 pub(super) const LEFT: f64 = 70.0;
+/// Right margin without end labels.
 pub(super) const RIGHT: f64 = 20.0;
 const MARKER_ROW: f64 = 13.0;
+/// Rough advance of one character of the 12 px end-label font, to size the right margin.
+const LABEL_CHAR_W: f64 = 6.8;
+/// End labels take at most this much of the width; a longer name runs past the edge.
+const MAX_GUTTER: f64 = 190.0;
+/// Vertical room one end label needs.
+const LABEL_ROW: f64 = 13.0;
 
 /// The drawable area and the two axes, shared by the drawing helpers.
 struct Frame {
     x: Axis,
     y: Axis,
     top: f64,
+    /// Right margin: room for the end labels.
+    right: f64,
 }
 
 impl Frame {
     fn px(&self, v: f64) -> Option<f64> {
-        self.x.frac(v).map(|f| LEFT + f * (WIDTH - LEFT - RIGHT))
+        self.x
+            .frac(v)
+            .map(|f| LEFT + f * (self.plot_right() - LEFT))
+    }
+    fn plot_right(&self) -> f64 {
+        WIDTH - self.right
     }
     fn py(&self, v: f64) -> Option<f64> {
         self.y.frac(v).map(|f| self.top + (1.0 - f) * PLOT_H)
@@ -49,6 +64,9 @@ impl LineChart {
         self.draw_markers(&mut s, &frame);
         self.draw_ref_lines(&mut s, &frame);
         self.draw_series(&mut s, &frame);
+        if self.end_labels {
+            self.draw_end_labels(&mut s, &frame);
+        }
         if !self.series.iter().any(|se| {
             se.points
                 .iter()
@@ -57,7 +75,7 @@ impl LineChart {
             let _ = write!(
                 s,
                 r#"<text class="nodata" x="{}" y="{}" text-anchor="middle">no data</text>"#,
-                num(LEFT + (WIDTH - LEFT - RIGHT) / 2.0),
+                num(LEFT + (frame.plot_right() - LEFT) / 2.0),
                 num(frame.top + PLOT_H / 2.0)
             );
         }
@@ -87,15 +105,36 @@ impl LineChart {
             ylo
         };
         let rows = self.markers.len().clamp(0, 3) as f64;
+        let x = match self.x_format {
+            // Whole nines only: 0 %, 90 %, 99 %, 99.9 %, …
+            TickFormat::Nines => {
+                let hi = xhi.max(1.0).ceil();
+                Axis::new(Scale::Linear, 0.0, hi, hi as usize + 1)
+            }
+            _ => Axis::new(Scale::Linear, xlo, xhi, 9),
+        };
+        let longest = self
+            .series
+            .iter()
+            .filter(|s| !s.secondary)
+            .map(|s| s.name.chars().count())
+            .max()
+            .unwrap_or(0) as f64;
+        let right = if self.end_labels && longest > 0.0 {
+            (longest * LABEL_CHAR_W + 16.0).clamp(RIGHT, MAX_GUTTER)
+        } else {
+            RIGHT
+        };
         Frame {
-            x: Axis::new(Scale::Linear, xlo, xhi, 9),
+            x,
             y: Axis::new(self.y_scale, ylo, yhi, 6),
             top: 12.0 + rows * MARKER_ROW,
+            right,
         }
     }
 
     fn draw_axes(&self, s: &mut String, f: &Frame) {
-        let (x0, x1, bottom) = (LEFT, WIDTH - RIGHT, f.bottom());
+        let (x0, x1, bottom) = (LEFT, f.plot_right(), f.bottom());
         for &t in &f.y.ticks {
             let Some(y) = f.py(t) else { continue };
             let step = if f.y.scale == Scale::Log {
@@ -179,8 +218,8 @@ impl LineChart {
                 s,
                 r#"<g class="ref"><line x1="{}" x2="{}" y1="{y}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
                 num(LEFT),
-                num(WIDTH - RIGHT),
-                num(WIDTH - RIGHT - 4.0),
+                num(f.plot_right()),
+                num(f.plot_right() - 4.0),
                 num(label_y),
                 esc(&r.label),
                 y = num(y)
@@ -216,7 +255,69 @@ impl LineChart {
                 se.colour,
                 esc(&se.name)
             );
+            if se.dots {
+                for (x, y) in se.points.iter().filter_map(|&(x, y)| f.px(x).zip(f.py(y))) {
+                    let _ = write!(
+                        s,
+                        r#"<circle class="dot" cx="{}" cy="{}" r="3" fill="{}"/>"#,
+                        num(x),
+                        num(y),
+                        se.colour
+                    );
+                }
+            }
         }
+    }
+}
+
+impl LineChart {
+    /// Each primary line's name at its last drawn point, in the right margin, so a line can be
+    /// told without the legend and without colour (print, greyscale). Labels that would overlap
+    /// are pushed apart, with a thin leader back to their line's end.
+    fn draw_end_labels(&self, s: &mut String, f: &Frame) {
+        let mut labels: Vec<(f64, f64, f64, &super::Series)> = self
+            .series
+            .iter()
+            .filter(|se| !se.secondary)
+            .filter_map(|se| {
+                let until = self.label_x.unwrap_or(f64::INFINITY);
+                let drawable = |&(x, y): &(f64, f64)| f.px(x).zip(f.py(y));
+                let (x, y) = se
+                    .points
+                    .iter()
+                    .rev()
+                    .filter(|p| p.0 <= until)
+                    .find_map(drawable)
+                    .or_else(|| se.points.iter().rev().find_map(drawable))?;
+                Some((x, y, y, se))
+            })
+            .collect();
+        labels.sort_by(|a, b| a.1.total_cmp(&b.1));
+        for i in 1..labels.len() {
+            labels[i].2 = labels[i].2.max(labels[i - 1].2 + LABEL_ROW);
+        }
+        let mut floor = f.bottom();
+        for l in labels.iter_mut().rev() {
+            l.2 = l.2.min(floor);
+            floor = l.2 - LABEL_ROW;
+        }
+        let lx = f.plot_right() + 6.0;
+        s.push_str(r#"<g class="endlabels">"#);
+        for (x, y, ly, se) in labels {
+            let _ = write!(
+                s,
+                r#"<path d="M{} {}L{} {}" stroke="{}"/><text x="{}" y="{}">{}</text>"#,
+                num(x + 2.0),
+                num(y),
+                num(lx - 2.0),
+                num(ly),
+                se.colour,
+                num(lx),
+                num(ly + 4.0),
+                esc(&se.name)
+            );
+        }
+        s.push_str("</g>");
     }
 }
 

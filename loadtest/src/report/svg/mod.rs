@@ -50,6 +50,8 @@ pub struct Series {
     pub dash: Dash,
     /// Secondary lines (other repeats of the same run) are drawn lighter and not listed in the legend.
     pub secondary: bool,
+    /// Mark every point with a dot: for a few measured points joined by straight lines.
+    pub dots: bool,
 }
 
 impl Series {
@@ -65,6 +67,7 @@ impl Series {
             colour,
             dash,
             secondary: false,
+            dots: false,
         }
     }
 }
@@ -106,6 +109,11 @@ pub struct LineChart {
     pub series: Vec<Series>,
     pub markers: Vec<Marker>,
     pub ref_lines: Vec<RefLine>,
+    /// Name each primary line at its end (in a right margin sized to the longest name).
+    pub end_labels: bool,
+    /// Where along x each end label reads its line's value (e.g. the end of the plateau, where
+    /// the lines are apart; after it they may all fall to zero together). `None`: the last point.
+    pub label_x: Option<f64>,
 }
 
 /// Formats a coordinate with one decimal; non-finite values (which the callers filter out) become 0

@@ -24,6 +24,9 @@ pub enum TickFormat {
     Seconds,
     /// Values are percentages: `50 %`.
     Percent,
+    /// Percentiles on a "nines" axis: `v` stands for the percentile 100 × (1 − 10⁻ᵛ), so
+    /// 1 → `90 %`, 2 → `99 %`, 3 → `99.9 %` (the HdrHistogram percentile plot).
+    Nines,
 }
 
 /// A resolved axis: its drawn range and the tick positions inside it.
@@ -173,6 +176,10 @@ pub fn format_tick(v: f64, step: f64, format: TickFormat) -> String {
             format!("{} s", plain(v / 1000.0, step / 1000.0))
         }
         TickFormat::Millis => format!("{} ms", plain(v, step)),
+        TickFormat::Nines => {
+            let decimals = (v.round() as i64 - 2).clamp(0, 6) as usize;
+            format!("{:.*} %", decimals, 100.0 * (1.0 - 10f64.powf(-v)))
+        }
     }
 }
 
@@ -275,5 +282,9 @@ mod tests {
         assert_eq!(format_tick(0.2, 0.2, TickFormat::Number), "0.2");
         assert_eq!(format_tick(-0.0001, 0.1, TickFormat::Number), "0");
         assert_eq!(format_tick(f64::NAN, 1.0, TickFormat::Number), "–");
+        let nines: Vec<String> = (0..5)
+            .map(|v| format_tick(f64::from(v), 1.0, TickFormat::Nines))
+            .collect();
+        assert_eq!(nines, ["0 %", "90 %", "99 %", "99.9 %", "99.99 %"]);
     }
 }
