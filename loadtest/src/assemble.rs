@@ -15,6 +15,8 @@ use crate::sampler::SampleRow;
 pub const LATE_P99_MS: f64 = 50.0;
 /// A process at or above this share of what it may use is "saturated".
 pub const SATURATED: f64 = 0.9;
+/// An API whose threads wait this long for a CPU (% of a second) is held back by the machine.
+pub const API_CPU_WAIT_PERCENT: f64 = 20.0;
 
 /// Everything about a run that the measurements do not say.
 #[derive(Debug, Clone)]
@@ -217,7 +219,9 @@ fn knee(profile: &Profile, steps: &[Acc]) -> Option<f64> {
 /// Rules: the generator's lateness p99 above [`LATE_P99_MS`] for 2 s or more (it did not offer the
 /// load it claims); or, for 3 s or more while the API used less than 90 % of its CPU quota
 /// (its limit when enforced, else the machine): the generator at ≥ 90 % of the machine's cores,
-/// mock-deps or PostgreSQL at ≥ 90 % of one core, or the machine as a whole at ≥ 90 % busy.
+/// mock-deps or PostgreSQL at ≥ 90 % of one core, the API's threads runnable but waiting for a CPU
+/// for ≥ [`API_CPU_WAIT_PERCENT`] % of the second (schedstat), or the machine as a whole at ≥ 90 %
+/// busy.
 pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> Option<String> {
     let cores = f64::from(cores.max(1));
     let quota = if limits.limits_enforced {
@@ -280,5 +284,22 @@ pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> O
                 .or_else(|| Some(ours.iter().flatten().sum()))
         },
     );
+    let hits: Vec<u32> = seconds
+        .iter()
+        .filter(|s| {
+            api_idle(s)
+                && s.api_process
+                    .and_then(|p| p.cpu_wait_percent)
+                    .is_some_and(|w| w >= API_CPU_WAIT_PERCENT)
+        })
+        .map(|s| s.t)
+        .collect();
+    if hits.len() >= 3 {
+        reasons.push(format!(
+            "the API runnable but waiting for a CPU ≥ {API_CPU_WAIT_PERCENT:.0} % of the time while below its quota (the machine's other processes had the cores), {} s (first at t={} s)",
+            hits.len(),
+            hits[0]
+        ));
+    }
     (!reasons.is_empty()).then(|| reasons.join("; "))
 }

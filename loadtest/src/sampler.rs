@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use labkit::procstat::{ProcSample, Sampler, Target, cpu_percent};
+use labkit::procstat::{ProcSample, Sampler, Target, cpu_percent, cpu_wait_percent};
 
 use crate::driver::Clock;
 use crate::results::{ApiMetrics, HarnessSample, ProcessSample};
@@ -88,6 +88,10 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
         };
         let api = cur.get("api").map(|s| ProcessSample {
             cpu_percent: pct("api").unwrap_or(0.0),
+            cpu_wait_percent: match (prev.get("api"), cur.get("api")) {
+                (Some(a), Some(b)) => cpu_wait_percent(a, b),
+                _ => None,
+            },
             rss_bytes: s.rss_bytes,
             threads: s.threads,
             fds: s.fds.unwrap_or(0),

@@ -83,6 +83,7 @@ fn assembled_results_round_trip() {
         .map(|_| SampleRow {
             api: Some(ProcessSample {
                 cpu_percent: 50.0,
+                cpu_wait_percent: None,
                 rss_bytes: 1 << 24,
                 threads: 210,
                 fds: 300,
@@ -211,6 +212,7 @@ fn harness_bound_blames_the_harness_not_a_busy_api() {
         }),
         api_process: Some(ProcessSample {
             cpu_percent: api_cpu,
+            cpu_wait_percent: None,
             ..Default::default()
         }),
         harness: HarnessSample {

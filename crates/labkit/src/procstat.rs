@@ -43,6 +43,11 @@ pub struct ProcSample {
     pub fds: Option<u64>,
     /// Number of processes read (1, or the size of the tree).
     pub processes: u64,
+    /// Cumulative time the process's threads were runnable but waiting for a CPU, in seconds
+    /// (`run_delay` of `/proc/PID/task/*/schedstat`); `None` for a tree, or where the kernel does
+    /// not report it. Time a thread spends throttled by its cgroup's quota counts too.
+    #[serde(default)]
+    pub cpu_wait_seconds: Option<f64>,
 }
 
 /// Samples named targets; see the module docs.
@@ -128,9 +133,19 @@ pub fn cpu_percent(prev: &ProcSample, cur: &ProcSample) -> Option<f64> {
     (dt > 0.0).then(|| 100.0 * (cur.cpu_seconds - prev.cpu_seconds) / dt)
 }
 
+/// Time waiting for a CPU between two samples of the same target, in percent of one core (the
+/// share of a second its threads, together, were runnable but not running). `None` without both
+/// readings; an exited thread's wait leaves the sum, so a drop reads as 0.
+pub fn cpu_wait_percent(prev: &ProcSample, cur: &ProcSample) -> Option<f64> {
+    let dt = cur.t - prev.t;
+    let (a, b) = (prev.cpu_wait_seconds?, cur.cpu_wait_seconds?);
+    (dt > 0.0).then(|| 100.0 * (b - a).max(0.0) / dt)
+}
+
 /// Counters before a timestamp is attached.
 #[derive(Debug, Default)]
 struct Usage {
+    cpu_wait_seconds: Option<f64>,
     cpu_seconds: f64,
     rss_bytes: u64,
     threads: u64,
@@ -147,6 +162,7 @@ impl Usage {
             threads: self.threads,
             fds: self.fds,
             processes: self.processes,
+            cpu_wait_seconds: self.cpu_wait_seconds,
         }
     }
 }
@@ -195,6 +211,7 @@ mod imp {
             .with_context(|| format!("reading /proc/{pid}/stat"))?;
         let mut usage = Usage::default();
         add(&mut usage, &process, &stat, false);
+        usage.cpu_wait_seconds = run_delay(&process);
         Ok(usage)
     }
 
@@ -211,6 +228,18 @@ mod imp {
             }
         }
         Ok(usage)
+    }
+
+    /// The sum of the threads' `run_delay` (ns in schedstat), in seconds; threads that exit
+    /// during the walk are skipped.
+    fn run_delay(process: &Process) -> Option<f64> {
+        let ns: u64 = process
+            .tasks()
+            .ok()?
+            .filter_map(|t| t.ok()?.schedstat().ok())
+            .map(|s| s.run_delay)
+            .sum();
+        Some(ns as f64 / 1e9)
     }
 
     fn open(pid: u32) -> anyhow::Result<Process> {

@@ -79,6 +79,10 @@ pub struct ProcessSample {
     pub threads: u64,
     /// Open file descriptors.
     pub fds: u64,
+    /// Runnable but waiting for a CPU over the second, % of one core summed over its threads
+    /// (schedstat `run_delay`): the machine, or its own quota, kept it from running.
+    #[serde(default)]
+    pub cpu_wait_percent: Option<f64>,
 }
 
 /// Gauges from the API's `/metrics` (names in `docs/lab-interfaces.md`).
