@@ -8,8 +8,8 @@
 use crate::driver::DriverOutput;
 use crate::profile::Profile;
 use crate::recorder::{Acc, lateness, percentiles};
-use crate::results::*;
 use crate::sampler::SampleRow;
+use lab_results::*;
 
 /// Lateness p99 above which the generator is not keeping its schedule, ms.
 pub const LATE_P99_MS: f64 = 50.0;
@@ -185,7 +185,7 @@ fn summarize(
 
 /// `BLOCKING_THREADS ÷ critical path` beside the measured plateau; a dependency slowed during the
 /// plateau (`--inject`) moves or annotates the bound, see
-/// [`crate::inject::Injection::adjust_littles_law`].
+/// [`lab_results::inject::Injection::adjust_littles_law`].
 fn littles_law(
     config: &RunConfig,
     profile: &Profile,

@@ -25,8 +25,8 @@ use crate::http::{Outcome, fire, order_client};
 use crate::profile::{Model, Profile};
 use crate::progress::Progress;
 use crate::recorder::Recorder;
-use crate::results::RetryRecord;
 use crate::retry::{AttemptLog, RetryPolicy};
+use lab_results::RetryRecord;
 
 /// The run's clock: set by the first transaction, read by the sampler.
 pub type Clock = Arc<OnceLock<Instant>>;

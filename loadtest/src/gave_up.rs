@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use sqlx::Connection;
 
 use crate::body::OrderRequest;
-use crate::results::{
+use lab_results::{
     AfterGiveUp, OUTCOME_CONNECT_ERROR, OUTCOME_CREATED, OUTCOME_IO_ERROR, OUTCOME_REPLAYED,
     OUTCOME_TIMEOUT,
 };

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 
 use crate::body::OrderRequest;
-use crate::results::{
+use lab_results::{
     OUTCOME_CONNECT_ERROR, OUTCOME_CREATED, OUTCOME_IO_ERROR, OUTCOME_REPLAYED, OUTCOME_TIMEOUT,
 };
 

@@ -6,7 +6,7 @@
 use anyhow::{Context, Result};
 use sqlx::Connection;
 
-use crate::results::{
+use lab_results::{
     InvariantCheck, OUTCOME_CONNECT_ERROR, OUTCOME_GAVE_UP, OUTCOME_IO_ERROR, OUTCOME_TIMEOUT,
     RunResults,
 };

@@ -10,13 +10,13 @@
 //!   arrival at its intended time whether or not earlier ones returned; [`recorder`] writes every
 //!   request's fate into per-second, per-phase and whole-run HdrHistograms;
 //! - [`sampler`]: once a second, the API's CPU/RSS/threads/fds, its `/metrics`, and the harness's
-//!   own CPU; [`assemble`] turns all that into [`results::RunResults`] (the documented, versioned
-//!   results file) and flags harness-bound runs;
+//!   own CPU; [`assemble`] turns all that into [`lab_results::RunResults`] (the documented,
+//!   versioned results file, crate `lab-results`) and flags harness-bound runs;
 //! - [`lab`] + [`services`] + [`invariants`]: PostgreSQL, mock-deps and each API in its cgroup,
 //!   fresh state, warm-up, measurement, end-of-run checks; [`money`]: every charge against the
-//!   orders, once the API settled them; [`report`]: report.html and summary.md;
-//! - [`retry`]: clients that retry like a careful payment client; [`faults`]: payment failures,
-//!   a killed API and a restarted database during a run (`--scenario faults`).
+//!   orders, once the API settled them; report.html and summary.md are the `lab-report` crate's;
+//! - [`retry`]: clients that retry like a careful payment client; [`lab_results::faults`]: payment
+//!   failures, a killed API and a restarted database during a run (`--scenario faults`).
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 
@@ -25,7 +25,6 @@ pub mod body;
 pub mod cli;
 pub mod commands;
 pub mod driver;
-pub mod faults;
 pub mod gave_up;
 pub mod http;
 pub mod inject;
@@ -35,8 +34,6 @@ pub mod money;
 pub mod profile;
 pub mod progress;
 pub mod recorder;
-pub mod report;
-pub mod results;
 pub mod retry;
 pub mod run;
 pub mod sampler;

@@ -12,7 +12,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::results::{PhaseInfo, ProfileInfo};
+use lab_results::{PhaseInfo, ProfileInfo};
 
 /// Stress: first step rate, increment, step length (s) and the most steps tried.
 pub const STRESS_START: f64 = 50.0;

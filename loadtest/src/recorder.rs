@@ -14,7 +14,7 @@ use hdrhistogram::Histogram;
 
 use crate::gave_up::ClientKeys;
 
-use crate::results::{
+use lab_results::{
     LatencyPercentiles, Lateness, OUTCOME_CREATED, OUTCOME_OVERLOADED, OUTCOME_REPLAYED,
 };
 

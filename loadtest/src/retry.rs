@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::body::OrderRequest;
 use crate::http::{Outcome, fire_within};
-use crate::results::{OUTCOME_GAVE_UP, RetryRecord};
+use lab_results::{OUTCOME_GAVE_UP, RetryRecord};
 
 /// The first backoff and its cap.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);

@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use crate::assemble::{RunMeta, assemble};
 use crate::driver::{Clock, DriverConfig, drive};
 use crate::gave_up::OrderKey;
-use crate::results::{Environment, MockLatencies, RunResults};
 use crate::sampler::{self, SampleTargets};
+use lab_results::{Environment, MockLatencies, RunResults};
 
 /// Descriptors the generator keeps for itself beside its open requests: `/proc` reads, `/metrics`
 /// scrapes, admin calls, logs, the database checks.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use labkit::procstat::{ProcSample, Sampler, Target, cpu_percent, cpu_wait_percent};
 
 use crate::driver::Clock;
-use crate::results::{ApiMetrics, HarnessSample, ProcessSample};
+use lab_results::{ApiMetrics, HarnessSample, ProcessSample};
 
 /// What to sample.
 #[derive(Debug, Clone, Default)]

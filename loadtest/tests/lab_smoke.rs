@@ -10,8 +10,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use lab_results::{RunResults, Shedding};
 use loadtest::gave_up::{OrderKey, orders_after_give_up};
-use loadtest::results::{RunResults, Shedding};
 use sqlx::Connection;
 
 fn binaries_present() -> Result<(), String> {

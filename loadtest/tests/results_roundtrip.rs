@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use lab_results::*;
 use loadtest::assemble::{RunMeta, assemble, harness_bound};
 use loadtest::driver::DriverOutput;
 use loadtest::profile::Profile;
 use loadtest::recorder::Recorder;
-use loadtest::results::*;
 use loadtest::sampler::SampleRow;
 
 fn meta(profile: &Profile) -> RunMeta {
@@ -181,7 +181,7 @@ fn a_slowdown_over_the_plateau_moves_the_littles_law_bound() {
     let mut meta = meta(&profile);
     // ramp-100 × 0.1: the plateau runs from 3 s to 6 s; payment at 5 s covers all of it.
     meta.config.injection =
-        Some(loadtest::inject::Injection::parse("pay=5000@30+30", 0.1).unwrap());
+        Some(lab_results::inject::Injection::parse("pay=5000@30+30", 0.1).unwrap());
     let r = assemble(meta, &profile, &out, &[]);
     let ll = r.littles_law.as_ref().unwrap();
     assert_eq!(ll.critical_path_ms, 6200.0);

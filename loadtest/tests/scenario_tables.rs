@@ -2,14 +2,15 @@
 
 use std::path::Path;
 
-use loadtest::cli::LabArgs;
-use loadtest::results::{
+use lab_results::{
     AfterGiveUp, Event, LatencyPercentiles, OUTCOME_OVERLOADED, RunResults, Shedding,
 };
+use loadtest::cli::LabArgs;
 use loadtest::scenario::{Variant, build_table, render_html, render_markdown, variants};
 
 fn fixture(api: &str) -> RunResults {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{api}-0.json"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../crates/lab-report/tests/fixtures/{api}-0.json"));
     RunResults::load(&path).expect("fixture loads")
 }
 
@@ -255,9 +256,9 @@ fn unknown_scenarios_are_refused_by_name() {
 
 #[test]
 fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
-    use loadtest::faults::FaultPlan;
+    use lab_results::faults::FaultPlan;
+    use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
     use loadtest::profile::Profile;
-    use loadtest::results::{FaultRecovery, MoneyRecord, RetryRecord};
 
     let vs = variants("faults", &lab_args()).unwrap();
     assert_eq!(vs.len(), 1, "one lab run, both APIs one after the other");

@@ -20,16 +20,16 @@ mod warmup;
 use crate::assemble::RunMeta;
 use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
 use crate::driver::{Clock, DriverConfig};
-use crate::faults::FaultPlan;
 use crate::gave_up::orders_after_give_up;
-use crate::inject::Injection;
 use crate::profile::Profile;
-use crate::results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
 use crate::retry::RetryPolicy;
 use crate::run::{environment, measure_on, new_run_id, set_mock_latencies};
 use crate::sampler::{SampleTargets, scraped_settings};
 use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
 use crate::{invariants, money};
+use lab_results::faults::FaultPlan;
+use lab_results::inject::Injection;
+use lab_results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
 
 /// What every run of this lab invocation shares.
 struct Lab {
@@ -340,7 +340,11 @@ impl Lab {
         };
         let injecting = self.injection.map(|inj| {
             meta.events.extend(inj.events(self.latency));
-            tokio::spawn(inj.apply(self.deps_url.clone(), self.latency))
+            tokio::spawn(crate::inject::apply(
+                inj,
+                self.deps_url.clone(),
+                self.latency,
+            ))
         });
         let targets = SampleTargets {
             api_pid: process.as_ref().map(|p| p.pid),

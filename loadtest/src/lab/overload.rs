@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::cli::LabArgs;
-use crate::results::Shedding;
+use lab_results::Shedding;
 
 /// The overload settings every API the lab starts gets.
 pub(super) fn settings(args: &LabArgs, s: &mut BTreeMap<String, String>) {

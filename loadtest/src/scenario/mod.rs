@@ -28,9 +28,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::cli::{Durability, LabArgs};
-use crate::report;
-use crate::results::RunResults;
 use crate::services::Database;
+use lab_results::RunResults;
 
 pub use render::{render_html, render_markdown};
 pub use tables::{ScenarioTable, build as build_table};
@@ -176,7 +175,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         let (runs, vout) = crate::lab::lab(args)
             .await
             .with_context(|| format!("scenario {name}, variant {}", variant.slug))?;
-        report::write_report(&runs, &vout)?;
+        lab_report::write_report(&runs, &vout)?;
         done.push((variant, runs));
     }
     drop(db);

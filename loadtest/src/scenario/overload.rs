@@ -8,7 +8,7 @@
 //! database after the run) — the cost of queueing without a bound.
 
 use crate::cli::LabArgs;
-use crate::results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
+use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
 use super::render::{ms, num};
 use super::{ScenarioTable, Variant};

@@ -1,6 +1,6 @@
 //! A scenario's table as markdown and as a self-contained HTML page, and the number formats.
 
-use crate::report::svg::esc;
+use lab_report::svg::esc;
 
 use super::ScenarioTable;
 
@@ -77,6 +77,6 @@ pub fn render_html(t: &ScenarioTable) -> String {
          <ul>{notes}</ul>\n<h2>Full report of each run</h2>\n<ul>{links}</ul>\n</main></body></html>\n",
         title = esc(&t.title),
         intro = esc(&t.intro),
-        css = include_str!("../report/style.css"),
+        css = lab_report::CSS,
     )
 }

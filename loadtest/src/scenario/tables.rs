@@ -1,6 +1,6 @@
 //! Each scenario's one comparison table, computed from its runs' results, as markdown and HTML.
 
-use crate::results::{RunResults, SecondSample, Summary};
+use lab_results::{RunResults, SecondSample, Summary};
 
 use super::Variant;
 use super::render::{ms, num};

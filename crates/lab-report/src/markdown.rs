@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::RunResults;
+use lab_results::RunResults;
 
 use super::goose::GooseRun;
 use super::model::group;

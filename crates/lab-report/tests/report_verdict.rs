@@ -7,8 +7,8 @@ mod fixtures;
 use std::path::PathBuf;
 
 use fixtures::section;
-use loadtest::report::{render_html, render_markdown, write_report};
-use loadtest::results::{InvariantCheck, MoneyRecord, OUTCOME_OVERLOADED, RunResults};
+use lab_report::{render_html, render_markdown, write_report};
+use lab_results::{InvariantCheck, MoneyRecord, OUTCOME_OVERLOADED, RunResults};
 
 fn trust(html: &str) -> &str {
     let start = html.find("<ul class=\"trust\"").expect("trust strip");

@@ -3,7 +3,7 @@
 //! memory), why (see `causes`), and the caveats that apply. Nothing in it is written by hand:
 //! change the results and the verdict changes with them.
 
-use crate::results::{RunResults, Summary};
+use lab_results::{RunResults, Summary};
 
 use super::causes;
 use super::fairness::{self, Status};

@@ -7,8 +7,8 @@ mod fixtures;
 use std::path::{Path, PathBuf};
 
 use fixtures::section;
-use loadtest::report::{render_html, render_markdown, write_report};
-use loadtest::results::RunResults;
+use lab_report::{render_html, render_markdown, write_report};
+use lab_results::RunResults;
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -347,15 +347,15 @@ fn writes_both_files() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// `UPDATE_EXAMPLE=1 cargo test -p loadtest --test report` rewrites `docs/example-report/`.
+/// `UPDATE_EXAMPLE=1 cargo test -p lab-report --test report` rewrites `docs/example-report/`.
 #[test]
 fn example_report() {
     let Some(_) = std::env::var_os("UPDATE_EXAMPLE") else {
         return;
     };
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/example-report");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/example-report");
     let paths = write_report(&fixtures::pair(), &out).expect("example written");
-    let notice = "This example was rendered from the synthetic fixture in `loadtest/tests/fixtures/` — it is NOT a measurement.";
+    let notice = "This example was rendered from the synthetic fixture in `crates/lab-report/tests/fixtures/` — it is NOT a measurement.";
     let html = std::fs::read_to_string(&paths.html)
         .expect("html")
         .replacen(
@@ -397,7 +397,7 @@ fn optional_figures_appear_only_when_measured() {
 
 #[test]
 fn the_money_line_is_red_only_when_money_is_unaccounted_for() {
-    use loadtest::results::MoneyRecord;
+    use lab_results::MoneyRecord;
     let mut runs = fixtures::pair();
     let html = render_html(&runs);
     assert!(

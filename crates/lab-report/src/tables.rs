@@ -1,7 +1,7 @@
 //! The side-by-side summary table: one row per figure, one column per API, for the plateau
 //! (constant phase) and for the whole run. Built once here; `html` and `markdown` only lay it out.
 
-use crate::results::{RunResults, Summary};
+use lab_results::{RunResults, Summary};
 
 use super::model::{ApiRuns, Spread, Unit, fmt, schedule_s};
 

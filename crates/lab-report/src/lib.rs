@@ -1,3 +1,5 @@
+//! # lab-report — report.html and summary.md, from results only
+//!
 //! Comparison reports from load-test results: a self-contained `report.html` (inline CSS and SVG
 //! charts, nothing fetched from anywhere, readable offline and on paper) and a `summary.md` to
 //! paste into a pull request.
@@ -9,7 +11,10 @@
 //! The page opens with the answer: a verdict generated from the results (`verdict`, `causes`),
 //! the trust strip (`trust`), and the rate and latency charts; the detail follows.
 //!
-//! Layout of this module: `model` (grouping, spreads, number formats), `tables` (the summary
+//! It depends on the results schema ([`lab_results`]) and nothing of the generator: no goose,
+//! reqwest or sqlx, so it builds and tests on its own, and re-renders old results files.
+//!
+//! Layout of this crate: `model` (grouping, spreads, number formats), `tables` (the summary
 //! table, rates per second of the schedule), `littles` (Little's law), `verdict` + `causes` (who
 //! kept up, and why), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
 //! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
@@ -31,6 +36,8 @@ mod money;
 mod rich;
 mod sections;
 pub mod svg;
+
+pub use html::CSS;
 mod tables;
 mod trust;
 mod verdict;
@@ -39,7 +46,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::results::RunResults;
+use lab_results::RunResults;
 
 /// Where [`write_report`] put its files.
 #[derive(Debug, Clone, PartialEq, Eq)]

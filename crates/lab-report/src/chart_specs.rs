@@ -1,6 +1,6 @@
 //! The charts over time, described as data: which per-second values each one draws and how.
 
-use crate::results::{OUTCOME_CREATED, OUTCOME_REPLAYED, SecondSample};
+use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED, SecondSample};
 
 use super::model::MIB;
 use super::svg::{Dash, Scale, TickFormat};

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::RunResults;
+use lab_results::RunResults;
 
 use super::charts::{self, Figure};
 use super::model::{ApiRuns, Unit, fmt, group, schedule_s};
@@ -11,7 +11,8 @@ use super::sections;
 use super::svg::esc;
 use super::tables::{self, cell_text};
 
-const CSS: &str = include_str!("style.css");
+/// The page's stylesheet, inlined; the scenario tables of `loadtest` use it too.
+pub const CSS: &str = include_str!("style.css");
 
 /// Renders the whole report page; `goose` holds what was read of goose's own reports.
 pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun]) -> String {
@@ -50,7 +51,7 @@ pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun]) -> String {
          </main></body></html>\n",
         esc(&title),
         runs.len(),
-        first.map_or(crate::results::SCHEMA_VERSION, |r| r.schema_version),
+        first.map_or(lab_results::SCHEMA_VERSION, |r| r.schema_version),
         first.map_or(String::new(), |r| format!(
             "; run <code>{}</code>, git <code>{}</code>",
             esc(&r.run_id),

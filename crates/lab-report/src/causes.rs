@@ -3,7 +3,7 @@
 //! load shed at admission, timeouts and other errors, arrivals the generator did not send. Each
 //! cause is one sentence naming its numbers; a cause without evidence is not mentioned.
 
-use crate::results::{ApiMetrics, OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, SecondSample};
+use lab_results::{ApiMetrics, OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, SecondSample};
 
 use super::littles::{self, plateau_bound};
 use super::model::{Unit, cores, fmt, plateau_seconds};

@@ -1,7 +1,7 @@
 //! What the report is built from: runs grouped by API (repeats together), the spread of a figure
 //! across repeats, and the number formats every table and chart label shares.
 
-use crate::results::RunResults;
+use lab_results::RunResults;
 
 use super::svg::PALETTE;
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::results::RunResults;
+use lab_results::RunResults;
 
 use super::model::{ApiRuns, MIB};
 

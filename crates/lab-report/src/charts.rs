@@ -2,7 +2,7 @@
 //! did it get? what ran out?), every API overlaid in its own colour, every repeat drawn (the first
 //! one bold, the others faint), phase boundaries and injected events marked.
 
-use crate::results::{OUTCOME_CREATED, OUTCOME_REPLAYED, RunResults};
+use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED, RunResults};
 
 use super::chart_specs::{Line, SPECS};
 use super::model::{ApiRuns, Unit, cores, fmt};

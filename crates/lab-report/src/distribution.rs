@@ -2,7 +2,7 @@
 //! (log scale) against the percentile on a "nines" axis, so the tail gets as much room as the
 //! median. Drawn from the percentiles the results keep of the span's full histogram.
 
-use crate::results::{LatencyPercentiles, RunResults};
+use lab_results::{LatencyPercentiles, RunResults};
 
 use super::charts::Figure;
 use super::model::ApiRuns;

@@ -1,3 +1,5 @@
+//! # lab-results — the load lab's results schema
+//!
 //! The results schema: one [`RunResults`] per API per repeat, saved as `results-<label>-<n>.json`.
 //!
 //! This is the contract between the generator (which fills it), the report (which only reads it) and
@@ -20,6 +22,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+pub mod faults;
+pub mod inject;
 mod measures;
 mod money;
 mod overload;
@@ -117,11 +121,11 @@ pub struct RunConfig {
     pub mock_latency_ms: Option<MockLatencies>,
     /// A dependency slowed for part of the run (`--inject`), times after `--duration-scale`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub injection: Option<crate::inject::Injection>,
+    pub injection: Option<inject::Injection>,
     /// Faults injected during the run (`--faults`), times after `--duration-scale`; what happened
     /// and when is in `events`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub faults: Option<crate::faults::FaultPlan>,
+    pub faults: Option<faults::FaultPlan>,
     /// API settings by env var name (`DB_POOL_SIZE`, `BLOCKING_THREADS`, …) → value, sorted by name.
     /// Only what the lab set or knows; used by the report's fairness section.
     pub api_settings: BTreeMap<String, String>,

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::RunResults;
+use lab_results::RunResults;
 
 use super::fairness::{self, Status};
 use super::model::{ApiRuns, MIB, Unit, by_api, cores, fmt, run_name};
@@ -147,7 +147,7 @@ fn harness(groups: &[ApiRuns<'_>]) -> Item {
 }
 
 fn checks(groups: &[ApiRuns<'_>]) -> Item {
-    let all: Vec<(String, &crate::results::InvariantCheck)> = runs(groups)
+    let all: Vec<(String, &lab_results::InvariantCheck)> = runs(groups)
         .flat_map(|r| r.invariants.iter().map(move |c| (run_name(r), c)))
         .collect();
     let failed: Vec<String> = all

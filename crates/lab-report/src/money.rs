@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::{MoneyRecord, RunResults};
+use lab_results::{MoneyRecord, RunResults};
 
 use super::model::{ApiRuns, Unit, fmt, run_name};
 use super::svg::esc;

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 /// was neither authenticated, reserved nor charged.
 pub const OUTCOME_OVERLOADED: &str = "overloaded";
 
-/// `--shedding`: whether the lab leaves the APIs' admission control on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+/// `--shedding`: whether the lab leaves the APIs' admission control on. A command-line value of
+/// the `loadtest` binary (feature `clap`), so the report can read it without clap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Shedding {
     /// The APIs' own `MAX_IN_FLIGHT` default: beyond it, 503 `overloaded` within `QUEUE_TIMEOUT_MS`.

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::results::RunResults;
+use lab_results::RunResults;
 
 use super::model::{ApiRuns, Unit, fmt, run_name};
 use super::svg::esc;

@@ -3,8 +3,8 @@
 //! was slowed (`--inject`) for part of the plateau, the bound that applies is the time-weighted
 //! mean of the bounds in force — computed here from the run's configuration.
 
-use crate::inject::Dep;
-use crate::results::RunResults;
+use lab_results::RunResults;
+use lab_results::inject::Dep;
 
 use super::model::{ApiRuns, Spread, Unit, fmt};
 use super::rich::Rich;
@@ -96,7 +96,7 @@ pub fn rows<'a>(groups: &[ApiRuns<'a>]) -> Vec<LittleRow<'a>> {
     groups
         .iter()
         .filter_map(|g| {
-            let ll = |f: fn(&crate::results::LittlesLaw) -> Option<f64>| {
+            let ll = |f: fn(&lab_results::LittlesLaw) -> Option<f64>| {
                 g.spread(|r| r.littles_law.as_ref().and_then(f))
             };
             Some(LittleRow {
