@@ -20,23 +20,13 @@
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 
-pub mod assemble;
-pub mod body;
 pub mod cli;
 pub mod commands;
-pub mod driver;
 pub mod gave_up;
-pub mod http;
 pub mod inject;
 pub mod invariants;
 pub mod lab;
 pub mod money;
-pub mod profile;
-pub mod progress;
-pub mod recorder;
-pub mod retry;
 pub mod run;
-pub mod sampler;
 pub mod scenario;
-mod scheduler;
 pub mod services;

@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::Command;
 
 use lab_results::{RunResults, Shedding};
-use loadtest::gave_up::{OrderKey, orders_after_give_up};
+use loadgen::gave_up::OrderKey;
+use loadtest::gave_up::orders_after_give_up;
 use sqlx::Connection;
 
 fn binaries_present() -> Result<(), String> {

@@ -258,7 +258,7 @@ fn unknown_scenarios_are_refused_by_name() {
 fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     use lab_results::faults::FaultPlan;
     use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
-    use loadtest::profile::Profile;
+    use loadgen::profile::Profile;
 
     let vs = variants("faults", &lab_args()).unwrap();
     assert_eq!(vs.len(), 1, "one lab run, both APIs one after the other");

@@ -5,11 +5,11 @@
 
 use lab_results::{ApiMetrics, OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, SecondSample};
 
+use super::facts::Facts;
 use super::littles::{self, plateau_bound};
 use super::model::{Unit, cores, fmt, plateau_seconds};
 use super::rich::Rich;
 use super::tables::Span;
-use super::verdict::Facts;
 
 /// A gauge at or above this share of its limit counts as "at the limit".
 const AT_LIMIT: f64 = 0.9;

@@ -6,21 +6,15 @@ use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED, RunResults};
 
 use super::chart_specs::{Line, SPECS};
 use super::model::{ApiRuns, Unit, cores, fmt};
-use super::svg::{Dash, LineChart, Marker, MarkerKind, PALETTE, RefLine, Series, TickFormat};
+use super::svg::{
+    Dash, Figure, LineChart, Marker, MarkerKind, PALETTE, RefLine, Series, TickFormat,
+};
 
 /// The charts shown right after the verdict, in this order; the rest follow the tables.
 pub const KEY: [&str; 3] = ["rate", "latency", "latency-distribution"];
 
 /// The colour of a line that belongs to no API (the schedule).
 const NEUTRAL: &str = "#5b6470";
-
-/// A chart with the words around it.
-pub struct Figure {
-    pub id: String,
-    pub title: String,
-    pub caption: String,
-    pub chart: LineChart,
-}
 
 /// One series per run of every API for `line`, named `<api> <what>`; a [`Line::once`] figure
 /// that every run shares (the schedule) is one neutral series named `<what>`.

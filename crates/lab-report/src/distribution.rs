@@ -4,9 +4,8 @@
 
 use lab_results::{LatencyPercentiles, RunResults};
 
-use super::charts::Figure;
 use super::model::ApiRuns;
-use super::svg::{Dash, LineChart, Scale, Series, TickFormat};
+use super::svg::{Dash, Figure, LineChart, Scale, Series, TickFormat};
 use super::tables::Span;
 
 /// The points of one histogram: x = −log10(1 − p), so 90 % → 1, 99 % → 2, 99.9 % → 3; the
@@ -26,7 +25,7 @@ fn points(l: &LatencyPercentiles) -> Vec<(f64, f64)> {
 type Histogram = fn(&RunResults, Span) -> Option<LatencyPercentiles>;
 
 pub fn figure(groups: &[ApiRuns<'_>]) -> Figure {
-    let span = super::verdict::span(groups);
+    let span = super::facts::span(groups);
     let which: [(&str, Dash, Histogram); 2] = [
         ("all", Dash::Solid, |r, span| {
             span.of(r).map(|s| s.latency_ms).filter(|l| l.count > 0)

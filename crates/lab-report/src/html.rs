@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 
 use lab_results::RunResults;
 
-use super::charts::{self, Figure};
+use super::charts;
 use super::model::{ApiRuns, Unit, fmt, group, schedule_s};
 use super::sections;
-use super::svg::esc;
+use super::svg::{Figure, esc};
 use super::tables::{self, cell_text};
 
 /// The page's stylesheet, inlined; the scenario tables of `loadtest` use it too.

@@ -15,8 +15,8 @@
 //! reqwest or sqlx, so it builds and tests on its own, and re-renders old results files.
 //!
 //! Layout of this crate: `model` (grouping, spreads, number formats), `tables` (the summary
-//! table, rates per second of the schedule), `littles` (Little's law), `verdict` + `causes` (who
-//! kept up, and why), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
+//! table, rates per second of the schedule), `littles` (Little's law), `facts`, `verdict` + `causes`
+//! (who kept up, and why), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
 //! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
 //! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
 //! own reports beside ours), `markdown` (the PR summary).
@@ -25,6 +25,7 @@ mod causes;
 mod chart_specs;
 mod charts;
 mod distribution;
+mod facts;
 mod fairness;
 pub mod goose;
 mod html;

@@ -69,8 +69,8 @@ full core, at some point: then the harness, not the API, may have set the limit.
 <dt>Repeats</dt><dd>With <code>--repeat N</code> the runs of both APIs are interleaved; tables show the median \
 over the repeats with the range (min – max) below it.</dd></dl></section>",
         timeout = c.request_timeout_ms,
-        kept_2xx = super::verdict::KEPT_UP_2XX * 100.0,
-        kept_rate = super::verdict::KEPT_UP_RATE * 100.0,
+        kept_2xx = super::facts::KEPT_UP_2XX * 100.0,
+        kept_rate = super::facts::KEPT_UP_RATE * 100.0,
         cap = c.max_in_flight,
         warmup = c.warmup_s,
     );

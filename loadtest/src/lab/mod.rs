@@ -17,19 +17,20 @@ mod faults;
 mod overload;
 mod warmup;
 
-use crate::assemble::RunMeta;
 use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
-use crate::driver::{Clock, DriverConfig};
 use crate::gave_up::orders_after_give_up;
-use crate::profile::Profile;
-use crate::retry::RetryPolicy;
 use crate::run::{environment, measure_on, new_run_id, set_mock_latencies};
-use crate::sampler::{SampleTargets, scraped_settings};
 use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
 use crate::{invariants, money};
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
+use loadgen::assemble::RunMeta;
+use loadgen::clock::Clock;
+use loadgen::driver::DriverConfig;
+use loadgen::profile::Profile;
+use loadgen::retry::RetryPolicy;
+use loadgen::sampler::{SampleTargets, scraped_settings};
 
 /// What every run of this lab invocation shares.
 struct Lab {

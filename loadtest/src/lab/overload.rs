@@ -48,7 +48,7 @@ pub(super) fn request_deadline_ms(args: &LabArgs) -> u64 {
 
 /// `MAX_IN_FLIGHT` as the running API applies it (`0` = unlimited); `None` when it does not say.
 pub(super) async fn effective_max_in_flight(url: &str) -> Option<String> {
-    crate::sampler::scraped_settings(url)
+    loadgen::sampler::scraped_settings(url)
         .await
         .remove("MAX_IN_FLIGHT")
 }

@@ -116,6 +116,15 @@ pub struct LineChart {
     pub label_x: Option<f64>,
 }
 
+/// A chart with the words around it: what the report places in a `<figure>` (its `id`, heading
+/// and caption).
+pub struct Figure {
+    pub id: String,
+    pub title: String,
+    pub caption: String,
+    pub chart: LineChart,
+}
+
 /// Formats a coordinate with one decimal; non-finite values (which the callers filter out) become 0
 /// rather than reaching the SVG.
 pub fn num(v: f64) -> String {

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadtest::driver::DriverConfig;
-use loadtest::profile::Profile;
-use loadtest::recorder::Acc;
+use loadgen::driver::DriverConfig;
+use loadgen::profile::Profile;
+use loadgen::recorder::Acc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -98,7 +98,7 @@ async fn offered_rate_tracks_the_profile_while_the_target_is_saturated() {
         retry: None,
     };
     let clock = Arc::new(std::sync::OnceLock::new());
-    let out = loadtest::driver::drive(cfg, clock).await.unwrap();
+    let out = loadgen::driver::drive(cfg, clock).await.unwrap();
     let rec = &out.recorder;
     let t = &rec.total;
     assert_eq!(t.offered, profile.planned_requests());
@@ -128,7 +128,7 @@ async fn offered_rate_tracks_the_profile_while_the_target_is_saturated() {
             );
         }
     }
-    let late = loadtest::recorder::lateness(&t.lateness).unwrap();
+    let late = loadgen::recorder::lateness(&t.lateness).unwrap();
     eprintln!(
         "{report:?}; lateness p99 {} ms, max {} ms",
         late.p99, late.max
@@ -137,6 +137,6 @@ async fn offered_rate_tracks_the_profile_while_the_target_is_saturated() {
     // sane, as this test runs in a debug build on machines shared with compilers.
     assert!(late.p99 < 1000.0, "generator lateness p99 {} ms", late.p99);
     // Latency counts queueing from the intended time: requests that waited for a slot show it.
-    let p = loadtest::recorder::percentiles(&t.latency).unwrap();
+    let p = loadgen::recorder::percentiles(&t.latency).unwrap();
     assert!(p.p50 >= 2000.0, "{p:?}");
 }

@@ -148,7 +148,7 @@ pub async fn send(
         let left = policy.give_up_after.saturating_sub(first.elapsed());
         let o = fire_within(client, url, request, Some(timeout.min(left))).await;
         attempts += 1;
-        lock().attempt(&o, crate::driver::since(t0, Instant::now()));
+        lock().attempt(&o, crate::clock::since(t0, Instant::now()));
         match next(policy, attempts, first.elapsed(), &o, rand::random::<f64>()) {
             Next::Retry(wait) => tokio::time::sleep(wait).await,
             Next::Done => {

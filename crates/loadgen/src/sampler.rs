@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use labkit::procstat::{ProcSample, Sampler, Target, cpu_percent, cpu_wait_percent};
 
-use crate::driver::Clock;
+use crate::clock::Clock;
 use lab_results::{ApiMetrics, HarnessSample, ProcessSample};
 
 /// What to sample.

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use goose::prelude::*;
 use tokio::sync::mpsc;
 
-use crate::driver::{Shared, since};
+use crate::clock::since;
 use crate::http::Outcome;
 use crate::recorder::SLOW_US;
+use crate::shared::Shared;
 
 /// The stress rule's latency limit, seconds.
 const SLOW_S: f64 = SLOW_US as f64 / 1e6;

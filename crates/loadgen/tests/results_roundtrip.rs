@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use lab_results::*;
-use loadtest::assemble::{RunMeta, assemble, harness_bound};
-use loadtest::driver::DriverOutput;
-use loadtest::profile::Profile;
-use loadtest::recorder::Recorder;
-use loadtest::sampler::SampleRow;
+use loadgen::assemble::{RunMeta, assemble, harness_bound};
+use loadgen::driver::DriverOutput;
+use loadgen::profile::Profile;
+use loadgen::recorder::Recorder;
+use loadgen::sampler::SampleRow;
 
 fn meta(profile: &Profile) -> RunMeta {
     let mut api_settings = std::collections::BTreeMap::new();
