@@ -7,12 +7,17 @@
 //! `--duplicate-ratio`, that share of requests re-sends an earlier order byte for byte (same key,
 //! same body, same seller), which the APIs must answer as a replay — or 409 while the first copy is
 //! still in flight.
+//!
+//! The body is order-core's own `CreateOrderRequest`, the type both APIs parse, so the generator
+//! cannot drift from the contract; the Luhn rule is order-core's too.
 
 use std::sync::Arc;
 
+use order_core::contract::{
+    Address, Card, CreateOrderRequest, Customer, Item, Payment, PaymentMethod, luhn_valid,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
 
 /// How many earlier orders are kept for re-sending.
 const REPLAY_WINDOW: usize = 1024;
@@ -85,61 +90,6 @@ impl BodyGen {
     }
 }
 
-#[derive(Serialize)]
-struct Order<'a> {
-    reference_id: &'a str,
-    payment: Payment,
-    items: Vec<Item>,
-    customer: Customer,
-}
-
-#[derive(Serialize)]
-struct Payment {
-    amount: u64,
-    payment_method: PaymentMethod,
-}
-
-#[derive(Serialize)]
-struct PaymentMethod {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    installments: u32,
-    card: Card,
-}
-
-#[derive(Serialize)]
-struct Card {
-    number: String,
-    holder: String,
-    cvv: String,
-    expiration_date: String,
-}
-
-#[derive(Serialize)]
-struct Item {
-    name: &'static str,
-    quantity: u64,
-    value: u64,
-}
-
-#[derive(Serialize)]
-struct Customer {
-    full_name: String,
-    tax_id: String,
-    address: Address,
-}
-
-#[derive(Serialize)]
-struct Address {
-    street: &'static str,
-    number: String,
-    state: &'static str,
-    city: &'static str,
-    locality: &'static str,
-    zip_code: String,
-    complement: &'static str,
-}
-
 const PRODUCTS: &[&str] = &[
     "Keyboard", "Mouse", "Monitor", "Headset", "Webcam", "Dock", "Cable",
 ];
@@ -155,25 +105,27 @@ const CITIES: &[(&str, &str)] = &[
     ("Curitiba", "PR"),
 ];
 
-fn random_order<'a>(rng: &mut SmallRng, reference_id: &'a str) -> Order<'a> {
+fn random_order(rng: &mut SmallRng, reference_id: &str) -> CreateOrderRequest {
+    // The ranges keep their original integer types (u64, u32): the same seed draws the same
+    // orders as before the body used order-core's types.
     let items: Vec<Item> = (0..rng.random_range(1..=3))
         .map(|_| Item {
-            name: PRODUCTS[rng.random_range(0..PRODUCTS.len())],
-            quantity: rng.random_range(1..=3),
-            value: rng.random_range(500..=50_000),
+            name: PRODUCTS[rng.random_range(0..PRODUCTS.len())].to_owned(),
+            quantity: cents(rng.random_range(1..=3u64)),
+            value: cents(rng.random_range(500..=50_000u64)),
         })
         .collect();
     let amount = items.iter().map(|i| i.quantity * i.value).sum();
     let first = FIRST[rng.random_range(0..FIRST.len())];
     let last = LAST[rng.random_range(0..LAST.len())];
     let (city, state) = CITIES[rng.random_range(0..CITIES.len())];
-    Order {
-        reference_id,
+    CreateOrderRequest {
+        reference_id: reference_id.to_owned(),
         payment: Payment {
             amount,
             payment_method: PaymentMethod {
-                kind: "CREDIT_CARD",
-                installments: rng.random_range(1..=12),
+                kind: "CREDIT_CARD".to_owned(),
+                installments: i64::from(rng.random_range(1..=12u32)),
                 card: Card {
                     number: luhn_card(rng),
                     holder: format!("{} {}", first, last).to_uppercase(),
@@ -196,20 +148,26 @@ fn random_order<'a>(rng: &mut SmallRng, reference_id: &'a str) -> Order<'a> {
                 rng.random_range(0..10_000_000_000u64)
             ),
             address: Address {
-                street: "Rua A",
+                street: "Rua A".to_owned(),
                 number: rng.random_range(1..=2000).to_string(),
-                state,
-                city,
-                locality: "Centro",
+                state: state.to_owned(),
+                city: city.to_owned(),
+                locality: "Centro".to_owned(),
                 zip_code: format!(
                     "{:05}-{:03}",
                     rng.random_range(1000..=99_999),
                     rng.random_range(0..1000)
                 ),
-                complement: "apto 1",
+                complement: Some("apto 1".to_owned()),
             },
         },
     }
+}
+
+/// A generated count or amount as the contract's integer (the generator's ranges are far below
+/// `i64::MAX`).
+fn cents(v: u64) -> i64 {
+    i64::try_from(v).expect("generated amounts fit in i64")
 }
 
 /// A 16-digit Visa-like number with a valid Luhn check digit.
@@ -223,31 +181,16 @@ fn luhn_card(rng: &mut SmallRng) -> String {
         .collect()
 }
 
-/// The digit that makes `payload ++ [digit]` pass the Luhn check.
+/// The digit that makes `payload ++ [digit]` pass the Luhn check, found with order-core's
+/// [`luhn_valid`] (the APIs' own rule) rather than a second implementation of it.
 pub fn luhn_check_digit(payload: &[u32]) -> u32 {
-    let sum: u32 = payload
+    let prefix: String = payload
         .iter()
-        .rev()
-        .enumerate()
-        .map(|(i, &d)| {
-            if i % 2 == 0 {
-                let x = d * 2;
-                if x > 9 { x - 9 } else { x }
-            } else {
-                d
-            }
-        })
-        .sum();
-    (10 - sum % 10) % 10
-}
-
-/// `true` when a digit string passes the Luhn check.
-pub fn luhn_valid(number: &str) -> bool {
-    let digits: Option<Vec<u32>> = number.chars().map(|c| c.to_digit(10)).collect();
-    match digits {
-        Some(d) if d.len() >= 2 => luhn_check_digit(&d[..d.len() - 1]) == d[d.len() - 1],
-        _ => false,
-    }
+        .map(|d| char::from_digit(*d, 10).expect("digit"))
+        .collect();
+    (0..10)
+        .find(|d| luhn_valid(&format!("{prefix}{d}")))
+        .expect("one of ten digits completes a Luhn number")
 }
 
 #[cfg(test)]

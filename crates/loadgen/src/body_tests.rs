@@ -69,3 +69,19 @@ fn duplicates_resend_earlier_orders_byte_for_byte() {
     }
     assert!((800..1200).contains(&dups), "{dups}");
 }
+
+/// Every generated order passes the APIs' own validation (order-core's `validate`), the rule the
+/// body generator promises: each request the lab sends is one the APIs must accept.
+#[test]
+fn orders_pass_the_contracts_validation() {
+    let key = order_core::request_hash::RequestHashKey::development();
+    let today = chrono::Utc::now().date_naive();
+    let mut g = BodyGen::new("t-valid", 4, 0.0, 7);
+    for _ in 0..500 {
+        let r = g.next_request();
+        let parsed = CreateOrderRequest::parse(&r.body).expect("the body parses");
+        let valid = parsed.validate(&key).expect("a valid order");
+        valid.check_expiry(today).expect("an unexpired card");
+        assert_eq!(valid.request.reference_id, &*r.reference_id);
+    }
+}
