@@ -100,6 +100,16 @@ impl FaultPlan {
         Ok(plan)
     }
 
+    /// The same plan with its times multiplied by `scale` (`--duration-scale`; the API's time
+    /// down is not scaled): what [`FaultPlan::parse`] with that scale gives.
+    pub fn scaled(self, scale: f64) -> FaultPlan {
+        FaultPlan {
+            kill_api_at_s: self.kill_api_at_s.map(|t| t * scale),
+            restart_db_at_s: self.restart_db_at_s.map(|t| t * scale),
+            ..self
+        }
+    }
+
     /// mock-deps' configuration for the run (`PUT /admin/config`).
     pub fn mock_config(&self) -> serde_json::Value {
         let mut doc = serde_json::json!({"payment": {
@@ -176,6 +186,17 @@ mod tests {
                 .unwrap()
                 .has_payment_faults()
         );
+    }
+
+    #[test]
+    fn scaling_after_parsing_is_parsing_with_the_scale() {
+        let spec = "pay-error=0.05,kill-api@20+3,restart-db@40";
+        for scale in [0.05, 0.5, 1.0, 3.0] {
+            assert_eq!(
+                FaultPlan::parse(spec, 1.0).unwrap().scaled(scale),
+                FaultPlan::parse(spec, scale).unwrap()
+            );
+        }
     }
 
     #[test]

@@ -81,6 +81,16 @@ impl Injection {
         })
     }
 
+    /// The same injection with its times multiplied by `scale` (`--duration-scale`): what
+    /// [`Injection::parse`] with that scale gives.
+    pub fn scaled(self, scale: f64) -> Injection {
+        Injection {
+            start_s: self.start_s * scale,
+            duration_s: self.duration_s * scale,
+            ..self
+        }
+    }
+
     /// The two timeline markers: the change and the recovery.
     pub fn events(&self, base: MockLatencies) -> Vec<Event> {
         let (name, from, to) = (
@@ -212,6 +222,18 @@ mod tests {
             .unwrap()
             .adjust_littles_law(&mut ll, base, (30.0, 60.0));
         assert_eq!(ll, configured);
+    }
+
+    #[test]
+    fn scaling_after_parsing_is_parsing_with_the_scale() {
+        for scale in [0.05, 0.5, 1.0, 3.0] {
+            assert_eq!(
+                Injection::parse("pay=5000@30+30", 1.0)
+                    .unwrap()
+                    .scaled(scale),
+                Injection::parse("pay=5000@30+30", scale).unwrap()
+            );
+        }
     }
 
     #[test]
