@@ -341,6 +341,12 @@ mod tests {
             panic!("not lab")
         };
         assert_eq!(lab.targets.len(), 2);
+        assert_eq!(
+            lab.latency, SEED_LATENCIES,
+            "one default, two spellings: they agree"
+        );
+        assert_eq!(lab.tx_scope, TxScope::Short);
+        assert_eq!((lab.inject, lab.faults), (None, None));
         assert_eq!(lab.load.profile, "ramp-300");
         assert_eq!(lab.apis, ["blocking-api", "reactive-api"]);
     }
