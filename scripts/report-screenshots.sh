@@ -16,7 +16,7 @@ out=${2:-screenshots}
 if [ -z "$report" ]; then
     # The test writes the fixture report when REPORT_FIXTURE_OUT is set.
     REPORT_FIXTURE_OUT="$PWD/target/report-fixture" \
-        cargo test -q -p loadtest --test report_verdict fixture_report_renders -- --exact >/dev/null
+        cargo test -q -p lab-report --test report_verdict fixture_report_renders -- --exact >/dev/null
     report=target/report-fixture/report.html
 fi
 [ -f "$report" ] || { echo "no such report: $report" >&2; exit 1; }

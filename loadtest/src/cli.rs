@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
-use crate::results::{MockLatencies, Shedding};
+use lab_results::faults::FaultPlan;
+use lab_results::inject::Injection;
+use lab_results::{MockLatencies, Shedding};
 
 /// Whether the lab's own PostgreSQL flushes every commit to disk (`--db-durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -13,6 +15,30 @@ pub enum Durability {
     On,
     Off,
 }
+
+/// `DB_TX_SCOPE` of the APIs the lab starts (`--tx-scope`): one transaction per statement group
+/// (`short`) or one held across the whole request, remote calls included (`request`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TxScope {
+    Short,
+    Request,
+}
+
+impl TxScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TxScope::Short => "short",
+            TxScope::Request => "request",
+        }
+    }
+}
+
+/// The seed's mock-deps latencies, and what `--latency` leaves a dependency it does not name at.
+pub const SEED_LATENCIES: MockLatencies = MockLatencies {
+    seller: 200,
+    risk: 1000,
+    payment: 1000,
+};
 
 impl Durability {
     pub fn as_str(self) -> &'static str {
@@ -91,8 +117,8 @@ pub struct LabArgs {
     )]
     pub apis: Vec<String>,
     /// mock-deps latencies in ms.
-    #[arg(long, default_value = "seller=200,risk=1000,pay=1000")]
-    pub latency: String,
+    #[arg(long, default_value = "seller=200,risk=1000,pay=1000", value_parser = parse_latency)]
+    pub latency: MockLatencies,
     /// DB_POOL_SIZE for every API (the seed's apps had 100).
     #[arg(long, default_value_t = 100)]
     pub db_pool_size: u32,
@@ -109,8 +135,8 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 200)]
     pub blocking_threads: u32,
     /// DB_TX_SCOPE for every API: short or request.
-    #[arg(long, default_value = "short")]
-    pub tx_scope: String,
+    #[arg(long, value_enum, default_value_t = TxScope::Short)]
+    pub tx_scope: TxScope,
     /// Output folder (default reports/<UTC timestamp>-<profile>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -124,8 +150,8 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Already-running APIs as name=url,… (docker compose); nothing is started or stopped.
-    #[arg(long, value_delimiter = ',')]
-    pub targets: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = parse_target)]
+    pub targets: Vec<(String, String)>,
     /// Already-running mock-deps (with --targets).
     #[arg(long)]
     pub deps_url: Option<String>,
@@ -137,8 +163,9 @@ pub struct LabArgs {
     pub db_rtt_ms: f64,
     /// Changes a mock's latency mid-run: DEP=MS@START+DURATION, seconds into the measured run
     /// (e.g. pay=5000@30+30: payment answers in 5 s from t=30 s to t=60 s).
-    #[arg(long)]
-    pub inject: Option<String>,
+    // Parsed here with its times as given; the lab multiplies them by --duration-scale.
+    #[arg(long, value_parser = |spec: &str| Injection::parse(spec, 1.0))]
+    pub inject: Option<Injection>,
     /// LEASE_MS for every API: how long an attempt owns its key (also bounds the end-of-run wait
     /// for CHARGING keys, with two recovery intervals).
     #[arg(long, default_value_t = 30_000)]
@@ -148,8 +175,9 @@ pub struct LabArgs {
     pub reconcile_interval_ms: u64,
     /// Faults during the measured run: pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,
     /// kill-api@S[+DOWN],restart-db@S (seconds into the run; see loadtest/README.md).
-    #[arg(long)]
-    pub faults: Option<String>,
+    // Parsed here with its times as given; the lab multiplies them by --duration-scale.
+    #[arg(long, value_parser = |spec: &str| FaultPlan::parse(spec, 1.0))]
+    pub faults: Option<FaultPlan>,
     /// The ephemeral PostgreSQL is durable, as in production (`on`: fsync, synchronous_commit and
     /// full_page_writes on, so every commit waits for its WAL flush and a committed order survives
     /// a crash); `off` trades that for less disk noise (stated in the report's settings).
@@ -223,11 +251,7 @@ pub struct CompareArgs {
 
 /// Parses `seller=200,risk=1000,pay=1000` (any order, `payment` also accepted, missing = seed value).
 pub fn parse_latency(text: &str) -> Result<MockLatencies> {
-    let mut l = MockLatencies {
-        seller: 200,
-        risk: 1000,
-        payment: 1000,
-    };
+    let mut l = SEED_LATENCIES;
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
@@ -247,23 +271,18 @@ pub fn parse_latency(text: &str) -> Result<MockLatencies> {
     Ok(l)
 }
 
-/// Parses `name=url` pairs of `--targets`.
-pub fn parse_targets(items: &[String]) -> Result<Vec<(String, String)>> {
-    items
-        .iter()
-        .map(|t| {
-            let (name, url) = t
-                .split_once('=')
-                .with_context(|| format!("--targets: {t:?} is not name=url"))?;
-            if !url.starts_with("http://") && !url.starts_with("https://") {
-                bail!("--targets: {url:?} is not an http(s) URL");
-            }
-            Ok((
-                name.trim().to_owned(),
-                url.trim().trim_end_matches('/').to_owned(),
-            ))
-        })
-        .collect()
+/// Parses one `name=url` pair of `--targets`.
+pub fn parse_target(t: &str) -> Result<(String, String)> {
+    let (name, url) = t
+        .split_once('=')
+        .with_context(|| format!("--targets: {t:?} is not name=url"))?;
+    if !url.starts_with("http://") && !url.starts_with("https://") {
+        bail!("--targets: {url:?} is not an http(s) URL");
+    }
+    Ok((
+        name.trim().to_owned(),
+        url.trim().trim_end_matches('/').to_owned(),
+    ))
 }
 
 /// `blocking` → (`blocking-api`, `blocking`); `blocking-api` → same; other names kept as both.
@@ -287,12 +306,12 @@ mod tests {
         assert_eq!((l.seller, l.risk, l.payment), (100, 500, 1000));
         assert_eq!(parse_latency("pay=5ms").unwrap().payment, 5);
         assert!(parse_latency("db=1").is_err());
-        let t = parse_targets(&["blocking=http://blocking-api:8081/".into()]).unwrap();
+        let t = parse_target("blocking=http://blocking-api:8081/").unwrap();
         assert_eq!(
             t,
-            [("blocking".to_owned(), "http://blocking-api:8081".to_owned())]
+            ("blocking".to_owned(), "http://blocking-api:8081".to_owned())
         );
-        assert!(parse_targets(&["x".into()]).is_err());
+        assert!(parse_target("x").is_err());
         assert_eq!(
             api_names("reactive"),
             ("reactive-api".into(), "reactive".into())
@@ -322,6 +341,12 @@ mod tests {
             panic!("not lab")
         };
         assert_eq!(lab.targets.len(), 2);
+        assert_eq!(
+            lab.latency, SEED_LATENCIES,
+            "one default, two spellings: they agree"
+        );
+        assert_eq!(lab.tx_scope, TxScope::Short);
+        assert_eq!((lab.inject, lab.faults), (None, None));
         assert_eq!(lab.load.profile, "ramp-300");
         assert_eq!(lab.apis, ["blocking-api", "reactive-api"]);
     }

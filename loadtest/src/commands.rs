@@ -5,16 +5,16 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::assemble::RunMeta;
 use crate::cli::{Cli, Command, RunArgs};
-use crate::driver::DriverConfig;
 use crate::gave_up::orders_after_give_up;
-use crate::profile::{BUILTIN, Profile};
-use crate::results::{RunConfig, RunResults};
 use crate::run::{environment, measure, mock_latencies, new_run_id};
-use crate::sampler::SampleTargets;
 use crate::services::not_enforced;
-use crate::{invariants, lab, report};
+use crate::{invariants, lab};
+use lab_results::{RunConfig, RunResults};
+use loadgen::assemble::RunMeta;
+use loadgen::driver::DriverConfig;
+use loadgen::profile::{BUILTIN, Profile};
+use loadgen::sampler::SampleTargets;
 
 /// Exit status when every run finished but an invariant was violated.
 pub const INVARIANT_VIOLATED: u8 = 3;
@@ -37,8 +37,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
                 .iter()
                 .map(RunResults::load)
                 .collect::<Result<Vec<_>>>()?;
-            let paths = report::write_report(&runs, &args.out)?;
-            println!("{}", report::render_markdown(&runs));
+            let paths = lab_report::write_report(&runs, &args.out)?;
+            println!("{}", lab_report::render_markdown(&runs));
             println!(
                 "report: {}\nsummary: {}",
                 paths.html.display(),
@@ -51,7 +51,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             results.save(&args.out)?;
             println!(
                 "{}",
-                report::render_markdown(std::slice::from_ref(&results))
+                lab_report::render_markdown(std::slice::from_ref(&results))
             );
             println!("results: {}", args.out.display());
             Ok(verdict(std::slice::from_ref(&results)))
@@ -70,8 +70,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Lab(args) => {
             let (runs, out) = lab::lab(*args).await?;
-            let paths = report::write_report(&runs, &out)?;
-            println!("{}", report::render_markdown(&runs));
+            let paths = lab_report::write_report(&runs, &out)?;
+            println!("{}", lab_report::render_markdown(&runs));
             println!("report: {}", paths.html.display());
             Ok(verdict(&runs))
         }
@@ -156,7 +156,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         progress: (!load.no_progress).then(|| label.clone()),
         retry: load
             .retry_for_s
-            .map(crate::retry::RetryPolicy::giving_up_after),
+            .map(loadgen::retry::RetryPolicy::giving_up_after),
     };
     let meta = RunMeta {
         api: label.clone(),

@@ -6,7 +6,7 @@
 use anyhow::{Context, Result};
 use sqlx::Connection;
 
-use crate::results::{
+use lab_results::{
     InvariantCheck, OUTCOME_CONNECT_ERROR, OUTCOME_GAVE_UP, OUTCOME_IO_ERROR, OUTCOME_TIMEOUT,
     RunResults,
 };
@@ -160,7 +160,7 @@ async fn wait_until_idle(metrics_url: &str) -> String {
     while start.elapsed() < std::time::Duration::from_secs(120) {
         let busy = match client.get(metrics_url).send().await {
             Ok(resp) => {
-                let m = crate::sampler::parse_prometheus(&resp.text().await.unwrap_or_default());
+                let m = loadgen::sampler::parse_prometheus(&resp.text().await.unwrap_or_default());
                 let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
                 // The scrape itself is one request in flight.
                 g("http_requests_in_flight") - 1.0

@@ -1,45 +1,31 @@
-//! # loadtest — the load lab's generator, orchestrator and reports
+//! # loadtest — the load lab's binary: CLI, orchestration, scenarios
 //!
 //! The lab's product is a comparison a reader can trust between the thread-per-request
 //! `blocking-api` and the async `reactive-api` (experiment A of `shared/SEEDS.md`). Trust comes
-//! from how the load is made and how it is counted, so the layers are kept apart:
+//! from how the load is made and how it is counted, so the layers are separate crates, each
+//! depending only on the ones before it:
 //!
-//! - [`profile`]: the arrival schedules (`ramp-N`, `seed-gatling`, `stress`, `closed-C-N`), fixed in
-//!   advance; [`body`]: valid, unique, randomised orders; [`http`]: one request and its outcome;
-//! - [`driver`]: goose runs the load; the open model is a scheduler transaction that fires each
-//!   arrival at its intended time whether or not earlier ones returned; [`recorder`] writes every
-//!   request's fate into per-second, per-phase and whole-run HdrHistograms;
-//! - [`sampler`]: once a second, the API's CPU/RSS/threads/fds, its `/metrics`, and the harness's
-//!   own CPU; [`assemble`] turns all that into [`results::RunResults`] (the documented, versioned
-//!   results file) and flags harness-bound runs;
-//! - [`lab`] + [`services`] + [`invariants`]: PostgreSQL, mock-deps and each API in its cgroup,
-//!   fresh state, warm-up, measurement, end-of-run checks; [`money`]: every charge against the
-//!   orders, once the API settled them; [`report`]: report.html and summary.md;
-//! - [`retry`]: clients that retry like a careful payment client; [`faults`]: payment failures,
-//!   a killed API and a restarted database during a run (`--scenario faults`).
+//! - `lab-results` ([`lab_results`]): the documented, versioned results file, and the injection
+//!   and fault plans it records;
+//! - `lab-report` ([`lab_report`]): report.html and summary.md, from results files only;
+//! - `loadgen` ([`loadgen`]): profiles, bodies, the goose driver with the open-model scheduler,
+//!   retrying clients, the recorder, the sampler, the assembly of the results;
+//! - this crate: [`cli`] (typed at the edge: clap parses every value) and [`commands`];
+//!   [`lab`] + [`services`] + [`invariants`]: PostgreSQL, mock-deps and each API in its cgroup,
+//!   fresh state, warm-up, measurement ([`run`]), end-of-run checks; [`money`]: every charge
+//!   against the orders, once the API settled them; [`gave_up`]: the orders made for clients
+//!   that gave up; [`inject`]: a dependency slowed mid-run; [`scenario`]: the source experiments
+//!   as several lab runs and one table.
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 
-pub mod assemble;
-pub mod body;
 pub mod cli;
 pub mod commands;
-pub mod driver;
-pub mod faults;
 pub mod gave_up;
-pub mod http;
 pub mod inject;
 pub mod invariants;
 pub mod lab;
 pub mod money;
-pub mod profile;
-pub mod progress;
-pub mod recorder;
-pub mod report;
-pub mod results;
-pub mod retry;
 pub mod run;
-pub mod sampler;
 pub mod scenario;
-mod scheduler;
 pub mod services;

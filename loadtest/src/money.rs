@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 use sqlx::Connection;
 
-use crate::results::{InvariantCheck, MoneyRecord};
+use lab_results::{InvariantCheck, MoneyRecord};
 
 /// Offending keys listed per kind in [`MoneyRecord::examples`].
 const EXAMPLES_PER_KIND: usize = 3;

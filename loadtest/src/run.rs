@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::assemble::{RunMeta, assemble};
-use crate::driver::{Clock, DriverConfig, drive};
-use crate::gave_up::OrderKey;
-use crate::results::{Environment, MockLatencies, RunResults};
-use crate::sampler::{self, SampleTargets};
+use lab_results::{Environment, MockLatencies, RunResults};
+use loadgen::assemble::{RunMeta, assemble};
+use loadgen::clock::Clock;
+use loadgen::driver::{DriverConfig, drive};
+use loadgen::gave_up::OrderKey;
+use loadgen::sampler::{self, SampleTargets};
 
 /// Descriptors the generator keeps for itself beside its open requests: `/proc` reads, `/metrics`
 /// scrapes, admin calls, logs, the database checks.

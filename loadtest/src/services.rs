@@ -14,7 +14,7 @@ use labkit::pg::EphemeralPostgres;
 use labkit::process::{ServiceProcess, find_binary};
 
 use crate::cli::Durability;
-use crate::results::{Limits, MockLatencies};
+use lab_results::{Limits, MockLatencies};
 
 /// How long a service may take to answer its readiness URL.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);

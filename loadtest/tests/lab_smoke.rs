@@ -10,8 +10,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use loadtest::gave_up::{OrderKey, orders_after_give_up};
-use loadtest::results::{RunResults, Shedding};
+use lab_results::{RunResults, Shedding};
+use loadgen::gave_up::OrderKey;
+use loadtest::gave_up::orders_after_give_up;
 use sqlx::Connection;
 
 fn binaries_present() -> Result<(), String> {

@@ -2,14 +2,15 @@
 
 use std::path::Path;
 
-use loadtest::cli::LabArgs;
-use loadtest::results::{
+use lab_results::{
     AfterGiveUp, Event, LatencyPercentiles, OUTCOME_OVERLOADED, RunResults, Shedding,
 };
+use loadtest::cli::LabArgs;
 use loadtest::scenario::{Variant, build_table, render_html, render_markdown, variants};
 
 fn fixture(api: &str) -> RunResults {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{api}-0.json"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../crates/lab-report/tests/fixtures/{api}-0.json"));
     RunResults::load(&path).expect("fixture loads")
 }
 
@@ -90,7 +91,10 @@ fn db_latency_compares_each_rtt_with_the_direct_run() {
 #[test]
 fn slow_dependency_splits_each_run_at_the_injected_events() {
     let vs = variants("slow-dependency", &lab_args()).unwrap();
-    assert_eq!(vs[0].args.inject.as_deref(), Some("pay=5000@30+30"));
+    assert_eq!(
+        vs[0].args.inject,
+        Some(lab_results::inject::Injection::parse("pay=5000@30+30", 1.0).unwrap())
+    );
     let mut r = fixture("blocking-api");
     r.events = vec![
         Event {
@@ -255,9 +259,8 @@ fn unknown_scenarios_are_refused_by_name() {
 
 #[test]
 fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
-    use loadtest::faults::FaultPlan;
-    use loadtest::profile::Profile;
-    use loadtest::results::{FaultRecovery, MoneyRecord, RetryRecord};
+    use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
+    use loadgen::profile::Profile;
 
     let vs = variants("faults", &lab_args()).unwrap();
     assert_eq!(vs.len(), 1, "one lab run, both APIs one after the other");
@@ -271,7 +274,8 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     );
     let profile = Profile::parse(&a.load.profile, 1.0).unwrap();
     assert_eq!((profile.duration_s(), profile.plateau()), (60.0, Some(0)));
-    let plan = FaultPlan::parse(a.faults.as_deref().unwrap(), 0.5).unwrap();
+    // The lab scales the plan by --duration-scale (here 0.5).
+    let plan = a.faults.unwrap().scaled(0.5);
     assert_eq!(
         (
             plan.payment_error_rate,

@@ -11,11 +11,11 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::Lab;
-use crate::driver::Clock;
-use crate::faults::{DB_RESTART_LABEL, FaultPlan, KILL_LABEL};
-use crate::results::{Event, FaultRecovery, RetryRecord};
 use crate::run::patch_mock_config;
 use crate::services::{ApiProcess, Database};
+use lab_results::faults::{DB_RESTART_LABEL, FaultPlan, KILL_LABEL};
+use lab_results::{Event, FaultRecovery, RetryRecord};
+use loadgen::clock::Clock;
 
 /// What the fault task hands back: the API process (restarted, if it was killed), the events,
 /// and the first error, if a fault could not be carried out.

@@ -17,19 +17,20 @@ mod faults;
 mod overload;
 mod warmup;
 
-use crate::assemble::RunMeta;
-use crate::cli::{LabArgs, api_names, parse_latency, parse_targets};
-use crate::driver::{Clock, DriverConfig};
-use crate::faults::FaultPlan;
+use crate::cli::{LabArgs, api_names};
 use crate::gave_up::orders_after_give_up;
-use crate::inject::Injection;
-use crate::profile::Profile;
-use crate::results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
-use crate::retry::RetryPolicy;
 use crate::run::{environment, measure_on, new_run_id, set_mock_latencies};
-use crate::sampler::{SampleTargets, scraped_settings};
 use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
 use crate::{invariants, money};
+use lab_results::faults::FaultPlan;
+use lab_results::inject::Injection;
+use lab_results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
+use loadgen::assemble::RunMeta;
+use loadgen::clock::Clock;
+use loadgen::driver::DriverConfig;
+use loadgen::profile::Profile;
+use loadgen::retry::RetryPolicy;
+use loadgen::sampler::{SampleTargets, scraped_settings};
 
 /// What every run of this lab invocation shares.
 struct Lab {
@@ -54,8 +55,8 @@ struct Lab {
 /// Runs the lab; returns every run's results and the output folder.
 pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
-    let latency = parse_latency(&args.latency)?;
-    let targets = parse_targets(&args.targets)?;
+    let latency = args.latency;
+    let targets = args.targets.clone();
     let out = args
         .out
         .clone()
@@ -69,11 +70,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     // Thousands of connections can be open at once; children inherit the raised limit.
     args.load.max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
     let logs = out.join("logs");
-    let faults = args
-        .faults
-        .as_deref()
-        .map(|spec| FaultPlan::parse(spec, args.load.duration_scale))
-        .transpose()?;
+    let faults = args.faults.map(|f| f.scaled(args.load.duration_scale));
     let (db_url, ephemeral) = (args.database_url.clone(), targets.is_empty());
     let durability = args.db_durability;
     let db = if db_url.is_some() || ephemeral {
@@ -145,11 +142,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         (Some(db), None) => Some(db.url.clone()),
         _ => None,
     };
-    let injection = args
-        .inject
-        .as_deref()
-        .map(|spec| Injection::parse(spec, args.load.duration_scale))
-        .transpose()?;
+    let injection = args.inject.map(|i| i.scaled(args.load.duration_scale));
     let lab = Lab {
         api_database_url,
         injection,
@@ -206,7 +199,7 @@ impl Lab {
         );
         s.insert("DEPS_TIMEOUT_MS".to_owned(), a.deps_timeout_ms.to_string());
         s.insert("HTTP_WORKERS".to_owned(), a.http_workers.to_string());
-        s.insert("DB_TX_SCOPE".to_owned(), a.tx_scope.clone());
+        s.insert("DB_TX_SCOPE".to_owned(), a.tx_scope.as_str().to_owned());
         s.insert("LEASE_MS".to_owned(), a.lease_ms.to_string());
         s.insert(
             "RECONCILE_INTERVAL_MS".to_owned(),
@@ -323,7 +316,7 @@ impl Lab {
                 faults: self.faults,
                 api_settings: settings,
                 limits,
-                tx_scope: self.args.tx_scope.clone(),
+                tx_scope: self.args.tx_scope.as_str().to_owned(),
                 request_timeout_ms: (load.request_timeout_s * 1000.0) as u64,
                 max_in_flight: load.max_in_flight,
                 duplicate_ratio: load.duplicate_ratio,
@@ -340,7 +333,11 @@ impl Lab {
         };
         let injecting = self.injection.map(|inj| {
             meta.events.extend(inj.events(self.latency));
-            tokio::spawn(inj.apply(self.deps_url.clone(), self.latency))
+            tokio::spawn(crate::inject::apply(
+                inj,
+                self.deps_url.clone(),
+                self.latency,
+            ))
         });
         let targets = SampleTargets {
             api_pid: process.as_ref().map(|p| p.pid),

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::cli::LabArgs;
-use crate::results::Shedding;
+use lab_results::Shedding;
 
 /// The overload settings every API the lab starts gets.
 pub(super) fn settings(args: &LabArgs, s: &mut BTreeMap<String, String>) {
@@ -48,7 +48,7 @@ pub(super) fn request_deadline_ms(args: &LabArgs) -> u64 {
 
 /// `MAX_IN_FLIGHT` as the running API applies it (`0` = unlimited); `None` when it does not say.
 pub(super) async fn effective_max_in_flight(url: &str) -> Option<String> {
-    crate::sampler::scraped_settings(url)
+    loadgen::sampler::scraped_settings(url)
         .await
         .remove("MAX_IN_FLIGHT")
 }

@@ -5,10 +5,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::Lab;
-use crate::driver::DriverConfig;
 use crate::invariants;
-use crate::profile::{Model, Phase, Profile};
 use crate::run::reset_mock;
+use loadgen::driver::DriverConfig;
+use loadgen::profile::{Model, Phase, Profile};
 
 /// Warm-up arrival rate, requests/s.
 const WARMUP_RATE: f64 = 10.0;
@@ -57,7 +57,7 @@ impl Lab {
             progress: None,
             retry: None,
         };
-        crate::driver::drive(cfg, Default::default())
+        loadgen::driver::drive(cfg, Default::default())
             .await
             .context("warm-up")?;
         Ok(())

@@ -1,11 +1,11 @@
 //! The `faults` scenario's table: per API, how the retrying clients ended, what the gateway
 //! charged against the orders, and how long each fault kept the API from answering 201.
 
-use crate::faults::{DB_RESTART_LABEL, KILL_LABEL};
-use crate::results::{MoneyRecord, RetryRecord, RunResults};
+use lab_results::faults::{DB_RESTART_LABEL, KILL_LABEL};
+use lab_results::{MoneyRecord, RetryRecord, RunResults};
 
 use super::Variant;
-use super::tables::ScenarioTable;
+use super::render::ScenarioTable;
 
 /// The rate both APIs get, orders/s: a third of blocking-api's Little's-law ceiling with the seed
 /// latencies (200 threads ÷ 2.2 s ≈ 91/s), so that retries after a fault find room.

@@ -27,13 +27,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{Durability, LabArgs};
-use crate::report;
-use crate::results::RunResults;
+use crate::cli::{Durability, LabArgs, SEED_LATENCIES, TxScope};
 use crate::services::Database;
+use lab_results::faults::FaultPlan;
+use lab_results::inject::Injection;
+use lab_results::{MockLatencies, RunResults};
 
+pub use render::ScenarioTable;
 pub use render::{render_html, render_markdown};
-pub use tables::{ScenarioTable, build as build_table};
+pub use tables::build as build_table;
 
 /// The scenarios and one line on each, for `--help` and error messages.
 pub const SCENARIOS: &[(&str, &str)] = &[
@@ -73,6 +75,9 @@ pub struct Variant {
 pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
     let apis = base.apis.clone();
     let mut out = Vec::new();
+    // Times as written; the lab multiplies them by --duration-scale, as it does the user's own.
+    let slowed_payment = Injection::parse("pay=5000@30+30", 1.0)?;
+    let plan = FaultPlan::parse(faults_table::PLAN, 1.0)?;
     let with = |slug: String, f: &dyn Fn(&mut LabArgs)| {
         let mut args = base.clone();
         args.scenario = None;
@@ -82,15 +87,20 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
     match name {
         "remotecall" => {
             for pay in [50u64, 3000] {
-                for scope in ["request", "short"] {
+                for scope in [TxScope::Request, TxScope::Short] {
                     for api in &apis {
-                        out.push(with(format!("{api}-{scope}-pay{pay}"), &|a| {
+                        let slug = format!("{api}-{}-pay{pay}", scope.as_str());
+                        out.push(with(slug, &|a| {
                             a.apis = vec![api.clone()];
                             a.load.profile = "closed-30-300".to_owned();
-                            a.latency = format!("seller=0,risk=0,pay={pay}");
+                            a.latency = MockLatencies {
+                                seller: 0,
+                                risk: 0,
+                                payment: pay,
+                            };
                             a.db_pool_size = 10;
                             a.db_pool_timeout_ms = 5000;
-                            a.tx_scope = scope.to_owned();
+                            a.tx_scope = scope;
                             a.warmup_s = 2.0;
                         }));
                     }
@@ -103,7 +113,11 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                     out.push(with(format!("{api}-rtt{rtt}"), &|a| {
                         a.apis = vec![api.clone()];
                         a.load.profile = "ramp-200".to_owned();
-                        a.latency = "seller=5,risk=5,pay=5".to_owned();
+                        a.latency = MockLatencies {
+                            seller: 5,
+                            risk: 5,
+                            payment: 5,
+                        };
                         a.db_pool_size = 10;
                         a.db_rtt_ms = rtt;
                     }));
@@ -112,7 +126,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
         }
         "slow-dependency" => {
             out.push(with("both-apis".to_owned(), &|a| {
-                a.inject = Some("pay=5000@30+30".to_owned());
+                a.inject = Some(slowed_payment);
             }));
         }
         "faults" => {
@@ -122,7 +136,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                     faults_table::RATE,
                     faults_table::DURATION_S
                 );
-                a.latency = "seller=200,risk=1000,pay=1000".to_owned();
+                a.latency = SEED_LATENCIES;
                 a.load.retry_for_s = Some(60.0);
                 // An attempt outlives neither a hung payment (DEPS_TIMEOUT_MS) nor the API's
                 // request deadline; 30 s leaves both to the API.
@@ -131,7 +145,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 a.lease_ms = 15_000;
                 a.reconcile_interval_ms = 2000;
                 a.db_durability = Durability::On;
-                a.faults = Some(faults_table::PLAN.to_owned());
+                a.faults = Some(plan);
             }));
         }
         "overload" => out = overload::variants(base),
@@ -176,7 +190,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         let (runs, vout) = crate::lab::lab(args)
             .await
             .with_context(|| format!("scenario {name}, variant {}", variant.slug))?;
-        report::write_report(&runs, &vout)?;
+        lab_report::write_report(&runs, &vout)?;
         done.push((variant, runs));
     }
     drop(db);

@@ -8,10 +8,11 @@
 //! database after the run) — the cost of queueing without a bound.
 
 use crate::cli::LabArgs;
-use crate::results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
+use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
+use super::Variant;
+use super::render::ScenarioTable;
 use super::render::{ms, num};
-use super::{ScenarioTable, Variant};
 
 /// The load: the seed's peak rate (its Gatling injection reached 750 arrivals/s).
 pub const PROFILE: &str = "ramp-750";

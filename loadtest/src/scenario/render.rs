@@ -1,8 +1,19 @@
-//! A scenario's table as markdown and as a self-contained HTML page, and the number formats.
+//! A scenario's table ([`ScenarioTable`]) as markdown and as a self-contained HTML page, and the
+//! number formats.
 
-use crate::report::svg::esc;
+use lab_report::svg::esc;
 
-use super::ScenarioTable;
+/// A table with the words around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioTable {
+    pub title: String,
+    pub intro: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub notes: Vec<String>,
+    /// (variant, relative path of its full report).
+    pub links: Vec<(String, String)>,
+}
 
 pub(super) fn ms(v: f64) -> String {
     match v {
@@ -77,6 +88,6 @@ pub fn render_html(t: &ScenarioTable) -> String {
          <ul>{notes}</ul>\n<h2>Full report of each run</h2>\n<ul>{links}</ul>\n</main></body></html>\n",
         title = esc(&t.title),
         intro = esc(&t.intro),
-        css = include_str!("../report/style.css"),
+        css = lab_report::CSS,
     )
 }

@@ -1,21 +1,9 @@
 //! Each scenario's one comparison table, computed from its runs' results, as markdown and HTML.
 
-use crate::results::{RunResults, SecondSample, Summary};
+use lab_results::{RunResults, SecondSample, Summary};
 
 use super::Variant;
-use super::render::{ms, num};
-
-/// A table with the words around it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScenarioTable {
-    pub title: String,
-    pub intro: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    pub notes: Vec<String>,
-    /// (variant, relative path of its full report).
-    pub links: Vec<(String, String)>,
-}
+use super::render::{ScenarioTable, ms, num};
 
 /// Experiment B's published figures: (remote ms, mode, req/s, mean, max, errors).
 const SEED_B: &[(u64, &str, &str, &str, &str, &str)] = &[

@@ -1,0 +1,310 @@
+//! The charts over time: one [`Figure`] per question a reader asks (did the API keep up? how slow
+//! did it get? what ran out?), every API overlaid in its own colour, every repeat drawn (the first
+//! one bold, the others faint), phase boundaries and injected events marked.
+
+use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED, RunResults};
+
+use super::chart_specs::{Line, SPECS};
+use super::model::{ApiRuns, Unit, cores, fmt};
+use super::svg::{
+    Dash, Figure, LineChart, Marker, MarkerKind, PALETTE, RefLine, Series, TickFormat,
+};
+
+/// The charts shown right after the verdict, in this order; the rest follow the tables.
+pub const KEY: [&str; 3] = ["rate", "latency", "latency-distribution"];
+
+/// The colour of a line that belongs to no API (the schedule).
+const NEUTRAL: &str = "#5b6470";
+
+/// One series per run of every API for `line`, named `<api> <what>`; a [`Line::once`] figure
+/// that every run shares (the schedule) is one neutral series named `<what>`.
+fn lines(groups: &[ApiRuns<'_>], line: &Line) -> Vec<Series> {
+    let points = |run: &RunResults| -> Vec<(f64, f64)> {
+        run.seconds
+            .iter()
+            .map(|s| (f64::from(s.t), (line.value)(s).unwrap_or(f64::NAN)))
+            .collect()
+    };
+    let mut out = Vec::new();
+    if line.once {
+        let mut all = groups.iter().flat_map(|g| g.runs.iter().map(|r| points(r)));
+        if let Some(first) = all.next() {
+            let mut rest = all.peekable();
+            if rest.peek().is_none() || rest.all(|p| same_values(&p, &first)) {
+                return vec![Series::new(line.what, first, NEUTRAL, line.dash)];
+            }
+        }
+    }
+    for g in groups {
+        for (i, run) in g.runs.iter().enumerate() {
+            let points = points(run);
+            // A gauge this API does not have (e.g. blocking pool on the reactive API) is no line at all.
+            if points.iter().all(|p| p.1.is_nan()) {
+                continue;
+            }
+            let name = if line.what.is_empty() {
+                g.api.to_owned()
+            } else {
+                format!("{} {}", g.api, line.what)
+            };
+            let mut s = Series::new(name, points, g.colour, line.dash);
+            s.secondary = i > 0;
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The same values at the same times, where both series have them (one drains longer: its
+/// extra seconds offer nothing).
+fn same_values(a: &[(f64, f64)], b: &[(f64, f64)]) -> bool {
+    let n = a.len().min(b.len());
+    a[..n] == b[..n]
+        && a[n..]
+            .iter()
+            .chain(&b[n..])
+            .all(|p| p.1 == 0.0 || p.1.is_nan())
+}
+
+/// Phase boundaries (from the profiles) and every other event (from the runs), without repeats.
+pub fn markers(runs: &[&RunResults]) -> Vec<Marker> {
+    let mut out: Vec<Marker> = Vec::new();
+    let mut add = |x: f64, label: String, kind| {
+        if !out
+            .iter()
+            .any(|m| m.label == label && (m.x - x).abs() < 0.5)
+        {
+            out.push(Marker { x, label, kind });
+        }
+    };
+    for run in runs {
+        for p in run.config.profile.phases.iter().filter(|p| p.start_s > 0.0) {
+            add(p.start_s, p.name.clone(), MarkerKind::Phase);
+        }
+        if let Some(last) = run.config.profile.phases.last() {
+            add(
+                last.start_s + last.duration_s,
+                "drain".to_owned(),
+                MarkerKind::Phase,
+            );
+        }
+        // Phase changes are also logged as events ("<phase> a→b/s"); the profile already placed
+        // them, and the start of measurement is the axis' origin.
+        let phases: Vec<&str> = run
+            .config
+            .profile
+            .phases
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        let is_phase = |label: &str| {
+            label.starts_with("phase") || phases.iter().any(|n| label.starts_with(&format!("{n} ")))
+        };
+        for e in run
+            .events
+            .iter()
+            .filter(|e| e.t > 0.0 && !is_phase(&e.label))
+        {
+            add(e.t, e.label.clone(), MarkerKind::Event);
+        }
+    }
+    out.sort_by(|a, b| a.x.total_cmp(&b.x));
+    out
+}
+
+fn figure(
+    id: &str,
+    title: &str,
+    caption: &str,
+    y_label: &str,
+    y_format: TickFormat,
+    series: Vec<Series>,
+    markers: &[Marker],
+) -> Figure {
+    let chart = LineChart {
+        title: title.to_owned(),
+        x_label: "time since the start of the measured part".to_owned(),
+        y_label: y_label.to_owned(),
+        x_format: TickFormat::Seconds,
+        y_format,
+        series,
+        markers: markers.to_vec(),
+        end_labels: true,
+        ..LineChart::default()
+    };
+    Figure {
+        id: id.to_owned(),
+        title: title.to_owned(),
+        caption: caption.to_owned(),
+        chart,
+    }
+}
+
+/// Every chart of the report, in reading order.
+pub fn figures(groups: &[ApiRuns<'_>]) -> Vec<Figure> {
+    let all: Vec<&RunResults> = groups.iter().flat_map(|g| g.runs.iter().copied()).collect();
+    let m = markers(&all);
+    // Lines are named where the plateau ends: they are apart there, and may all fall to zero
+    // together during the ramp-down and the drain.
+    let label_x = all.first().and_then(|r| {
+        let p = r
+            .config
+            .profile
+            .phases
+            .iter()
+            .find(|p| p.name == "constant")?;
+        Some(p.start_s + p.duration_s - 1.0)
+    });
+    let mut out: Vec<Figure> = SPECS
+        .iter()
+        .map(|spec| {
+            let series = spec
+                .lines
+                .iter()
+                .flat_map(|line| lines(groups, line))
+                .collect();
+            let mut f = figure(
+                spec.id,
+                spec.title,
+                spec.caption,
+                spec.y_label,
+                spec.y_format,
+                series,
+                &m,
+            );
+            f.chart.y_scale = spec.y_scale;
+            f.chart.label_x = label_x;
+            f.chart.ref_lines = ref_lines(spec.id, groups);
+            f
+        })
+        .collect();
+    out.insert(2, super::distribution::figure(groups));
+    let mut errors = error_figures(groups, &m);
+    for e in &mut errors {
+        e.chart.label_x = label_x;
+    }
+    out.splice(3..3, errors);
+    out
+}
+
+/// A setting's distinct values over every run that has it, as numbers.
+fn setting(groups: &[ApiRuns<'_>], name: &str) -> Vec<f64> {
+    let mut v: Vec<f64> = groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .filter_map(|r| r.config.api_settings.get(name)?.parse().ok())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// Horizontal reference lines: the Little's-law bound, the CPU limit, the machine's cores, the
+/// blocking pool's threads and the database pool's connections.
+fn ref_lines(id: &str, groups: &[ApiRuns<'_>]) -> Vec<RefLine> {
+    let settings = |name: &str, label: &str| -> Vec<RefLine> {
+        setting(groups, name)
+            .into_iter()
+            .map(|y| RefLine {
+                y,
+                label: format!("{label} = {y}"),
+            })
+            .collect()
+    };
+    match id {
+        "rate" => groups
+            .iter()
+            .filter_map(|g| {
+                g.first()?
+                    .littles_law
+                    .as_ref()
+                    .map(|ll| (g.api, ll.bound_rps))
+            })
+            .map(|(api, y)| RefLine {
+                y,
+                label: format!("Little's-law bound, {api}: {}", fmt(y, Unit::Rate)),
+            })
+            .collect(),
+        "cpu" => groups
+            .iter()
+            .find_map(|g| {
+                Some(&g.first()?.config.limits)
+                    .filter(|l| l.limits_enforced)?
+                    .cpu_cores
+            })
+            .map(|c| RefLine {
+                y: c * 100.0,
+                label: format!("CPU limit ({})", cores(c)),
+            })
+            .into_iter()
+            .collect(),
+        "harness-cpu" => groups
+            .iter()
+            .find_map(|g| Some(g.first()?.environment.cores))
+            .filter(|&c| c > 0)
+            .map(|c| RefLine {
+                y: f64::from(c) * 100.0,
+                label: format!("machine: {c} cores × 100 %"),
+            })
+            .into_iter()
+            .collect(),
+        "threads" | "blocking-pool" => settings("BLOCKING_THREADS", "BLOCKING_THREADS"),
+        "db-pool" => settings("DB_POOL_SIZE", "DB_POOL_SIZE"),
+        _ => Vec::new(),
+    }
+}
+
+/// One errors-per-second chart per API, one line per error kind that API had. A kind keeps its
+/// colour and dash in every chart.
+fn error_figures(groups: &[ApiRuns<'_>], m: &[Marker]) -> Vec<Figure> {
+    let kinds_of = |runs: &[&RunResults]| {
+        let mut k: Vec<String> = runs
+            .iter()
+            .flat_map(|r| &r.seconds)
+            .flat_map(|s| s.outcomes.iter().filter(|(_, n)| **n > 0).map(|(k, _)| k))
+            .filter(|k| k.as_str() != OUTCOME_CREATED && k.as_str() != OUTCOME_REPLAYED)
+            .cloned()
+            .collect();
+        k.sort_unstable();
+        k.dedup();
+        k
+    };
+    let all_kinds = kinds_of(
+        &groups
+            .iter()
+            .flat_map(|g| g.runs.iter().copied())
+            .collect::<Vec<_>>(),
+    );
+    // Error kinds never take an API's colour: a kind's line must not read as an API's.
+    let colours: Vec<&'static str> = PALETTE
+        .into_iter()
+        .filter(|c| !groups.iter().any(|g| g.colour == *c))
+        .collect();
+    let colours = if colours.is_empty() {
+        vec![NEUTRAL]
+    } else {
+        colours
+    };
+    groups
+        .iter()
+        .map(|g| {
+            let mut series = Vec::new();
+            for kind in kinds_of(&g.runs) {
+                let ki = all_kinds.iter().position(|k| *k == kind).unwrap_or(0);
+                for (i, run) in g.runs.iter().enumerate() {
+                    let points = run.seconds.iter().map(|s| (f64::from(s.t), s.outcomes.get(&kind).copied().unwrap_or(0) as f64)).collect();
+                    let mut s = Series::new(kind.clone(), points, colours[ki % colours.len()], Dash::ALL[ki % Dash::ALL.len()]);
+                    s.secondary = i > 0;
+                    series.push(s);
+                }
+            }
+            let caption = if series.is_empty() {
+                "No request failed."
+            } else {
+                "Failed requests per second by kind: an error code from the API, http_<status>, or a transport failure (timeout, connect_error, io_error)."
+            };
+            let title = format!("Errors per second — {}", g.api);
+            figure(&format!("errors-{}", g.api), &title, caption, "errors per second", TickFormat::Number, series, m)
+        })
+        .collect()
+}

@@ -1,0 +1,84 @@
+//! # lab-report — report.html and summary.md, from results only
+//!
+//! Comparison reports from load-test results: a self-contained `report.html` (inline CSS and SVG
+//! charts, nothing fetched from anywhere, readable offline and on paper) and a `summary.md` to
+//! paste into a pull request.
+//!
+//! Input is any number of [`RunResults`] (one per API per repeat). Runs are grouped by API; with
+//! repeats, every figure shows the median and the min – max spread. The report only reads the
+//! results: each number in it is one the generator recorded, and the page says how it was measured.
+//!
+//! The page opens with the answer: a verdict generated from the results (`verdict`, `causes`),
+//! the trust strip (`trust`), and the rate and latency charts; the detail follows.
+//!
+//! It depends on the results schema ([`lab_results`]) and nothing of the generator: no goose,
+//! reqwest or sqlx, so it builds and tests on its own, and re-renders old results files.
+//!
+//! Layout of this crate: `model` (grouping, spreads, number formats), `tables` (the summary
+//! table, rates per second of the schedule), `littles` (Little's law), `facts`, `verdict` + `causes`
+//! (who kept up, and why), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
+//! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
+//! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
+//! own reports beside ours), `markdown` (the PR summary).
+
+mod causes;
+mod chart_specs;
+mod charts;
+mod distribution;
+mod facts;
+mod fairness;
+pub mod goose;
+mod html;
+mod littles;
+mod markdown;
+mod method;
+mod model;
+mod money;
+mod rich;
+mod sections;
+pub mod svg;
+
+pub use html::CSS;
+mod tables;
+mod trust;
+mod verdict;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use lab_results::RunResults;
+
+/// Where [`write_report`] put its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportPaths {
+    pub html: PathBuf,
+    pub markdown: PathBuf,
+}
+
+/// Writes `report.html` and `summary.md` into `out_dir` (created if missing).
+pub fn write_report(runs: &[RunResults], out_dir: &Path) -> Result<ReportPaths> {
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let paths = ReportPaths {
+        html: out_dir.join("report.html"),
+        markdown: out_dir.join("summary.md"),
+    };
+    // goose's reports are linked (and their counts read) when they sit beside the page.
+    let goose = goose::read(runs, out_dir);
+    std::fs::write(&paths.html, html::render(runs, &goose))
+        .with_context(|| format!("writing {}", paths.html.display()))?;
+    std::fs::write(&paths.markdown, markdown::render(runs, &goose))
+        .with_context(|| format!("writing {}", paths.markdown.display()))?;
+    Ok(paths)
+}
+
+/// The HTML report as one self-contained page (goose's reports named, not read).
+pub fn render_html(runs: &[RunResults]) -> String {
+    html::render(runs, &[])
+}
+
+/// The verdict, the trust strip, the summary table (plateau and whole run) and the Little's-law
+/// line as Markdown.
+pub fn render_markdown(runs: &[RunResults]) -> String {
+    markdown::render(runs, &[])
+}

@@ -1,0 +1,87 @@
+//! `summary.md`: the verdict, the trust strip and the side-by-side table as Markdown, short enough
+//! to paste into a pull request. Every sentence comes from the same builders as the page's.
+
+use std::fmt::Write as _;
+
+use lab_results::RunResults;
+
+use super::goose::GooseRun;
+use super::model::group;
+use super::tables::{self, cell_text};
+use super::{littles, trust, verdict};
+
+/// Renders the Markdown summary.
+pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
+    let groups = group(runs);
+    let apis: Vec<&str> = groups.iter().map(|g| g.api).collect();
+    let mut s = format!("## Load test: {}\n\n", apis.join(" vs "));
+    if let Some(run) = runs.first() {
+        let p = &run.config.profile;
+        let _ = writeln!(
+            s,
+            "Profile `{}` ({} model), started {}, git `{}`, {} results file(s).\n",
+            p.name,
+            p.model,
+            run.started_at,
+            run.environment.git_sha,
+            runs.len()
+        );
+    }
+    if let Some(v) = verdict::verdict(&groups) {
+        let _ = writeln!(s, "**Verdict:** {}\n", v.lead.markdown());
+        for w in &v.why {
+            let _ = writeln!(s, "- {}", w.markdown());
+        }
+        if !v.why.is_empty() {
+            s.push('\n');
+        }
+        if !v.caveats.is_empty() {
+            let c: Vec<String> = v.caveats.iter().map(|c| c.markdown()).collect();
+            let _ = writeln!(s, "Caveats: {}.\n", c.join("; "));
+        }
+        trust::markdown(&mut s, &groups);
+    }
+    super::money::markdown(&mut s, &groups);
+    if groups.iter().any(|g| g.runs.len() > 1) {
+        s.push_str("Cells: median over the repeats, (min – max) when they differ.\n\n");
+    }
+    if let Some(note) = tables::rates_note(&groups) {
+        let _ = writeln!(s, "{note}\n");
+    }
+    for (span, rows) in tables::summary(&groups) {
+        let _ = writeln!(s, "### {}\n", span.title());
+        let _ = writeln!(
+            s,
+            "| metric | {} |",
+            apis.iter().map(|a| cell(a)).collect::<Vec<_>>().join(" | ")
+        );
+        let _ = writeln!(s, "|---|{}", "---:|".repeat(apis.len()));
+        for row in rows {
+            let cells: Vec<String> = row
+                .cells
+                .iter()
+                .map(|c| match cell_text(c.as_ref(), row.unit) {
+                    (main, None) => main,
+                    (main, Some(range)) => format!("{main} ({range})"),
+                })
+                .collect();
+            let _ = writeln!(s, "| {} | {} |", cell(&row.metric), cells.join(" | "));
+        }
+        s.push('\n');
+    }
+    for row in littles::rows(&groups) {
+        let _ = writeln!(
+            s,
+            "**Little's law** — {}: {}\n",
+            row.api,
+            littles::sentence(&row).markdown()
+        );
+    }
+    super::goose::markdown(&mut s, &groups, goose);
+    s
+}
+
+/// Escapes the one character that breaks a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}

@@ -1,0 +1,112 @@
+//! The money line of every run: what the gateway charged against the orders in the database,
+//! counted after the run once no charge was left unsettled. Built once here; `html` and
+//! `markdown` only lay it out (red when a customer was charged for nothing or an order has no
+//! charge).
+
+use std::fmt::Write as _;
+
+use lab_results::{MoneyRecord, RunResults};
+
+use super::model::{ApiRuns, Unit, fmt, run_name};
+use super::svg::esc;
+
+/// One run's line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoneyLine {
+    /// `blocking-api`, or `blocking-api #2` with repeats.
+    pub run: String,
+    /// The sentence: charges, voids, orders, charges without order, orders without charge (and
+    /// anything else that went wrong), or why it was not counted.
+    pub text: String,
+    /// Money lost or unaccounted for: a charge without order, an order without charge, a key
+    /// charged twice or an amount that differs.
+    pub bad: bool,
+}
+
+/// The lines of every run that has a money record or a money check, in group order.
+pub fn lines(groups: &[ApiRuns<'_>]) -> Vec<MoneyLine> {
+    groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .filter_map(|r| line(r))
+        .collect()
+}
+
+fn line(r: &RunResults) -> Option<MoneyLine> {
+    let run = run_name(r);
+    let Some(m) = &r.money else {
+        // Older results have neither; a run whose money could not be counted says why.
+        let why = r
+            .invariants
+            .iter()
+            .find(|c| c.name.starts_with("money:") && c.ok.is_none())?;
+        return Some(MoneyLine {
+            run,
+            text: format!("not counted: {}", why.detail),
+            bad: false,
+        });
+    };
+    Some(MoneyLine {
+        run,
+        text: sentence(m),
+        bad: !m.balanced(),
+    })
+}
+
+/// `1,234 charges, 3 voids, 1,231 orders, 0 charges without order, 0 orders without charge`,
+/// then only the other figures that are not zero.
+pub fn sentence(m: &MoneyRecord) -> String {
+    let n = |v: u64| fmt(v as f64, Unit::Count);
+    let mut s = format!(
+        "{} charges, {} voids, {} orders, {} charges without order, {} orders without charge",
+        n(m.charges),
+        n(m.voids),
+        n(m.orders),
+        n(m.charges_without_order),
+        n(m.orders_without_charge)
+    );
+    for (v, what) in [
+        (m.double_charges, "keys charged twice"),
+        (m.amount_mismatches, "amounts that differ"),
+        (m.charging_left, "keys still CHARGING"),
+    ] {
+        if v > 0 {
+            let _ = write!(s, ", {} {what}", n(v));
+        }
+    }
+    s
+}
+
+/// The page's section.
+pub fn html(s: &mut String, groups: &[ApiRuns<'_>]) {
+    let lines = lines(groups);
+    if lines.is_empty() {
+        return;
+    }
+    s.push_str(
+        "<section id=\"money\"><h2>Money</h2><p class=\"note\">The payment gateway's ledger against the \
+         orders in the database, counted after the run once no idempotency key was left CHARGING. A live \
+         charge (taken, not voided) must have exactly one order with its amount; an order, exactly one \
+         live charge.</p>",
+    );
+    for l in &lines {
+        let body = format!("<strong>{}</strong>: {}", esc(&l.run), esc(&l.text));
+        if l.bad {
+            let _ = write!(
+                s,
+                "<div class=\"banner danger money\" role=\"alert\">{body}</div>"
+            );
+        } else {
+            let _ = write!(s, "<p class=\"money\">{body}</p>");
+        }
+    }
+    s.push_str("</section>");
+}
+
+/// The `summary.md` lines.
+pub fn markdown(s: &mut String, groups: &[ApiRuns<'_>]) {
+    for l in lines(groups) {
+        let mark = if l.bad { "❌ " } else { "" };
+        let _ = writeln!(s, "{mark}**Money** — {}: {}\n", l.run, l.text);
+    }
+}

@@ -1,0 +1,160 @@
+//! A small, dependency-free SVG line chart for the report: nice axes with units, several overlaid
+//! series told apart by colour *and* dash pattern (readable in greyscale and by colour-blind
+//! readers), vertical markers for phase boundaries and injected events, horizontal reference lines
+//! (e.g. the Little's-law bound), and an optional log scale for latencies.
+//!
+//! Output is plain SVG text meant to be inlined into HTML. Every number goes through [`num`], and
+//! points that cannot be drawn (NaN, ±∞, ≤ 0 on a log axis) break the line instead of reaching the
+//! SVG, so the output never contains `NaN` or `inf`.
+
+mod draw;
+mod legend;
+pub mod ticks;
+
+pub use ticks::{Scale, TickFormat};
+
+/// Okabe–Ito palette: distinguishable for the common forms of colour blindness.
+pub const PALETTE: [&str; 7] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
+];
+
+/// Dash patterns, used together with colours so that no series relies on colour alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dash {
+    #[default]
+    Solid,
+    Dashed,
+    Dotted,
+    DashDot,
+}
+
+impl Dash {
+    pub const ALL: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::DashDot];
+
+    fn dasharray(self) -> Option<&'static str> {
+        match self {
+            Dash::Solid => None,
+            Dash::Dashed => Some("7 4"),
+            Dash::Dotted => Some("2 3"),
+            Dash::DashDot => Some("8 3 2 3"),
+        }
+    }
+}
+
+/// One line on the chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub colour: &'static str,
+    pub dash: Dash,
+    /// Secondary lines (other repeats of the same run) are drawn lighter and not listed in the legend.
+    pub secondary: bool,
+    /// Mark every point with a dot: for a few measured points joined by straight lines.
+    pub dots: bool,
+}
+
+impl Series {
+    pub fn new(
+        name: impl Into<String>,
+        points: Vec<(f64, f64)>,
+        colour: &'static str,
+        dash: Dash,
+    ) -> Self {
+        Series {
+            name: name.into(),
+            points,
+            colour,
+            dash,
+            secondary: false,
+            dots: false,
+        }
+    }
+}
+
+/// What a vertical marker stands for; decides its look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// Ramp → constant → ramp-down boundaries.
+    Phase,
+    /// Something the lab did to the system, e.g. "payment latency 1000→5000 ms".
+    Event,
+}
+
+/// A vertical line at `x` with a label at the top of the plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub x: f64,
+    pub label: String,
+    pub kind: MarkerKind,
+}
+
+/// A horizontal line at `y` with a label, e.g. the Little's-law throughput bound.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefLine {
+    pub y: f64,
+    pub label: String,
+}
+
+/// A chart description; [`LineChart::to_svg`] draws it.
+#[derive(Debug, Clone, Default)]
+pub struct LineChart {
+    /// Short accessible title (also the SVG `<title>`).
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x_format: TickFormat,
+    pub y_format: TickFormat,
+    pub y_scale: Scale,
+    pub series: Vec<Series>,
+    pub markers: Vec<Marker>,
+    pub ref_lines: Vec<RefLine>,
+    /// Name each primary line at its end (in a right margin sized to the longest name).
+    pub end_labels: bool,
+    /// Where along x each end label reads its line's value (e.g. the end of the plateau, where
+    /// the lines are apart; after it they may all fall to zero together). `None`: the last point.
+    pub label_x: Option<f64>,
+}
+
+/// A chart with the words around it: what the report places in a `<figure>` (its `id`, heading
+/// and caption).
+pub struct Figure {
+    pub id: String,
+    pub title: String,
+    pub caption: String,
+    pub chart: LineChart,
+}
+
+/// Formats a coordinate with one decimal; non-finite values (which the callers filter out) become 0
+/// rather than reaching the SVG.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "0".to_owned();
+    }
+    let s = format!("{v:.1}");
+    let s = s.strip_suffix(".0").unwrap_or(&s);
+    if s == "-0" {
+        "0".to_owned()
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Escapes text for XML/HTML content and attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,265 @@
+//! The side-by-side summary table: one row per figure, one column per API, for the plateau
+//! (constant phase) and for the whole run. Built once here; `html` and `markdown` only lay it out.
+
+use lab_results::{RunResults, Summary};
+
+use super::model::{ApiRuns, Spread, Unit, fmt, schedule_s};
+
+/// Which span of the run a summary covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    Plateau,
+    Whole,
+}
+
+impl Span {
+    pub fn title(self) -> &'static str {
+        match self {
+            Span::Plateau => "Plateau (constant phase)",
+            Span::Whole => "Whole run",
+        }
+    }
+
+    pub fn of(self, run: &RunResults) -> Option<&Summary> {
+        match self {
+            Span::Plateau => run.plateau.as_ref(),
+            Span::Whole => Some(&run.summary),
+        }
+    }
+}
+
+/// One figure for every API: `cells[i]` belongs to the i-th API.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The group heading the row belongs to ("Requests", "Latency", …).
+    pub group: &'static str,
+    pub metric: String,
+    pub unit: Unit,
+    pub cells: Vec<Option<Spread>>,
+}
+
+/// A figure of one run over a span; `None` = not measured.
+type Get = Box<dyn Fn(&RunResults, Span) -> Option<f64>>;
+/// A row definition: name, unit, how to get it.
+type Def = (String, Unit, Get);
+
+/// A row read from the span's [`Summary`].
+fn f(name: &str, unit: Unit, get: impl Fn(&Summary) -> Option<f64> + 'static) -> Def {
+    (
+        name.to_owned(),
+        unit,
+        Box::new(move |run, span| span.of(run).and_then(&get)),
+    )
+}
+
+/// A rate row, per second of the span's schedule (see [`rates`]).
+fn rate(name: &str, get: fn(&Rates) -> f64) -> Def {
+    (
+        name.to_owned(),
+        Unit::Rate,
+        Box::new(move |run, span| rates(run, span).map(|r| get(&r))),
+    )
+}
+
+/// A span's rates, per second of its *schedule*: the plateau's own seconds, or — for the whole
+/// run — the seconds from the first arrival to the last scheduled one, never each API's own drain
+/// (an API that drains for longer would otherwise look as if it had been offered less). Whole-run
+/// rates count every answer, those that came during the drain included.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    pub offered: f64,
+    pub completed: f64,
+    /// Fresh 201s per second.
+    pub orders: f64,
+}
+
+pub fn rates(run: &RunResults, span: Span) -> Option<Rates> {
+    let s = span.of(run)?;
+    match (span, schedule_s(run)) {
+        (Span::Whole, Some(secs)) => {
+            let per = |n: u64| n as f64 / secs;
+            Some(Rates {
+                offered: per(s.offered),
+                completed: per(s.completed),
+                orders: per(s.ok),
+            })
+        }
+        // The plateau's summary is already per second of the plateau; a closed run has no
+        // schedule, so its rates are per second of the run.
+        _ => Some(Rates {
+            offered: s.offered_rps,
+            completed: s.throughput_rps,
+            orders: s.ok_throughput_rps,
+        }),
+    }
+}
+
+/// The note under a summary table that says what the rates are divided by.
+pub fn rates_note(groups: &[ApiRuns<'_>]) -> Option<String> {
+    let run = groups.first()?.first()?;
+    let whole = schedule_s(run)?;
+    let plateau = run
+        .plateau
+        .as_ref()
+        .map(|p| {
+            format!(
+                "the plateau's {} s for the plateau, ",
+                fmt(p.duration_s, Unit::Count)
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "Rates are per second of the schedule — {plateau}the whole schedule's {} s for the whole run — \
+         the same for every API, however long each took to drain. Whole-run rates count every answer, \
+         those that came during the drain after the last arrival included.",
+        fmt(whole, Unit::Count)
+    ))
+}
+
+/// The figures of the table, in groups; one `errors: <kind>` row per error kind.
+fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
+    let count = |v: u64| Some(v as f64);
+    let mut requests = vec![
+        f("offered", Unit::Count, move |s| count(s.offered)),
+        f("sent", Unit::Count, move |s| count(s.sent)),
+        f("not sent (in-flight cap)", Unit::Count, move |s| {
+            count(s.not_sent)
+        }),
+        f("completed", Unit::Count, move |s| count(s.completed)),
+        f("2xx share", Unit::Percent, |s| {
+            (s.completed > 0).then(|| 100.0 * (s.ok + s.replayed) as f64 / s.completed as f64)
+        }),
+        f("orders created (201)", Unit::Count, move |s| count(s.ok)),
+        f("idempotent replays", Unit::Count, move |s| {
+            count(s.replayed)
+        }),
+        f("errors", Unit::Count, move |s| count(s.errors)),
+    ];
+    for kind in kinds {
+        let k = kind.clone();
+        requests.push(f(&format!("errors: {kind}"), Unit::Count, move |s| {
+            count(s.errors_by_kind.get(&k).copied().unwrap_or(0))
+        }));
+    }
+    let latency = vec![
+        f("latency p50", Unit::Millis, |s| Some(s.latency_ms.p50)),
+        f("latency p90", Unit::Millis, |s| Some(s.latency_ms.p90)),
+        f("latency p99", Unit::Millis, |s| Some(s.latency_ms.p99)),
+        f("latency p99.9", Unit::Millis, |s| Some(s.latency_ms.p999)),
+        f("latency max", Unit::Millis, |s| Some(s.latency_ms.max)),
+        f("latency mean", Unit::Millis, |s| Some(s.latency_ms.mean)),
+        f("latency p99, 201s only", Unit::Millis, |s| {
+            s.ok_latency_ms.map(|l| l.p99)
+        }),
+        f("latency p99, overloaded 503s only", Unit::Millis, |s| {
+            s.overloaded_latency_ms.map(|l| l.p99)
+        }),
+    ];
+    let rates = vec![
+        rate("offered rate", |r| r.offered),
+        rate("throughput (completed)", |r| r.completed),
+        rate("orders per second (201)", |r| r.orders),
+    ];
+    let resources = vec![
+        f("API CPU-seconds", Unit::Decimal("s"), |s| s.api_cpu_seconds),
+        f("CPU-seconds per 1,000 orders", Unit::Decimal("s"), |s| {
+            s.cpu_seconds_per_1000_ok
+        }),
+        f("peak RSS", Unit::Bytes, |s| {
+            s.peak_rss_bytes.map(|b| b as f64)
+        }),
+        f("peak threads", Unit::Count, |s| {
+            s.peak_threads.map(|t| t as f64)
+        }),
+        f("peak open files", Unit::Count, |s| {
+            s.peak_fds.map(|t| t as f64)
+        }),
+    ];
+    let generator = vec![
+        f("generator lateness p99", Unit::Millis, |s| {
+            Some(s.lateness_ms.p99)
+        }),
+        f("generator lateness max", Unit::Millis, |s| {
+            Some(s.lateness_ms.max)
+        }),
+    ];
+    vec![
+        ("Requests", requests),
+        ("Latency, from intended send time", latency),
+        ("Rates, per second of the schedule", rates),
+        ("API process", resources),
+        ("Generator", generator),
+    ]
+}
+
+/// Every error kind seen in any run, sorted, so all tables list the same rows.
+pub fn error_kinds(groups: &[ApiRuns<'_>]) -> Vec<String> {
+    let mut kinds: Vec<String> = groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .flat_map(|r| {
+            r.summary
+                .errors_by_kind
+                .keys()
+                .chain(r.plateau.iter().flat_map(|p| p.errors_by_kind.keys()))
+        })
+        .cloned()
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
+/// The summary table: rows for each span that some run has (the plateau is missing for profiles
+/// without a constant phase). Every span lists the same figures, in the same order; a figure no
+/// run measured in any span (e.g. 201-only latency from an older generator) is left out.
+pub fn summary(groups: &[ApiRuns<'_>]) -> Vec<(Span, Vec<Row>)> {
+    let runs = || groups.iter().flat_map(|g| &g.runs);
+    let mut spans: Vec<(Span, Vec<Row>)> = [Span::Plateau, Span::Whole]
+        .into_iter()
+        .filter(|span| runs().any(|r| span.of(r).is_some()))
+        .map(|span| (span, rows(groups, span)))
+        .collect();
+    let Some(n) = spans.first().map(|(_, rows)| rows.len()) else {
+        return spans;
+    };
+    let keep: Vec<bool> = (0..n)
+        .map(|i| {
+            spans
+                .iter()
+                .any(|(_, rows)| rows[i].cells.iter().any(Option::is_some))
+        })
+        .collect();
+    for (_, rows) in &mut spans {
+        let mut k = keep.iter();
+        rows.retain(|_| *k.next().unwrap_or(&true));
+    }
+    spans
+}
+
+fn rows(groups: &[ApiRuns<'_>], span: Span) -> Vec<Row> {
+    figures(&error_kinds(groups))
+        .into_iter()
+        .flat_map(|(group, figs)| figs.into_iter().map(move |fig| (group, fig)))
+        .map(|(group, (metric, unit, get))| Row {
+            group,
+            metric,
+            unit,
+            cells: groups.iter().map(|g| g.spread(|r| get(r, span))).collect(),
+        })
+        .collect()
+}
+
+/// A cell as text: the median (the only value without repeats) and, when repeats disagree, the
+/// `min – max` range.
+pub fn cell_text(cell: Option<&Spread>, unit: Unit) -> (String, Option<String>) {
+    match cell {
+        None => ("–".to_owned(), None),
+        Some(s) => {
+            let (min, max) = (fmt(s.min, unit), fmt(s.max, unit));
+            // Repeats that differ below the displayed precision show no range.
+            let range = (s.varies() && min != max).then(|| format!("{min} – {max}"));
+            (fmt(s.median, unit), range)
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! The report's first screen, rendered from the synthetic fixtures (see `fixtures/mod.rs`): the
+//! verdict generated from the results, the trust strip under it, rates per second of the
+//! schedule, and goose's reports linked with their counts beside ours.
+
+mod fixtures;
+
+use std::path::PathBuf;
+
+use fixtures::section;
+use lab_report::{render_html, render_markdown, write_report};
+use lab_results::{InvariantCheck, MoneyRecord, OUTCOME_OVERLOADED, RunResults};
+
+fn trust(html: &str) -> &str {
+    let start = html.find("<ul class=\"trust\"").expect("trust strip");
+    let rest = &html[start..];
+    &rest[..rest.find("</ul>").unwrap_or(rest.len())]
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadtest-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The fixture report as a reader gets it. `scripts/report-screenshots.sh` sets
+/// `REPORT_FIXTURE_OUT` to keep the files and photograph them in headless Chromium.
+#[test]
+fn fixture_report_renders() {
+    let keep = std::env::var_os("REPORT_FIXTURE_OUT").map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| temp_dir("fixture-report"));
+    let paths = write_report(&fixtures::pair(), &dir).expect("report written");
+    let html = std::fs::read_to_string(&paths.html).expect("html");
+    let md = std::fs::read_to_string(&paths.markdown).expect("md");
+
+    // The verdict comes first, then the trust strip, then the rate and latency charts.
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+    let lead = "reactive-api kept up with the offered load; blocking-api did not.";
+    assert!(
+        at(lead) < at("<ul class=\"trust\"") && at("<ul class=\"trust\"") < at("id=\"fig-rate\"")
+    );
+    assert!(
+        at("id=\"fig-rate\"") < at("id=\"fig-latency\"")
+            && at("id=\"fig-latency\"") < at("id=\"summary\"")
+    );
+    let verdict = section(&html, "verdict");
+    for needle in [
+        "120.0 req/s were offered over the 30 s plateau",
+        "the orders per second of blocking-api",
+        "its p99",
+        "its CPU per order",
+        "its peak memory",
+        "<strong>blocking-api reached its Little&#39;s-law bound</strong>",
+        "blocking-api&#39;s pool of 200 blocking threads was exhausted (all taken",
+        "one run per API",
+    ] {
+        assert!(
+            verdict.contains(needle),
+            "verdict lacks {needle}: {verdict}"
+        );
+    }
+    assert!(md.contains(&format!("**Verdict:** **{lead}**")), "{md}");
+
+    // Five items; the fixture has no money record, so that one is unknown, not passed.
+    let strip = trust(&html);
+    assert_eq!(strip.matches("<li ").count(), 5, "{strip}");
+    for (href, ok) in [
+        ("#configuration", "limits enforced"),
+        ("#fig-lateness", "not harness-bound"),
+        ("#checks", "all checks held"),
+        ("#fairness", "settings identical"),
+    ] {
+        let item = format!("✓</span> <a href=\"{href}\"><strong>{ok}</strong></a>");
+        assert!(strip.contains(&item), "{item}: {strip}");
+    }
+    assert!(
+        strip.contains("class=\"unk\" id=\"trust-money\"") && strip.contains("money not counted")
+    );
+    assert!(md.contains("- ? **money not counted**"));
+
+    // Offline: nothing loaded, no URL but the fixture's own loopback settings shown as text.
+    fixtures::assert_offline(&html);
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[test]
+fn the_verdict_follows_the_results() {
+    // The same results under both names: both keep up, and no API is called the loser.
+    let a = fixtures::run("reactive-api", 0, 1);
+    let mut b = a.clone();
+    b.api = "other-api".into();
+    let html = render_html(&[a.clone(), b]);
+    let verdict = section(&html, "verdict");
+    assert!(
+        verdict.contains("Both APIs kept up with the offered load."),
+        "{verdict}"
+    );
+    assert!(verdict.contains("reactive-api made 1.00× the orders per second of other-api"));
+    assert!(!verdict.contains("did not"));
+
+    // The blocking API shedding at admission: said, with how many and how fast.
+    let mut runs = fixtures::pair();
+    let plateau = runs[0].plateau.as_mut().expect("plateau");
+    plateau
+        .errors_by_kind
+        .insert(OUTCOME_OVERLOADED.into(), 1800);
+    let verdict = render_markdown(&runs);
+    assert!(verdict.contains("blocking-api shed 1,800 of the plateau's 3,600 requests (50.0 %) at admission with 503 overloaded"), "{verdict}");
+
+    // An API alone: no ratios, still a verdict.
+    let alone = render_markdown(&runs[..1]);
+    assert!(
+        alone.contains("**Verdict:** **blocking-api did not keep up with the offered load.**"),
+        "{alone}"
+    );
+    assert!(!alone.contains("the orders per second of"));
+}
+
+#[test]
+fn the_trust_strip_marks_what_failed() {
+    let mut runs = fixtures::pair();
+    runs[1].invariants.push(InvariantCheck {
+        name: "db orders = 201s".into(),
+        ok: Some(false),
+        detail: "3 rows missing".into(),
+    });
+    // 10 charges, 10 orders; the second run's ledger has 2 charges nobody has an order for.
+    for (run, lost) in runs.iter_mut().zip([0, 2]) {
+        run.money = Some(MoneyRecord {
+            charges: 10,
+            orders: 10,
+            charges_without_order: lost,
+            ..MoneyRecord::default()
+        });
+    }
+    let html = render_html(&runs);
+    let strip = trust(&html);
+    assert!(strip.contains("<li class=\"bad\" id=\"trust-checks\"><span class=\"mark\" aria-hidden=\"true\">✗</span>"), "{strip}");
+    assert!(
+        strip.contains("1 check(s) VIOLATED")
+            && strip.contains("reactive-api: db orders = 201s — 3 rows missing")
+    );
+    assert!(strip.contains("money NOT balanced") && strip.contains("2 charges without order"));
+    assert!(section(&html, "verdict").contains("an end-of-run check failed"));
+    runs[1].money.as_mut().expect("money").charges_without_order = 0;
+    assert!(render_markdown(&runs).contains("- ✓ **money balanced** — every live charge has one order and every order one charge (blocking-api 10 orders, reactive-api 10 orders)"));
+}
+
+#[test]
+fn whole_run_rates_are_per_second_of_the_schedule() {
+    let runs = fixtures::pair();
+    // The blocking API drains for longer than the reactive one: the same schedule must still
+    // read as the same offered rate.
+    assert!(runs[0].summary.duration_s > runs[1].summary.duration_s + 5.0);
+    let planned = runs[0].config.profile.planned_requests as f64;
+    let md = render_markdown(&runs);
+    let whole = &md[md.find("### Whole run").expect("whole run")..];
+    let rate = format!("{:.1} req/s", planned / 90.0);
+    let row = whole
+        .lines()
+        .find(|l| l.starts_with("| offered rate |"))
+        .expect("row");
+    assert_eq!(row, format!("| offered rate | {rate} | {rate} |"));
+    let orders = whole
+        .lines()
+        .find(|l| l.starts_with("| orders per second (201) |"))
+        .expect("row");
+    let ok = runs[1].summary.ok as f64 / 90.0;
+    assert!(orders.ends_with(&format!("| {ok:.1} req/s |")), "{orders}");
+    assert!(md.contains("the whole schedule's 90 s for the whole run"));
+}
+
+#[test]
+fn goose_reports_are_linked_with_their_counts_beside_ours() {
+    let mut runs: Vec<RunResults> = fixtures::pair();
+    let dir = temp_dir("goose-report");
+    std::fs::create_dir_all(&dir).expect("dir");
+    for (i, r) in runs.iter_mut().enumerate() {
+        let name = format!("goose-{}-0", r.label);
+        r.goose_reports = vec![format!("{name}.html"), format!("{name}.json")];
+        std::fs::write(dir.join(format!("{name}.html")), "<html></html>").expect("html");
+        // goose 0.19's JSON report, the part we read; the second run's failures disagree.
+        let failures = r.summary.errors + i as u64;
+        let json = format!(
+            r#"{{"goose_version":"0.19.0","raw_request_metrics":[
+               {{"method":"POST","name":"/orders","number_of_requests":{},"number_of_failures":{failures}}},
+               {{"method":"","name":"Aggregated","number_of_requests":{},"number_of_failures":{failures}}}]}}"#,
+            r.summary.completed, r.summary.completed
+        );
+        std::fs::write(dir.join(format!("{name}.json")), json).expect("json");
+    }
+    let paths = write_report(&runs, &dir).expect("report");
+    let html = std::fs::read_to_string(&paths.html).expect("html");
+    let goose = section(&html, "goose");
+    assert!(
+        goose.contains("<a href=\"goose-blocking-0.html\">goose-blocking-0.html</a>"),
+        "{goose}"
+    );
+    let blocking = format!(
+        "goose counted {} answered",
+        thousands(runs[0].summary.completed)
+    );
+    assert!(
+        goose.contains(&blocking) && goose.contains("ours the same"),
+        "{goose}"
+    );
+    assert!(
+        goose.contains(&format!(
+            "ours DIFFER: failed {}",
+            thousands(runs[1].summary.errors)
+        )),
+        "{goose}"
+    );
+    let md = std::fs::read_to_string(&paths.markdown).expect("md");
+    assert!(md.contains("**goose** — blocking-api: goose counted"));
+    // Rendered without the files beside it, the page names them and links nowhere.
+    let bare = render_html(&runs);
+    assert!(
+        section(&bare, "goose")
+            .contains("<code>goose-blocking-0.html</code> (not beside this page)")
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

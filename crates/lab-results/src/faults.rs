@@ -1,0 +1,217 @@
+//! Faults injected during a run (`--faults`), for the money-safety scenario: payment failures
+//! throughout (mock-deps' `error_rate`, `hang_rate`, `charged_error_rate`), a `kill -9` of the API
+//! (restarted by the lab with the same settings) and an immediate restart of PostgreSQL. The plan
+//! is recorded in the run's configuration; what happened, and when, are the run's events.
+//!
+//! The lab carries the plan out (`loadtest/src/lab/faults.rs`); this module parses and describes it.
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// How long the API stays down after its `kill -9` unless the spec says otherwise, seconds.
+pub const DEFAULT_DOWN_S: f64 = 2.0;
+
+/// `pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,kill-api@S[+DOWN],restart-db@S`, any
+/// subset, any order. Times are seconds into the measured run, multiplied by `--duration-scale`
+/// like the profile's phases; the API's time down is not scaled.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct FaultPlan {
+    /// Share of pay requests answered 503 (no charge), throughout the run.
+    pub payment_error_rate: f64,
+    /// Share of pay requests that hang (no charge) for `hang_ms`.
+    pub payment_hang_rate: f64,
+    /// Share of pay requests charged, then answered 500.
+    pub payment_charged_error_rate: f64,
+    /// How long a hung pay request hangs before mock-deps answers 504 (`None`: mock-deps' own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hang_ms: Option<u64>,
+    /// `kill -9` of the API at this time…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_api_at_s: Option<f64>,
+    /// …started again this long after.
+    #[serde(default)]
+    pub api_down_s: f64,
+    /// `pg_ctl restart -m immediate` of the lab's PostgreSQL at this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_db_at_s: Option<f64>,
+}
+
+/// Label prefixes of the events that mark a fault (the report's recovery times start there).
+pub const KILL_LABEL: &str = "kill -9 of the API";
+pub const DB_RESTART_LABEL: &str = "PostgreSQL restart -m immediate";
+
+impl FaultPlan {
+    /// Parses the spec (see [`FaultPlan`]); times are multiplied by `scale`.
+    pub fn parse(spec: &str, scale: f64) -> Result<FaultPlan> {
+        let usage = || {
+            format!(
+                "--faults {spec:?}: expected e.g. pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,\
+                 hang-ms=8000,kill-api@20+2,restart-db@40"
+            )
+        };
+        let mut plan = FaultPlan {
+            api_down_s: DEFAULT_DOWN_S,
+            ..FaultPlan::default()
+        };
+        let seconds = |s: &str| -> Result<f64> {
+            let v: f64 = s.trim().parse().with_context(usage)?;
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("{}", usage());
+            }
+            Ok(v)
+        };
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if let Some((name, value)) = part.split_once('=') {
+                let rate = || -> Result<f64> {
+                    let r: f64 = value.trim().parse().with_context(usage)?;
+                    if !(0.0..=1.0).contains(&r) {
+                        bail!("--faults: {name} must be a share within 0..=1, got {r}");
+                    }
+                    Ok(r)
+                };
+                match name.trim() {
+                    "pay-error" => plan.payment_error_rate = rate()?,
+                    "pay-hang" => plan.payment_hang_rate = rate()?,
+                    "pay-charged-error" => plan.payment_charged_error_rate = rate()?,
+                    "hang-ms" => plan.hang_ms = Some(value.trim().parse().with_context(usage)?),
+                    other => bail!("--faults: unknown setting {other:?}; {}", usage()),
+                }
+            } else if let Some((name, at)) = part.split_once('@') {
+                match name.trim() {
+                    "kill-api" => {
+                        let (start, down) = at.split_once('+').unwrap_or((at, ""));
+                        plan.kill_api_at_s = Some(seconds(start)? * scale);
+                        if !down.is_empty() {
+                            plan.api_down_s = seconds(down)?;
+                        }
+                    }
+                    "restart-db" => plan.restart_db_at_s = Some(seconds(at)? * scale),
+                    other => bail!("--faults: unknown fault {other:?}; {}", usage()),
+                }
+            } else {
+                bail!("{}", usage());
+            }
+        }
+        let total =
+            plan.payment_error_rate + plan.payment_hang_rate + plan.payment_charged_error_rate;
+        if total > 1.0 {
+            bail!("--faults: the payment fault shares add up to {total} > 1");
+        }
+        Ok(plan)
+    }
+
+    /// The same plan with its times multiplied by `scale` (`--duration-scale`; the API's time
+    /// down is not scaled): what [`FaultPlan::parse`] with that scale gives.
+    pub fn scaled(self, scale: f64) -> FaultPlan {
+        FaultPlan {
+            kill_api_at_s: self.kill_api_at_s.map(|t| t * scale),
+            restart_db_at_s: self.restart_db_at_s.map(|t| t * scale),
+            ..self
+        }
+    }
+
+    /// mock-deps' configuration for the run (`PUT /admin/config`).
+    pub fn mock_config(&self) -> serde_json::Value {
+        let mut doc = serde_json::json!({"payment": {
+            "error_rate": self.payment_error_rate,
+            "hang_rate": self.payment_hang_rate,
+            "charged_error_rate": self.payment_charged_error_rate,
+        }});
+        if let Some(ms) = self.hang_ms {
+            doc["hang_ms"] = ms.into();
+        }
+        doc
+    }
+
+    /// The configuration that ends the payment faults after the run.
+    pub fn mock_config_cleared() -> serde_json::Value {
+        serde_json::json!({"payment": {"error_rate": 0.0, "hang_rate": 0.0, "charged_error_rate": 0.0}})
+    }
+
+    /// `true` when some pay request fails on purpose.
+    pub fn has_payment_faults(&self) -> bool {
+        self.payment_error_rate + self.payment_hang_rate + self.payment_charged_error_rate > 0.0
+    }
+
+    /// One line for the events (t = 0) and the reports.
+    pub fn describe_payment(&self) -> String {
+        let pct = |r: f64| format!("{:.0} %", r * 100.0);
+        format!(
+            "payment faults throughout: {} answered 503, {} hang{}, {} charged then answered 500",
+            pct(self.payment_error_rate),
+            pct(self.payment_hang_rate),
+            self.hang_ms
+                .map_or(String::new(), |ms| format!(" ({ms} ms, then 504)")),
+            pct(self.payment_charged_error_rate),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scenario_spec_parses_and_scales() {
+        let p = FaultPlan::parse(
+            "pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,hang-ms=8000,kill-api@20,restart-db@40",
+            0.5,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                p.payment_error_rate,
+                p.payment_hang_rate,
+                p.payment_charged_error_rate
+            ),
+            (0.05, 0.01, 0.02)
+        );
+        assert_eq!(p.hang_ms, Some(8000));
+        assert_eq!(p.kill_api_at_s, Some(10.0));
+        assert_eq!(p.api_down_s, DEFAULT_DOWN_S, "time down is not scaled");
+        assert_eq!(p.restart_db_at_s, Some(20.0));
+        let doc = p.mock_config();
+        assert_eq!(doc["payment"]["charged_error_rate"], 0.02);
+        assert_eq!(doc["hang_ms"], 8000);
+        assert!(
+            p.describe_payment()
+                .contains("5 % answered 503, 1 % hang (8000 ms, then 504), 2 % charged")
+        );
+        assert_eq!(
+            FaultPlan::parse("kill-api@3+0.5", 1.0).unwrap().api_down_s,
+            0.5
+        );
+        assert!(
+            !FaultPlan::parse("restart-db@1", 1.0)
+                .unwrap()
+                .has_payment_faults()
+        );
+    }
+
+    #[test]
+    fn scaling_after_parsing_is_parsing_with_the_scale() {
+        let spec = "pay-error=0.05,kill-api@20+3,restart-db@40";
+        for scale in [0.05, 0.5, 1.0, 3.0] {
+            assert_eq!(
+                FaultPlan::parse(spec, 1.0).unwrap().scaled(scale),
+                FaultPlan::parse(spec, scale).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_specs_are_refused() {
+        for bad in [
+            "pay-error=2",
+            "pay-error=x",
+            "pay-typo=0.1",
+            "kill-api@-1",
+            "kill-api@x",
+            "restart-api@3",
+            "kill-api",
+            "pay-error=0.6,pay-hang=0.6",
+        ] {
+            assert!(FaultPlan::parse(bad, 1.0).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! # lab-results — the load lab's results schema
+//!
+//! The results schema: one [`RunResults`] per API per repeat, saved as `results-<label>-<n>.json`.
+//!
+//! This is the contract between the generator (which fills it), the report (which only reads it) and
+//! anyone re-analysing a run later, so every field says what it counts and how it was measured.
+//! It is versioned by [`SCHEMA_VERSION`]; changes are additive only (new fields are `Option` or carry
+//! `#[serde(default)]`), so an older file still loads. `docs/results-format.md` describes it in prose.
+//!
+//! Counting rules, used everywhere below:
+//! - `offered` = arrivals the profile scheduled; `sent` = requests actually started;
+//!   `not_sent` = arrivals refused by the in-flight cap (`offered = sent + not_sent`).
+//! - `completed` = requests that finished, whatever the outcome (an HTTP response of any status, a
+//!   timeout, a connection error). `ok` = fresh `201`s; `errors` = every other outcome except
+//!   `201_replayed` (an idempotent replay). After the drain, `sent = completed`.
+//! - Latency is measured from the arrival's **intended** send time, not the actual one, so a late
+//!   generator cannot hide queueing (no coordinated omission).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+pub mod faults;
+pub mod inject;
+mod measures;
+mod money;
+mod overload;
+pub use measures::*;
+pub use money::*;
+pub use overload::*;
+
+/// Version of this schema. Bumped only for changes an old reader could misread.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Outcome kind of a fresh order (HTTP 201 without `Idempotent-Replayed`).
+pub const OUTCOME_CREATED: &str = "201";
+/// Outcome kind of an idempotent replay (HTTP 201 with `Idempotent-Replayed: true`).
+pub const OUTCOME_REPLAYED: &str = "201_replayed";
+/// Outcome kind of a request that hit the generator's request timeout.
+pub const OUTCOME_TIMEOUT: &str = "timeout";
+/// Outcome kind of a request whose connection could not be established.
+pub const OUTCOME_CONNECT_ERROR: &str = "connect_error";
+/// Outcome kind of any other transport failure (reset, broken pipe, unreadable body).
+pub const OUTCOME_IO_ERROR: &str = "io_error";
+/// Outcome kind of a retrying client that was still failing when its time ran out.
+pub const OUTCOME_GAVE_UP: &str = "gave_up";
+
+/// Everything measured in one run of one API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    /// Always [`SCHEMA_VERSION`] when written by this version.
+    pub schema_version: u32,
+    /// The API under test, e.g. `blocking-api` (the binary name, or the name given in `--targets`).
+    pub api: String,
+    /// Short label used in charts and tables, e.g. `blocking`.
+    pub label: String,
+    /// Base URL the generator sent requests to.
+    pub target_url: String,
+    /// Unique id of the lab invocation; also the prefix of every `reference_id` sent.
+    pub run_id: String,
+    /// 0-based index of this repeat (runs are interleaved: blocking 0, reactive 0, blocking 1, …).
+    pub repeat_index: u32,
+    /// Total repeats requested (`--repeat`).
+    pub repeats: u32,
+    /// UTC start of the measured part (after warm-up), RFC 3339.
+    pub started_at: String,
+    /// How the run was configured.
+    pub config: RunConfig,
+    /// Machine and build the run happened on.
+    pub environment: Environment,
+    /// One sample per second of the measured part, `t` = 0, 1, 2, … (includes the drain after the
+    /// last arrival, until every request finished or timed out).
+    pub seconds: Vec<SecondSample>,
+    /// Things that happened during the run (phase changes, injected latency changes, …).
+    pub events: Vec<Event>,
+    /// Summary of the constant-rate phase only (`None` for profiles without one).
+    pub plateau: Option<Summary>,
+    /// Summary of the whole measured run.
+    pub summary: Summary,
+    /// Little's-law ceiling for the blocking API (`None` for the reactive one).
+    pub littles_law: Option<LittlesLaw>,
+    /// `Some(reason)` when the harness (generator, mock-deps or PostgreSQL), not the API, was the
+    /// limit at some point; the reason says which and when. `None` = no sign of it.
+    pub harness_bound: Option<String>,
+    /// End-of-run consistency checks (counts reconcile, an order per 201, no key charged twice).
+    #[serde(default)]
+    pub invariants: Vec<InvariantCheck>,
+    /// For `stress`: the highest step rate (req/s) that held (≤ 1 % errors and p99 ≤ 10 s).
+    #[serde(default)]
+    pub knee_rps: Option<f64>,
+    /// Goose's own report files written beside this one (file names, relative to the results file).
+    #[serde(default)]
+    pub goose_reports: Vec<String>,
+    /// Seconds from the first arrival to the last response: the precise denominator of a short
+    /// closed run's rate (`summary.duration_s` counts whole per-second buckets).
+    #[serde(default)]
+    pub elapsed_s: Option<f64>,
+    /// The gateway's charges against the orders, counted after the run once every `CHARGING` key
+    /// settled (`None`: not counted — no database or mock-deps known, see `invariants`).
+    #[serde(default)]
+    pub money: Option<MoneyRecord>,
+    /// Retrying clients (`--retry-for-s`): attempts and how each client ended. With it, every
+    /// request counted above is one logical client (its final answer, latency from its first
+    /// attempt's intended time), not one HTTP request.
+    #[serde(default)]
+    pub retries: Option<RetryRecord>,
+    /// Requests whose client gave up, and the orders made for them anyway (the lab only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_give_up: Option<AfterGiveUp>,
+}
+
+/// The run's configuration as actually applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The load profile.
+    pub profile: ProfileInfo,
+    /// mock-deps latencies in force during the run, outside an `injection` (`None` when the lab
+    /// could not read them).
+    pub mock_latency_ms: Option<MockLatencies>,
+    /// A dependency slowed for part of the run (`--inject`), times after `--duration-scale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection: Option<inject::Injection>,
+    /// Faults injected during the run (`--faults`), times after `--duration-scale`; what happened
+    /// and when is in `events`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<faults::FaultPlan>,
+    /// API settings by env var name (`DB_POOL_SIZE`, `BLOCKING_THREADS`, …) → value, sorted by name.
+    /// Only what the lab set or knows; used by the report's fairness section.
+    pub api_settings: BTreeMap<String, String>,
+    /// Resource limits on the API process.
+    pub limits: Limits,
+    /// `DB_TX_SCOPE` of the API (`short` or `request`).
+    pub tx_scope: String,
+    /// Generator request timeout, ms (a request still unanswered then counts as `timeout`).
+    pub request_timeout_ms: u64,
+    /// Generator in-flight cap; an arrival finding this many requests open counts as `not_sent`.
+    pub max_in_flight: u64,
+    /// Share of requests re-sending an earlier `reference_id` (`--duplicate-ratio`).
+    pub duplicate_ratio: f64,
+    /// Number of distinct seller tokens (`sk_seller-NN`) requests are spread over.
+    pub sellers: u32,
+    /// Warm-up before the measured part, seconds (excluded from every figure).
+    pub warmup_s: f64,
+    /// `--shedding` of the lab run (`None`: not started by the lab). The admission settings in
+    /// force are in `api_settings` (`MAX_IN_FLIGHT` as the API reported it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shedding: Option<Shedding>,
+}
+
+/// The load profile as run (after `--duration-scale`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileInfo {
+    /// Profile name as given, e.g. `ramp-300`, `seed-gatling`, `closed-30-300`.
+    pub name: String,
+    /// `open` (fixed arrival schedule) or `closed` (C clients, each waits for its response).
+    pub model: String,
+    /// `--duration-scale` applied to every phase.
+    pub duration_scale: f64,
+    /// Phases in order.
+    pub phases: Vec<PhaseInfo>,
+    /// Arrivals the profile schedules in total (open model) or requests in total (closed model).
+    pub planned_requests: u64,
+}
+
+/// One phase of a profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseInfo {
+    /// `ramp-up`, `constant`, `ramp-down`, `idle`, `burst`, `step-<rate>`, `closed`.
+    pub name: String,
+    /// Start, seconds from the start of the measured part.
+    pub start_s: f64,
+    /// Length, seconds.
+    pub duration_s: f64,
+    /// Arrival rate at the start of the phase, req/s (linear in between; 0 for closed phases).
+    pub from_rate: f64,
+    /// Arrival rate at the end of the phase, req/s.
+    pub to_rate: f64,
+    /// Arrivals scheduled in this phase.
+    pub arrivals: u64,
+}
+
+/// mock-deps latencies, ms.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MockLatencies {
+    /// `GET /sellers/authorization`.
+    pub seller: u64,
+    /// `POST /risk-analysis/validate`.
+    pub risk: u64,
+    /// `POST /gateway/pay`.
+    pub payment: u64,
+}
+
+impl MockLatencies {
+    /// The sequential critical path of one order, ms.
+    pub fn critical_path_ms(&self) -> u64 {
+        self.seller + self.risk + self.payment
+    }
+}
+
+/// Limits on the API process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// `true` only if the limits below were verified to be in force on the API process.
+    pub limits_enforced: bool,
+    /// CPU limit in cores (quota ÷ period) when enforced.
+    pub cpu_cores: Option<f64>,
+    /// Memory limit in bytes when enforced.
+    pub memory_bytes: Option<u64>,
+    /// How: `cgroup v2`, `cgroup v1`, `docker compose`, `none`.
+    pub mechanism: String,
+    /// Human note, e.g. why limits are NOT enforced.
+    pub note: String,
+}
+
+/// Where the run happened.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Environment {
+    /// Logical CPUs visible to the lab.
+    pub cores: u32,
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// OS name (`PRETTY_NAME` of `/etc/os-release`).
+    #[serde(default)]
+    pub os: String,
+    /// Total memory, bytes.
+    #[serde(default)]
+    pub memory_bytes: u64,
+    /// `rustc --version` of the toolchain that built the lab.
+    pub rustc: String,
+    /// Git commit of the workspace (`unknown` outside a checkout), `-dirty` when modified.
+    pub git_sha: String,
+    /// Build profile of the APIs (`release` or `debug`).
+    #[serde(default)]
+    pub build_profile: String,
+}
+
+impl RunResults {
+    /// Reads a results file, refusing a newer schema it would misread.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let results: RunResults = serde_json::from_str(&text)
+            .with_context(|| format!("parsing results file {}", path.display()))?;
+        if results.schema_version > SCHEMA_VERSION {
+            bail!(
+                "{} has schema_version {}, this loadtest reads up to {SCHEMA_VERSION}",
+                path.display(),
+                results.schema_version
+            );
+        }
+        Ok(results)
+    }
+
+    /// Writes the results as pretty JSON (creating parent folders).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// `true` when every invariant that could be checked held.
+    pub fn invariants_hold(&self) -> bool {
+        self.invariants.iter().all(|c| c.ok != Some(false))
+    }
+}

@@ -1,0 +1,33 @@
+//! # loadgen — the load lab's generator
+//!
+//! Makes the load and counts it; knows nothing of how the APIs are started (that is the
+//! `loadtest` binary's lab) nor of how the results are shown (`lab-report`). Its output is a
+//! [`lab_results::RunResults`].
+//!
+//! - [`profile`]: the arrival schedules (`ramp-N`, `seed-gatling`, `stress`, `closed-C-N`), fixed in
+//!   advance; [`body`]: valid, unique, randomised orders; [`http`]: one request and its outcome;
+//!   [`retry`]: clients that retry like a careful payment client;
+//! - [`driver`]: goose runs the load; the open model is a scheduler transaction that fires each
+//!   arrival at its intended time whether or not earlier ones returned (`scheduler`, sharing the
+//!   run's state in `shared`); [`recorder`] writes every request's fate into per-second,
+//!   per-phase and whole-run HdrHistograms, and [`gave_up`] the keys whose client gave up;
+//! - [`sampler`]: once a second, the API's CPU/RSS/threads/fds, its `/metrics`, and the harness's
+//!   own CPU, on the run's [`clock`]; [`assemble`] turns all that into the results file and flags
+//!   harness-bound runs.
+//!
+//! Modules depend downwards only (no import circle): `clock`, `profile`, `body` → `http`,
+//! `gave_up`, `progress` → `recorder`, `retry` → `shared` → `scheduler` → `driver` → `assemble`.
+
+pub mod assemble;
+pub mod body;
+pub mod clock;
+pub mod driver;
+pub mod gave_up;
+pub mod http;
+pub mod profile;
+pub mod progress;
+pub mod recorder;
+pub mod retry;
+pub mod sampler;
+mod scheduler;
+mod shared;

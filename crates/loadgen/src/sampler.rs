@@ -1,0 +1,251 @@
+//! Once a second, what the processes and the API's `/metrics` say.
+//!
+//! Ticks are aligned to the run's clock (`t0 + k s`), so row `k` covers the same second as the
+//! recorder's bucket `k`. CPU % comes from two readings of cumulative CPU time (labkit::procstat),
+//! so a one-off slow tick cannot invent load. `/metrics` is scraped with a short timeout; a scrape
+//! that fails leaves `None` rather than a stale value.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use labkit::procstat::{ProcSample, Sampler, Target, cpu_percent, cpu_wait_percent};
+
+use crate::clock::Clock;
+use lab_results::{ApiMetrics, HarnessSample, ProcessSample};
+
+/// What to sample.
+#[derive(Debug, Clone, Default)]
+pub struct SampleTargets {
+    /// The API process (`None` when it runs elsewhere, e.g. docker compose).
+    pub api_pid: Option<u32>,
+    /// mock-deps, when the lab started it.
+    pub mock_deps_pid: Option<u32>,
+    /// PostgreSQL's postmaster (sampled with its backends), when the lab started it.
+    pub postgres_pid: Option<u32>,
+    /// The API's `/metrics` URL.
+    pub metrics_url: Option<String>,
+}
+
+/// One second's readings.
+#[derive(Debug, Clone, Default)]
+pub struct SampleRow {
+    pub api: Option<ProcessSample>,
+    /// API CPU-seconds used in this second.
+    pub api_cpu_seconds: Option<f64>,
+    pub metrics: Option<ApiMetrics>,
+    pub harness: HarnessSample,
+}
+
+/// Samples until `stop` is set; returns one row per whole second since the clock started.
+pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) -> Vec<SampleRow> {
+    let mut sampler = Sampler::new();
+    sampler.add("generator", Target::Myself);
+    if let Some(pid) = targets.api_pid {
+        sampler.add("api", Target::Process(pid));
+    }
+    if let Some(pid) = targets.mock_deps_pid {
+        sampler.add("mock-deps", Target::Process(pid));
+    }
+    if let Some(pid) = targets.postgres_pid {
+        sampler.add("postgres", Target::Tree(pid));
+    }
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(700))
+        .no_proxy()
+        .build()
+        .ok();
+    let t0 = loop {
+        if let Some(t0) = clock.get() {
+            break *t0;
+        }
+        if stop.load(Ordering::SeqCst) {
+            return Vec::new();
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    let mut prev = read(&sampler).await;
+    let mut prev_stat = machine_ticks();
+    let mut rows = Vec::new();
+    for k in 1u64.. {
+        tokio::time::sleep_until((t0 + Duration::from_secs(k)).into()).await;
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let cur = read(&sampler).await;
+        let stat = machine_ticks();
+        let machine = match (prev_stat, stat) {
+            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+                Some(100.0 * cores() * (b1 - b0) as f64 / (t1 - t0) as f64)
+            }
+            _ => None,
+        };
+        prev_stat = stat;
+        let pct = |name: &str| match (prev.get(name), cur.get(name)) {
+            (Some(a), Some(b)) => cpu_percent(a, b),
+            _ => None,
+        };
+        let api = cur.get("api").map(|s| ProcessSample {
+            cpu_percent: pct("api").unwrap_or(0.0),
+            cpu_wait_percent: match (prev.get("api"), cur.get("api")) {
+                (Some(a), Some(b)) => cpu_wait_percent(a, b),
+                _ => None,
+            },
+            rss_bytes: s.rss_bytes,
+            threads: s.threads,
+            fds: s.fds.unwrap_or(0),
+        });
+        let api_cpu_seconds = match (prev.get("api"), cur.get("api")) {
+            (Some(a), Some(b)) => Some((b.cpu_seconds - a.cpu_seconds).max(0.0)),
+            _ => None,
+        };
+        let metrics = match (&client, &targets.metrics_url) {
+            (Some(c), Some(url)) => scrape(c, url).await,
+            _ => None,
+        };
+        rows.push(SampleRow {
+            api,
+            api_cpu_seconds,
+            metrics,
+            harness: HarnessSample {
+                generator_cpu_percent: pct("generator"),
+                mock_deps_cpu_percent: pct("mock-deps"),
+                postgres_cpu_percent: pct("postgres"),
+                machine_cpu_percent: machine,
+            },
+        });
+        prev = cur;
+    }
+    rows
+}
+
+fn cores() -> f64 {
+    std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
+}
+
+/// (busy, total) jiffies of all CPUs from the first line of `/proc/stat`.
+fn machine_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let v: Vec<u64> = text
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let total: u64 = v.iter().take(8).sum();
+    Some((total - idle, total))
+}
+
+async fn read(sampler: &Sampler) -> HashMap<String, ProcSample> {
+    let sampler = sampler.clone();
+    // A /proc scan of a process tree is blocking file I/O: keep it off the runtime's workers.
+    tokio::task::spawn_blocking(move || sampler.sample())
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(name, s)| s.map(|s| (name, s)))
+        .collect()
+}
+
+async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
+    let text = client
+        .get(url)
+        .send()
+        .await
+        .ok()?
+        .error_for_status()
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    let m = parse_prometheus(&text);
+    Some(ApiMetrics {
+        db_pool_in_use: m.get("db_pool_connections_in_use").copied(),
+        db_pool_waiting: m.get("db_pool_waiting").copied(),
+        db_pool_acquire_timeouts: m.get("db_pool_acquire_timeouts_total").copied(),
+        blocking_pool_busy: m.get("blocking_pool_busy").copied(),
+        blocking_pool_queued: m.get("blocking_pool_queued").copied(),
+        in_flight: m.get("http_requests_in_flight").copied(),
+        db_tx_seconds_sum: m.get("db_transaction_duration_seconds_sum").copied(),
+        db_tx_count: m.get("db_transaction_duration_seconds_count").copied(),
+    })
+}
+
+/// For APIs the lab did not start: the settings their `/metrics` reveal.
+pub async fn scraped_settings(url: &str) -> BTreeMap<String, String> {
+    let mut s = BTreeMap::new();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .no_proxy()
+        .build()
+        .unwrap_or_default();
+    let text = match client.get(format!("{url}/metrics")).send().await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    let m = parse_prometheus(&text);
+    for (metric, var) in [
+        ("db_pool_max_connections", "DB_POOL_SIZE"),
+        ("blocking_pool_threads", "BLOCKING_THREADS"),
+        ("orders_admission_limit", "MAX_IN_FLIGHT"),
+    ] {
+        if let Some(v) = m.get(metric) {
+            s.insert(var.to_owned(), format!("{v}"));
+        }
+    }
+    s
+}
+
+/// Parses the Prometheus text format into `metric name → value`, summing a metric's label sets
+/// (the gauges the lab reads have none; a histogram's `_bucket`/`_sum`/`_count` lines keep their
+/// own names). Comments, blank and malformed lines are skipped.
+pub fn parse_prometheus(text: &str) -> HashMap<String, f64> {
+    let mut out = HashMap::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, rest) = match line.find(['{', ' ']) {
+            Some(i) if line.as_bytes()[i] == b'{' => match line[i..].find('}') {
+                Some(j) => (&line[..i], &line[i + j + 1..]),
+                None => continue,
+            },
+            Some(i) => (&line[..i], &line[i..]),
+            None => continue,
+        };
+        // "value [timestamp]"
+        let Some(value) = rest
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        *out.entry(name.to_owned()).or_insert(0.0) += value;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_prometheus;
+
+    #[test]
+    fn parses_gauges_counters_and_labels() {
+        let text = "# HELP db_pool_waiting waiting\n# TYPE db_pool_waiting gauge\ndb_pool_waiting 3\n\
+                    db_pool_connections_in_use 10\n\
+                    http_requests_total{route=\"/orders\",method=\"POST\",status=\"201\"} 5\n\
+                    http_requests_total{route=\"/orders\",method=\"POST\",status=\"503\"} 2 1700000000\n\
+                    db_pool_acquire_timeouts_total 1e3\nbroken{ 1\n";
+        let m = parse_prometheus(text);
+        assert_eq!(m["db_pool_waiting"], 3.0);
+        assert_eq!(m["db_pool_connections_in_use"], 10.0);
+        assert_eq!(m["http_requests_total"], 7.0);
+        assert_eq!(m["db_pool_acquire_timeouts_total"], 1000.0);
+        assert!(!m.contains_key("broken"));
+    }
+}

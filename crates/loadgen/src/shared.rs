@@ -1,0 +1,74 @@
+//! What one run needs ([`DriverConfig`]) and the state its tasks share while it runs: the
+//! recorder, the body generator, the in-flight count, the clock. The driver builds it; the
+//! open-model scheduler and the closed-model clients read and update it.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::body::{BodyGen, OrderRequest};
+use crate::clock::Clock;
+use crate::http::{Outcome, fire};
+use crate::profile::Profile;
+use crate::progress::Progress;
+use crate::recorder::Recorder;
+use crate::retry::{AttemptLog, RetryPolicy};
+
+/// What one run needs.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Base URL of the API (`http://127.0.0.1:8081`).
+    pub target: String,
+    pub profile: Profile,
+    pub request_timeout: Duration,
+    pub max_in_flight: u64,
+    /// Prefix of every `reference_id`.
+    pub run_id: String,
+    pub sellers: u32,
+    pub duplicate_ratio: f64,
+    /// Goose report files to write (`.html`, `.json`, `.md`).
+    pub goose_reports: Vec<String>,
+    /// Progress bar label; `None` hides the bars.
+    pub progress: Option<String>,
+    /// Clients retry (same key, same body) under this policy; `None` = one attempt each.
+    pub retry: Option<RetryPolicy>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) cfg: DriverConfig,
+    pub(crate) url: String,
+    pub(crate) client: reqwest::Client,
+    pub(crate) recorder: Mutex<Recorder>,
+    pub(crate) bodies: Mutex<BodyGen>,
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) tickets: AtomicU64,
+    pub(crate) clock: Clock,
+    pub(crate) phases_run: AtomicU64,
+    pub(crate) started_at: OnceLock<chrono::DateTime<chrono::Utc>>,
+    pub(crate) progress: Mutex<Progress>,
+    pub(crate) attempts: Option<Mutex<AttemptLog>>,
+}
+
+impl Shared {
+    pub(crate) fn start(&self) -> Instant {
+        *self.clock.get_or_init(|| {
+            let _ = self.started_at.set(chrono::Utc::now());
+            Instant::now()
+        })
+    }
+
+    pub(crate) fn rec(&self) -> std::sync::MutexGuard<'_, Recorder> {
+        self.recorder.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One request — or, with a retry policy, one retrying client — to its final outcome.
+    pub(crate) async fn send(&self, t0: Instant, request: &OrderRequest) -> Outcome {
+        match (&self.cfg.retry, &self.attempts) {
+            (Some(policy), Some(log)) => {
+                let timeout = self.cfg.request_timeout;
+                crate::retry::send(&self.client, &self.url, request, policy, timeout, t0, log).await
+            }
+            _ => fire(&self.client, &self.url, request).await,
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Results files: assembled from recorded data, saved, loaded back identical; a newer schema is
+//! refused; the harness-bound rules fire on the harness, not on a busy API.
+
+use std::time::Duration;
+
+use lab_results::*;
+use loadgen::assemble::{RunMeta, assemble, harness_bound};
+use loadgen::driver::DriverOutput;
+use loadgen::profile::Profile;
+use loadgen::recorder::Recorder;
+use loadgen::sampler::SampleRow;
+
+fn meta(profile: &Profile) -> RunMeta {
+    let mut api_settings = std::collections::BTreeMap::new();
+    api_settings.insert("BLOCKING_THREADS".to_owned(), "200".to_owned());
+    RunMeta {
+        api: "blocking-api".into(),
+        label: "blocking".into(),
+        target_url: "http://127.0.0.1:1".into(),
+        run_id: "t".into(),
+        repeat_index: 0,
+        repeats: 1,
+        config: RunConfig {
+            profile: profile.info(),
+            mock_latency_ms: Some(MockLatencies {
+                seller: 200,
+                risk: 1000,
+                payment: 1000,
+            }),
+            injection: None,
+            faults: None,
+            api_settings,
+            limits: Limits {
+                limits_enforced: true,
+                cpu_cores: Some(1.0),
+                memory_bytes: Some(1 << 30),
+                mechanism: "cgroup v2".into(),
+                note: String::new(),
+            },
+            tx_scope: "short".into(),
+            request_timeout_ms: 60_000,
+            max_in_flight: 20_000,
+            duplicate_ratio: 0.0,
+            sellers: 16,
+            warmup_s: 0.0,
+            shedding: Some(Shedding::On),
+        },
+        environment: Environment {
+            cores: 2,
+            ..Default::default()
+        },
+        goose_reports: vec![],
+        events: vec![],
+    }
+}
+
+fn recorded(profile: &Profile) -> DriverOutput {
+    let mut rec = Recorder::new(profile.phases.len());
+    for a in profile.arrivals() {
+        rec.offered(a.at_s, a.phase);
+        rec.sent(a.at_s, Duration::from_millis(1), a.phase);
+        rec.completed(
+            a.at_s + 2.2,
+            Duration::from_millis(2200),
+            a.phase,
+            OUTCOME_CREATED,
+        );
+    }
+    DriverOutput {
+        recorder: rec,
+        phases_run: profile.phases.len(),
+        started_at: chrono::Utc::now(),
+        elapsed_s: Some(profile.duration_s() + 2.2),
+        retries: None,
+    }
+}
+
+#[test]
+fn assembled_results_round_trip() {
+    let profile = Profile::parse("ramp-100", 0.1).unwrap();
+    let out = recorded(&profile);
+    let rows: Vec<SampleRow> = (0..20)
+        .map(|_| SampleRow {
+            api: Some(ProcessSample {
+                cpu_percent: 50.0,
+                cpu_wait_percent: None,
+                rss_bytes: 1 << 24,
+                threads: 210,
+                fds: 300,
+            }),
+            api_cpu_seconds: Some(0.5),
+            ..Default::default()
+        })
+        .collect();
+    let r = assemble(meta(&profile), &profile, &out, &rows);
+    assert_eq!(r.schema_version, SCHEMA_VERSION);
+    assert_eq!(r.summary.offered, profile.planned_requests());
+    assert_eq!(r.summary.ok, r.summary.offered);
+    assert!(
+        (r.summary.latency_ms.p99 - 2200.0).abs() < 5.0,
+        "{:?}",
+        r.summary.latency_ms
+    );
+    let plateau = r.plateau.as_ref().unwrap();
+    assert_eq!(plateau.offered, 300);
+    assert_eq!(plateau.offered_rps, 100.0);
+    assert_eq!(r.summary.peak_threads, Some(210));
+    let ll = r.littles_law.as_ref().unwrap();
+    assert!((ll.bound_rps - 200.0 / 2.2).abs() < 1e-9);
+    assert_eq!(r.harness_bound, None);
+    assert_eq!(
+        r.seconds.iter().map(|s| s.completed).sum::<u64>(),
+        r.summary.completed
+    );
+
+    let path = std::env::temp_dir().join(format!("loadtest-roundtrip-{}.json", std::process::id()));
+    r.save(&path).unwrap();
+    assert_eq!(RunResults::load(&path).unwrap(), r);
+
+    let mut newer: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    newer["schema_version"] = (SCHEMA_VERSION + 1).into();
+    std::fs::write(&path, newer.to_string()).unwrap();
+    assert!(
+        RunResults::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("schema_version")
+    );
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn shed_requests_are_their_own_kind_with_their_own_latency_and_round_trip() {
+    let profile = Profile::parse("ramp-100", 0.1).unwrap();
+    let mut out = recorded(&profile);
+    // A second wave, refused at admission within 5 ms; and one client that gave up.
+    for a in profile.arrivals() {
+        out.recorder.offered(a.at_s, a.phase);
+        out.recorder.sent(a.at_s, Duration::from_millis(1), a.phase);
+        out.recorder.completed(
+            a.at_s + 0.005,
+            Duration::from_millis(5),
+            a.phase,
+            OUTCOME_OVERLOADED,
+        );
+    }
+    let mut r = assemble(meta(&profile), &profile, &out, &[]);
+    let s = &r.summary;
+    assert_eq!(s.errors_by_kind.get(OUTCOME_OVERLOADED), Some(&s.ok));
+    assert_eq!(s.errors_by_kind.get(OUTCOME_TIMEOUT), None);
+    let shed = s
+        .overloaded_latency_ms
+        .expect("overloaded latency recorded");
+    assert!((shed.p99 - 5.0).abs() < 0.1, "{shed:?}");
+    let ok = s.ok_latency_ms.expect("201 latency recorded");
+    assert!(
+        (ok.p99 - 2200.0).abs() < 5.0,
+        "refusals stay out of the 201s: {ok:?}"
+    );
+    r.after_give_up = Some(AfterGiveUp {
+        gave_up: 3,
+        orders: Some(1),
+        detail: "counted".into(),
+    });
+    let path = std::env::temp_dir().join(format!("loadtest-shed-{}.json", std::process::id()));
+    r.save(&path).unwrap();
+    let back = RunResults::load(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    // Field by field: a per-second mean may lose its last digit in JSON (serde_json's float parsing).
+    assert_eq!(back.config, r.config);
+    assert_eq!(back.config.shedding, Some(Shedding::On));
+    assert_eq!(back.summary, r.summary);
+    assert_eq!(back.after_give_up, r.after_give_up);
+}
+
+#[test]
+fn a_slowdown_over_the_plateau_moves_the_littles_law_bound() {
+    let profile = Profile::parse("ramp-100", 0.1).unwrap();
+    let out = recorded(&profile);
+    let mut meta = meta(&profile);
+    // ramp-100 × 0.1: the plateau runs from 3 s to 6 s; payment at 5 s covers all of it.
+    meta.config.injection =
+        Some(lab_results::inject::Injection::parse("pay=5000@30+30", 0.1).unwrap());
+    let r = assemble(meta, &profile, &out, &[]);
+    let ll = r.littles_law.as_ref().unwrap();
+    assert_eq!(ll.critical_path_ms, 6200.0);
+    assert!((ll.bound_rps - 200.0 / 6.2).abs() < 1e-9);
+    assert!(ll.note.as_deref().unwrap().contains("whole plateau"));
+    let path = std::env::temp_dir().join(format!("loadtest-inject-{}.json", std::process::id()));
+    r.save(&path).unwrap();
+    let back = RunResults::load(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_eq!(back.config.injection, r.config.injection);
+    assert_eq!(back, r);
+}
+
+#[test]
+fn harness_bound_blames_the_harness_not_a_busy_api() {
+    let limits = Limits {
+        limits_enforced: true,
+        cpu_cores: Some(1.0),
+        memory_bytes: None,
+        mechanism: String::new(),
+        note: String::new(),
+    };
+    let second = |t: u32, api_cpu: f64, mock: f64, late: f64| SecondSample {
+        t,
+        lateness_ms: Some(Lateness {
+            p99: late,
+            max: late,
+        }),
+        api_process: Some(ProcessSample {
+            cpu_percent: api_cpu,
+            cpu_wait_percent: None,
+            ..Default::default()
+        }),
+        harness: HarnessSample {
+            mock_deps_cpu_percent: Some(mock),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let calm: Vec<_> = (0..10).map(|t| second(t, 50.0, 10.0, 1.0)).collect();
+    assert_eq!(harness_bound(&calm, &limits, 4), None);
+    // mock-deps pegged while the API idles: the mocks are the limit.
+    let mock_bound: Vec<_> = (0..10).map(|t| second(t, 30.0, 98.0, 1.0)).collect();
+    assert!(
+        harness_bound(&mock_bound, &limits, 4)
+            .unwrap()
+            .contains("mock-deps")
+    );
+    // mock-deps pegged while the API is at its 1-CPU quota: the API is the limit.
+    let api_bound: Vec<_> = (0..10).map(|t| second(t, 99.0, 98.0, 1.0)).collect();
+    assert_eq!(harness_bound(&api_bound, &limits, 4), None);
+    // A late generator is always flagged.
+    let late: Vec<_> = (0..10).map(|t| second(t, 99.0, 10.0, 120.0)).collect();
+    assert!(
+        harness_bound(&late, &limits, 4)
+            .unwrap()
+            .contains("lateness")
+    );
+}
