@@ -23,10 +23,17 @@ FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libpq5 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --no-create-home --shell /usr/sbin/nologin lab
+    && useradd --system --no-create-home --shell /usr/sbin/nologin lab \
+    && printf '%s\n' '#!/bin/sh' \
+        '# Open files: the soft limit up to the hard one the engine grants.' \
+        'ulimit -n "$(ulimit -Hn)" 2>/dev/null || true' 'exec "$@"' > /usr/local/bin/raise-nofile \
+    && chmod 755 /usr/local/bin/raise-nofile
 COPY --from=builder /out/blocking-api /out/reactive-api /out/mock-deps /out/loadtest /usr/local/bin/
 WORKDIR /app
 # Migrations are embedded in the API binaries (sqlx::migrate!), nothing else to copy.
 USER lab
+# Thousands of connections at once need more than the usual soft limit of 1024 open files; a fixed
+# `ulimits` in the compose file would be refused where the host's hard limit is lower.
+ENTRYPOINT ["raise-nofile"]
 # Overridden per service in docker-compose.yml.
 CMD ["blocking-api"]
