@@ -47,7 +47,7 @@ if ! docker info >/dev/null 2>&1; then
     # podman's default open files (1048576) and processes are refused unless capped to them.
     mkdir -p /etc/containers/containers.conf.d
     nofile=$(ulimit -Hn) nproc=$(ulimit -Hu)
-    if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi # conmon's own
+    if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi # podman runs with 32768
     cat >/etc/containers/containers.conf.d/50-order-lab.conf <<EOF
 [containers]
 default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
@@ -156,7 +156,7 @@ if [ $engine = podman ]; then
     # the measurement (Docker's own checks are cheaper: no CLI process per check).
     kill "${bg_pids[-1]}" && unset 'bg_pids[-1]'
 fi
-"${compose[@]}" --profile lab run --rm loadtest
+"${compose[@]}" --profile lab run --rm -T loadtest
 phase "loadtest ($profile, scale $scale)"
 
 # ---- 5. the report ----
