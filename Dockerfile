@@ -10,7 +10,10 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 # Cache mounts keep the registry and target/ between builds; the binaries are copied out of the
-# cached target/ because it is not part of the image layer.
+# cached target/ because it is not part of the image layer. One cargo invocation for the four
+# binaries (every dependency compiled once); the release profile without its line tables, which
+# only backtraces use: same optimisation, less to compile and link on a cold cache.
+ENV CARGO_PROFILE_RELEASE_DEBUG=none
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p blocking-api -p reactive-api -p mock-deps -p loadtest \
