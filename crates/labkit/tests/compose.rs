@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_yaml_ng::Value;
 
 mod compose_rules;
-use compose_rules::violations;
+use compose_rules::{violations, with_defaults};
 
 fn files() -> (Value, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -40,9 +40,16 @@ fn compose_file_keeps_the_comparison_fair() {
 }
 
 #[test]
+fn interpolation_defaults() {
+    assert_eq!(with_defaults("${LAB_OUT:-/reports}"), "/reports");
+    assert_eq!(with_defaults("a${X:-b}c${Y}d"), "abcd");
+    assert_eq!(with_defaults("ramp-300"), "ramp-300");
+}
+
+#[test]
 fn every_perturbation_is_caught() {
     type Perturb = fn(&mut Value, &mut String);
-    let cases: [(&str, Perturb); 9] = [
+    let cases: [(&str, Perturb); 12] = [
         ("mem_limit", |c, _| {
             c["services"]["reactive-api"]["mem_limit"] = "2g".into()
         }),
@@ -74,6 +81,16 @@ fn every_perturbation_is_caught() {
         ("builds loadtest", |_, d| *d = d.replace("-p loadtest", "")),
         ("RUST_LOG differs", |c, _| {
             c["services"]["blocking-api"]["environment"]["RUST_LOG"] = "info".into()
+        }),
+        ("fixed nofile", |c, _| {
+            c["services"]["mock-deps"]["ulimits"] =
+                serde_yaml_ng::from_str("nofile: 65536").unwrap()
+        }),
+        ("open files not raised", |_, d| {
+            *d = d.replace(r#"ENTRYPOINT ["raise-nofile"]"#, "")
+        }),
+        ("default profile", |c, _| {
+            c["services"]["loadtest"]["command"][9] = "${LAB_PROFILE:-ramp-150}".into()
         }),
     ];
     let (compose, dockerfile) = files();
