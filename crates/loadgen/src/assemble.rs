@@ -250,15 +250,25 @@ pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> O
         s.api_process
             .is_none_or(|p| p.cpu_percent < SATURATED * 100.0 * quota)
     };
-    let mut check = |what: &str, limit: f64, f: &dyn Fn(&SecondSample) -> Option<f64>| {
+    // A reason ("{what}, N s (first at …)") when `found` held for 3 s or more while the API was
+    // below its quota.
+    let mut when_api_idle = |what: String, found: &dyn Fn(&SecondSample) -> bool| {
         let hits: Vec<u32> = seconds
             .iter()
-            .filter(|s| api_idle(s) && f(s).is_some_and(|v| v >= limit))
+            .filter(|s| api_idle(s) && found(s))
             .map(|s| s.t)
             .collect();
         if hits.len() >= 3 {
-            reasons.push(format!("{what} at ≥ {limit:.0} % CPU while the API was below its quota, {} s (first at t={} s)", hits.len(), hits[0]));
+            reasons.push(format!(
+                "{what}, {} s (first at t={} s)",
+                hits.len(),
+                hits[0]
+            ));
         }
+    };
+    let mut check = |what: &str, limit: f64, f: &dyn Fn(&SecondSample) -> Option<f64>| {
+        let what = format!("{what} at ≥ {limit:.0} % CPU while the API was below its quota");
+        when_api_idle(what, &|s| f(s).is_some_and(|v| v >= limit));
     };
     check("generator", SATURATED * 100.0 * cores, &|s| {
         s.harness.generator_cpu_percent
@@ -284,22 +294,16 @@ pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> O
                 .or_else(|| Some(ours.iter().flatten().sum()))
         },
     );
-    let hits: Vec<u32> = seconds
-        .iter()
-        .filter(|s| {
-            api_idle(s)
-                && s.api_process
-                    .and_then(|p| p.cpu_wait_percent)
-                    .is_some_and(|w| w >= API_CPU_WAIT_PERCENT)
-        })
-        .map(|s| s.t)
-        .collect();
-    if hits.len() >= 3 {
-        reasons.push(format!(
-            "the API runnable but waiting for a CPU ≥ {API_CPU_WAIT_PERCENT:.0} % of the time while below its quota (the machine's other processes had the cores), {} s (first at t={} s)",
-            hits.len(),
-            hits[0]
-        ));
-    }
+    when_api_idle(
+        format!(
+            "the API runnable but waiting for a CPU ≥ {API_CPU_WAIT_PERCENT:.0} % of the time while \
+             below its quota (the machine's other processes had the cores)"
+        ),
+        &|s| {
+            s.api_process
+                .and_then(|p| p.cpu_wait_percent)
+                .is_some_and(|w| w >= API_CPU_WAIT_PERCENT)
+        },
+    );
     (!reasons.is_empty()).then(|| reasons.join("; "))
 }

@@ -86,20 +86,15 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
             (Some(a), Some(b)) => cpu_percent(a, b),
             _ => None,
         };
+        let api_pair = prev.get("api").zip(cur.get("api"));
         let api = cur.get("api").map(|s| ProcessSample {
             cpu_percent: pct("api").unwrap_or(0.0),
-            cpu_wait_percent: match (prev.get("api"), cur.get("api")) {
-                (Some(a), Some(b)) => cpu_wait_percent(a, b),
-                _ => None,
-            },
+            cpu_wait_percent: api_pair.and_then(|(a, b)| cpu_wait_percent(a, b)),
             rss_bytes: s.rss_bytes,
             threads: s.threads,
             fds: s.fds.unwrap_or(0),
         });
-        let api_cpu_seconds = match (prev.get("api"), cur.get("api")) {
-            (Some(a), Some(b)) => Some((b.cpu_seconds - a.cpu_seconds).max(0.0)),
-            _ => None,
-        };
+        let api_cpu_seconds = api_pair.map(|(a, b)| (b.cpu_seconds - a.cpu_seconds).max(0.0));
         let metrics = match (&client, &targets.metrics_url) {
             (Some(c), Some(url)) => scrape(c, url).await,
             _ => None,

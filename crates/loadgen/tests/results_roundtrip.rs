@@ -241,3 +241,33 @@ fn harness_bound_blames_the_harness_not_a_busy_api() {
             .contains("lateness")
     );
 }
+
+#[test]
+fn harness_bound_blames_the_machine_when_the_api_waits_for_a_cpu() {
+    let limits = Limits {
+        limits_enforced: true,
+        cpu_cores: Some(1.0),
+        memory_bytes: None,
+        mechanism: String::new(),
+        note: String::new(),
+    };
+    let second = |t: u32, api_cpu: f64, wait: f64| SecondSample {
+        t,
+        api_process: Some(ProcessSample {
+            cpu_percent: api_cpu,
+            cpu_wait_percent: Some(wait),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // Runnable but kept off the cores 44 % of the time while using 40 % of its quota.
+    let starved: Vec<_> = (0..10).map(|t| second(t, 40.0, 44.0)).collect();
+    let why = harness_bound(&starved, &limits, 2).unwrap();
+    assert!(why.contains("waiting for a CPU ≥ 20 %"), "{why}");
+    assert!(why.contains("10 s (first at t=0 s)"), "{why}");
+    // The same wait at its own quota is the API's limit, and a short wait is nobody's.
+    let at_quota: Vec<_> = (0..10).map(|t| second(t, 99.0, 44.0)).collect();
+    assert_eq!(harness_bound(&at_quota, &limits, 2), None);
+    let brief: Vec<_> = (0..10).map(|t| second(t, 40.0, 5.0)).collect();
+    assert_eq!(harness_bound(&brief, &limits, 2), None);
+}

@@ -143,7 +143,7 @@ impl LoopLag {
         let sample = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
         let old = self.smoothed_us.load(Ordering::Relaxed);
         self.smoothed_us
-            .store(old - old / 8 + sample / 8, Ordering::Relaxed);
+            .store(moving_average(old, sample, 8), Ordering::Relaxed);
     }
 
     /// The smoothed lateness (zero for a loop without a probe).
@@ -176,10 +176,15 @@ impl Queue {
         let new = if old == 0 {
             sample
         } else {
-            old - old / 16 + sample / 16
+            moving_average(old, sample, 16)
         };
         self.mean_hold_us.store(new, Ordering::Relaxed);
     }
+}
+
+/// `old` moved towards `sample` by 1/`weight` of the difference (integer, never overflows).
+fn moving_average(old: u64, sample: u64, weight: u64) -> u64 {
+    old - old / weight + sample / weight
 }
 
 /// Counts a request among the waiters for as long as it waits (also when its handler is dropped).
