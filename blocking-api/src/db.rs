@@ -27,6 +27,7 @@ use prometheus::HistogramTimer;
 
 type PgPool = Pool<ConnectionManager<PgConnection>>;
 
+#[derive(Clone)]
 pub struct Db {
     pool: PgPool,
     metrics: Arc<Metrics>,
@@ -485,7 +486,7 @@ fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError>
 /// Lost connections, and what the server ends or refuses for now (a statement or lock timeout,
 /// a shutdown: judged from the message, as diesel hides the SQLSTATE), are
 /// `database_unavailable`; anything else is a bug.
-fn db_error(e: diesel::result::Error) -> ApiError {
+pub(crate) fn db_error(e: diesel::result::Error) -> ApiError {
     use diesel::result::{DatabaseErrorKind, Error};
     let unavailable = match &e {
         Error::DatabaseError(
@@ -512,9 +513,9 @@ fn db_error(e: diesel::result::Error) -> ApiError {
 /// Overriding `is_safe_to_cache_prepared` uses the API diesel opens with its
 /// `i-implement-a-third-party-backend-and-opt-into-breaking-changes` feature (enabled in the
 /// workspace's Cargo.toml for this).
-struct Prepared<Q>(Q);
+pub(crate) struct Prepared<Q>(Q);
 
-trait Prepare: Sized {
+pub(crate) trait Prepare: Sized {
     fn prepared(self) -> Prepared<Self> {
         Prepared(self)
     }

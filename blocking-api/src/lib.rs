@@ -11,6 +11,7 @@
 //! [`clients`] and the [`recovery`] loop are this crate's own, written to read step for step like
 //! reactive-api's.
 
+pub mod batch;
 pub mod clients;
 pub mod db;
 pub mod pool;

@@ -8,7 +8,7 @@ use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::CommonSettings;
 
-use crate::{clients::Deps, db::Db, recovery, routes};
+use crate::{batch, clients::Deps, db::Db, recovery, routes};
 
 /// blocking-api's settings: the shared ones, its listen address and its thread pool.
 #[derive(Debug, Clone, clap::Parser)]
@@ -32,6 +32,8 @@ pub struct Settings {
 pub struct AppState {
     pub settings: CommonSettings,
     pub db: Db,
+    /// The persist batch writer (`PERSIST_BATCH_MAX` > 1), or nothing.
+    pub batch: batch::Writer,
     pub deps: Deps,
     pub metrics: Arc<Metrics>,
     pub hash_key: RequestHashKey,
@@ -49,8 +51,10 @@ impl Application {
             &common,
             Some(settings.blocking_threads),
             |metrics| {
+                let db = Db::connect(&common, metrics.clone())?;
                 Ok(AppState {
-                    db: Db::connect(&common, metrics.clone())?,
+                    batch: batch::Writer::start(&common, db.clone(), &metrics)?,
+                    db,
                     deps: Deps::new(&common, metrics.clone())?,
                     admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
                     metrics,

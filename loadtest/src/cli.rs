@@ -187,6 +187,16 @@ pub struct LabArgs {
     /// at it): its durability is the lab's to state.
     #[arg(skip)]
     pub lab_owned_database: bool,
+    /// Set by a scenario that started the database its runs share: its postmaster, so that each
+    /// run samples PostgreSQL's CPU as when the lab starts it.
+    #[arg(skip)]
+    pub database_pid: Option<u32>,
+    /// PERSIST_BATCH_MAX for every API: most orders per persist transaction (1: no batching).
+    #[arg(long, default_value_t = 1)]
+    pub persist_batch_max: usize,
+    /// PERSIST_BATCH_WAIT_MS for every API: how long a persist batch waits for more orders.
+    #[arg(long, default_value_t = 5)]
+    pub persist_batch_wait_ms: u64,
     /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency, faults):
     /// several lab runs, one comparison table. See `loadtest scenarios`.
     /// Admission control of the APIs the lab starts: `on` keeps each API's own MAX_IN_FLIGHT
@@ -210,7 +220,7 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 5000)]
     pub db_statement_timeout_ms: u64,
     /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency,
-    /// overload): several lab runs, one comparison table.
+    /// faults, overload, batching): several lab runs, one comparison table.
     #[arg(long)]
     pub scenario: Option<String>,
 }

@@ -20,6 +20,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
 
+#[derive(Clone)]
 pub struct Db {
     pool: PgPool,
     metrics: Arc<Metrics>,
@@ -403,7 +404,7 @@ pub async fn persist_order(
 }
 
 /// Pool timeouts and lost connections are `database_unavailable`; anything else is a bug.
-fn db_error(e: sqlx::Error) -> ApiError {
+pub(crate) fn db_error(e: sqlx::Error) -> ApiError {
     let unavailable = match &e {
         sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed

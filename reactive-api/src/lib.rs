@@ -10,6 +10,7 @@
 //! `clippy.toml` forbids blocking calls (`reqwest::blocking`, `std::thread::sleep`, `web::block`…)
 //! so the async model cannot quietly borrow the blocking one's tricks.
 
+pub mod batch;
 pub mod clients;
 pub mod db;
 pub mod recovery;

@@ -237,6 +237,16 @@ async fn complete(
     outcome: Outcome,
     placed: Option<(&OrderDocument, &str)>,
 ) -> Result<Outcome, ApiError> {
+    // PERSIST_BATCH_MAX > 1: the batch writer (batch.rs) commits the order together with others;
+    // no connection is held while this request waits for that commit.
+    if let Some((doc, payment_key)) = placed.filter(|_| app.batch.takes()) {
+        let key = (seller_id, reference_id, attempt);
+        if app.batch.persist(key, &outcome, doc, payment_key).await? {
+            return Ok(outcome);
+        }
+        let mut step = app.db.step(held, "persist").await?;
+        return not_completed(&mut step, seller_id, reference_id, outcome).await;
+    }
     let mut step = app.db.step(held, "persist").await?;
     let completed = match placed {
         Some((doc, payment_key)) => {
@@ -246,18 +256,27 @@ async fn complete(
         None => db::complete_key(step.conn(), seller_id, reference_id, attempt, &outcome).await?,
     };
     if !completed {
-        // Either an earlier try of ours committed (its answer was lost), or another attempt took
-        // the key over after our lease expired and owns the outcome.
-        let existing = db::find_key(step.conn(), seller_id, reference_id).await?;
-        let ours = existing.is_some_and(|e| e.response_body.as_deref() == Some(&outcome.body));
-        return if ours {
-            Ok(outcome)
-        } else {
-            Err(ApiError::RequestInProgress)
-        };
+        return not_completed(&mut step, seller_id, reference_id, outcome).await;
     }
     drop(step);
     Ok(outcome)
+}
+
+/// This attempt's write completed nothing: either an earlier try of ours committed (its answer
+/// was lost), or another attempt took the key over after our lease expired and owns the outcome.
+async fn not_completed(
+    step: &mut db::Step<'_>,
+    seller_id: &str,
+    reference_id: &str,
+    outcome: Outcome,
+) -> Result<Outcome, ApiError> {
+    let existing = db::find_key(step.conn(), seller_id, reference_id).await?;
+    let ours = existing.is_some_and(|e| e.response_body.as_deref() == Some(&outcome.body));
+    if ours {
+        Ok(outcome)
+    } else {
+        Err(ApiError::RequestInProgress)
+    }
 }
 
 /// `GET /orders/{id}`: the document as created, for its own seller only.

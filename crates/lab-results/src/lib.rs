@@ -22,11 +22,13 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+mod db_activity;
 pub mod faults;
 pub mod inject;
 mod measures;
 mod money;
 mod overload;
+pub use db_activity::DbActivity;
 pub use measures::*;
 pub use money::*;
 pub use overload::*;
@@ -109,6 +111,9 @@ pub struct RunResults {
     /// Requests whose client gave up, and the orders made for them anyway (the lab only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_give_up: Option<AfterGiveUp>,
+    /// PostgreSQL's commits and WAL flushes during the run (the lab only, with its database).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_activity: Option<DbActivity>,
 }
 
 /// The run's configuration as actually applied.

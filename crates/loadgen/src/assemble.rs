@@ -139,6 +139,7 @@ pub fn assemble(
         money: None,
         retries: out.retries.clone(),
         after_give_up: None,
+        db_activity: None,
     }
 }
 

@@ -12,6 +12,8 @@
 //!
 //! `closed-C-N` runs as C goose users, each iteration claiming one of N tickets and waiting for
 //! its response (what `ab -c C -n N` does); there the intended time is the actual start.
+//! `closed-C-for-S` runs as C goose users, each sending requests back to back in its one
+//! iteration until S seconds after the run's first request.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -91,6 +93,16 @@ pub async fn drive(cfg: DriverConfig, clock: Clock) -> Result<DriverOutput> {
                 Transaction::new(f).set_name("closed client"),
             )
         }
+        Model::ClosedFor { clients, .. } => {
+            let s = shared.clone();
+            let f: TransactionFunction =
+                Arc::new(move |user| Box::pin(closed_client_for(user, s.clone())));
+            (
+                clients,
+                1,
+                Transaction::new(f).set_name("timed closed client"),
+            )
+        }
     };
     let args = goose_args(&shared.cfg, users, iterations);
     let config = goose::config::GooseConfiguration::parse_args_default(&args)
@@ -168,6 +180,23 @@ async fn closed_request(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResu
     if s.tickets.fetch_add(1, Ordering::SeqCst) >= requests || goose::is_killswitch_triggered() {
         return Ok(());
     }
+    closed_one(user, &s, t0).await
+}
+
+/// A `closed-C-for-S` client: requests back to back until S seconds after the run's start.
+async fn closed_client_for(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResult {
+    let t0 = s.start();
+    let Model::ClosedFor { seconds, .. } = s.cfg.profile.model else {
+        return Ok(());
+    };
+    while t0.elapsed().as_secs_f64() < seconds && !goose::is_killswitch_triggered() {
+        closed_one(user, &s, t0).await?;
+    }
+    Ok(())
+}
+
+/// One request of a closed-model client: send, wait, record.
+async fn closed_one(user: &mut GooseUser, s: &Shared, t0: Instant) -> TransactionResult {
     let request = s
         .bodies
         .lock()

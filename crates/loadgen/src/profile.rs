@@ -8,7 +8,9 @@
 //! second). `--duration-scale` multiplies every phase's length and keeps the rates.
 //!
 //! The closed model (`closed-C-N`, what `ab -c C -n N` does) has no schedule: C clients each send
-//! their next request when the previous one returns.
+//! their next request when the previous one returns. `closed-C-for-S` is the same for S seconds
+//! (scaled by `--duration-scale`) instead of N requests: a measurement of fixed length whatever
+//! the target's throughput.
 
 use anyhow::{Context, Result, bail};
 
@@ -35,13 +37,22 @@ pub const BUILTIN: &[&str] = &[
     "seed-gatling",
     "stress",
     "closed-30-300",
+    "closed-64-for-15",
 ];
 
-/// Open (fixed arrival schedule) or closed (C clients, N requests).
+/// Open (fixed arrival schedule) or closed (C clients, N requests or S seconds).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Model {
     Open,
-    Closed { clients: u64, requests: u64 },
+    Closed {
+        clients: u64,
+        requests: u64,
+    },
+    /// C clients sending requests back to back until `seconds` after the first one started.
+    ClosedFor {
+        clients: u64,
+        seconds: f64,
+    },
 }
 
 /// One phase of an open profile.
@@ -149,11 +160,20 @@ impl Profile {
                 .collect();
             (Model::Open, chain(&refs))
         } else if let Some(rest) = name.strip_prefix("closed-") {
-            let (c, n) = rest
-                .split_once('-')
-                .with_context(|| format!("profile {name}: expected closed-C-N"))?;
-            let (clients, requests) = (number(c, name)?, number(n, name)?);
-            (Model::Closed { clients, requests }, Vec::new())
+            let (c, n) = rest.split_once('-').with_context(|| {
+                format!("profile {name}: expected closed-C-N or closed-C-for-S")
+            })?;
+            let clients = number(c, name)?;
+            match n.strip_prefix("for-") {
+                Some(secs) => {
+                    let seconds = number(secs, name)? as f64 * f;
+                    (Model::ClosedFor { clients, seconds }, Vec::new())
+                }
+                None => {
+                    let requests = number(n, name)?;
+                    (Model::Closed { clients, requests }, Vec::new())
+                }
+            }
         } else {
             bail!(
                 "unknown profile {name:?}; try one of {} (`loadtest profiles` describes them)",
@@ -173,11 +193,13 @@ impl Profile {
         self.name == "stress"
     }
 
-    /// Arrivals (open) or requests (closed) the profile plans.
+    /// Arrivals (open) or requests (closed) the profile plans; 0 for `closed-C-for-S`, which plans
+    /// a length of time.
     pub fn planned_requests(&self) -> u64 {
         match self.model {
             Model::Open => self.phases.iter().map(Phase::arrivals).sum(),
             Model::Closed { requests, .. } => requests,
+            Model::ClosedFor { .. } => 0,
         }
     }
 
@@ -215,6 +237,10 @@ impl Profile {
                 "{}: closed model, {clients} clients, {requests} requests in total",
                 self.name
             ),
+            Model::ClosedFor { clients, seconds } => format!(
+                "{}: closed model, {clients} clients for {seconds} s",
+                self.name
+            ),
             Model::Open if self.is_stress() => format!(
                 "stress: open steps of {STRESS_STEP_S} s from {STRESS_START}/s, +{STRESS_STEP}/s \
                  each, until a step has > {}% errors or p99 > {} s (at most {STRESS_MAX_STEPS} steps)",
@@ -247,7 +273,7 @@ impl Profile {
             name: self.name.clone(),
             model: match self.model {
                 Model::Open => "open",
-                Model::Closed { .. } => "closed",
+                Model::Closed { .. } | Model::ClosedFor { .. } => "closed",
             }
             .to_owned(),
             duration_scale: self.duration_scale,

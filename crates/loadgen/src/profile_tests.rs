@@ -108,6 +108,20 @@ fn closed_profiles_and_errors() {
     assert_eq!(p.planned_requests(), 300);
     assert_eq!(p.info().model, "closed");
     assert!(Profile::parse("closed-30", 1.0).is_err());
+    let timed = Profile::parse("closed-64-for-15", 2.0).unwrap();
+    assert_eq!(
+        timed.model,
+        Model::ClosedFor {
+            clients: 64,
+            seconds: 30.0
+        }
+    );
+    assert_eq!(
+        (timed.planned_requests(), timed.info().model.as_str()),
+        (0, "closed")
+    );
+    assert!(Profile::parse("closed-64-for-0", 1.0).is_err());
+    assert!(Profile::parse("closed-64-for-x", 1.0).is_err());
     assert!(Profile::parse("ramp-0", 1.0).is_err());
     assert!(Profile::parse("ramp-x", 1.0).is_err());
     assert!(Profile::parse("burst", 1.0).is_err());

@@ -31,6 +31,8 @@ impl Progress {
                 .map(|p| (p.name.clone(), p.arrivals()))
                 .collect(),
             Model::Closed { requests, .. } => vec![("closed".to_owned(), requests)],
+            // A length of time, not of requests: the bar counts requests without an end.
+            Model::ClosedFor { .. } => vec![("closed".to_owned(), 0)],
         };
         Progress {
             multi: MultiProgress::with_draw_target(target),

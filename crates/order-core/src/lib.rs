@@ -3,7 +3,7 @@
 //! The lab's claim is that `blocking-api` and `reactive-api` do exactly the same work. This crate
 //! holds the parts that must therefore exist once: the HTTP contract and its validation
 //! ([`contract`]), admission control and deadlines ([`admission`]), the error enum and its status mapping ([`error`]), typed settings
-//! ([`settings`]), the SQL text both database layers run ([`sql`]), the idempotency decision
+//! ([`settings`]), the SQL text both database layers run ([`sql`]; persist batching's in [`batch`]), the idempotency decision
 //! ([`idempotency`]), what recovery does with a charge left unfinished ([`recovery`]), the keyed
 //! request hash ([`request_hash`]), the order document returned and replayed ([`order`]), the actix-web glue,
 //! route table and server both use ([`http`], [`server`]), the Prometheus metrics with identical
@@ -13,6 +13,7 @@
 //! `blocking-api`, as `async fn`s in `reactive-api`.
 
 pub mod admission;
+pub mod batch;
 pub mod contract;
 pub mod deps;
 pub mod error;

@@ -52,6 +52,13 @@ pub struct BlockingPoolMetrics {
 }
 
 impl Metrics {
+    /// Registers a collector of another module (e.g. the persist batch writer's).
+    pub fn register(&self, collector: Box<dyn prometheus::core::Collector>) {
+        self.registry
+            .register(collector)
+            .expect("metric names are unique");
+    }
+
     /// `blocking_threads` is `Some(max threads)` for blocking-api, `None` for reactive-api.
     pub fn new(pool_size: u32, blocking_threads: Option<usize>) -> Self {
         let registry = Registry::new();

@@ -85,6 +85,23 @@ pub struct CommonSettings {
     /// On SIGTERM/SIGINT: how long orders in flight may take to finish before the process exits.
     #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = 20_000)]
     pub shutdown_grace_ms: u64,
+    /// Most orders persisted in one transaction by the batch writer (see `order_core::batch`);
+    /// 1: each order commits its own persist (no writer). Short transaction scope only.
+    #[arg(long, env = "PERSIST_BATCH_MAX", default_value_t = 1, value_parser = batch_max)]
+    pub persist_batch_max: usize,
+    /// How long a persist batch stays open for more orders after its first one.
+    #[arg(long, env = "PERSIST_BATCH_WAIT_MS", default_value_t = 5)]
+    pub persist_batch_wait_ms: u64,
+}
+
+/// `PERSIST_BATCH_MAX`: 1 to 10,000 orders.
+fn batch_max(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n @ 1..=10_000) => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a number of orders from 1 to 10000"
+        )),
+    }
 }
 
 /// reactive-api's `MAX_IN_FLIGHT` when unset: a bound on memory. On one CPU it is far above what
@@ -115,6 +132,8 @@ impl std::fmt::Debug for CommonSettings {
             .field("request_deadline_ms", &self.request_deadline_ms)
             .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
+            .field("persist_batch_max", &self.persist_batch_max)
+            .field("persist_batch_wait_ms", &self.persist_batch_wait_ms)
             .finish()
     }
 }
@@ -141,6 +160,8 @@ impl CommonSettings {
             request_deadline_ms: 30_000,
             db_statement_timeout_ms: 5000,
             shutdown_grace_ms: 20_000,
+            persist_batch_max: 1,
+            persist_batch_wait_ms: 5,
         }
     }
 

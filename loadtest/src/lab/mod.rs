@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+mod db_activity;
 mod faults;
 mod overload;
 mod warmup;
@@ -153,7 +154,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         out: out.clone(),
         run_id: new_run_id(),
         database_url: db.as_ref().map(|d| d.url.clone()),
-        postgres_pid: db.as_ref().and_then(|d| d.pid),
+        postgres_pid: db.as_ref().and_then(|d| d.pid).or(args.database_pid),
         deps_url,
         deps_pid: mock.as_ref().map(|m| m.pid),
         environment: environment(""),
@@ -206,6 +207,14 @@ impl Lab {
             a.reconcile_interval_ms.to_string(),
         );
         s.insert("DEPS_URL".to_owned(), self.deps_url.clone());
+        s.insert(
+            "PERSIST_BATCH_MAX".to_owned(),
+            a.persist_batch_max.to_string(),
+        );
+        s.insert(
+            "PERSIST_BATCH_WAIT_MS".to_owned(),
+            a.persist_batch_wait_ms.to_string(),
+        );
         // Not an API setting but a condition of the run, shown beside them: the added RTT.
         s.insert("DB_RTT_MS".to_owned(), a.db_rtt_ms.to_string());
         if a.lab_owned_database || self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
@@ -346,10 +355,12 @@ impl Lab {
             metrics_url: Some(format!("{url}/metrics")),
         };
         let clock: Clock = Arc::new(OnceLock::new());
+        let activity = db_activity::Probe::start(self.database_url.as_deref(), &url).await;
         let faults = self.start_faults(process, clock.clone()).await?;
         let measured = measure_on(clock, driver, meta, targets).await;
         let (process, fault_events) = self.end_faults(faults).await?;
         let (mut results, gave_up) = measured?;
+        let activity = activity.run_ended().await;
         if let Some(task) = injecting {
             // Normally long done; if the run ended first, the latency must still be restored.
             task.abort();
@@ -375,9 +386,13 @@ impl Lab {
         // After the checks (which wait until the API is idle), before the next run empties the tables.
         results.after_give_up =
             Some(orders_after_give_up(self.database_url.as_deref(), &gave_up).await);
+        let stopped = process.is_some();
         if let Some(p) = process {
             tokio::task::spawn_blocking(move || p.stop()).await??;
         }
+        // Once the API's sessions have ended: they publish their last statistics as they exit.
+        let window_s = results.elapsed_s.unwrap_or(results.summary.duration_s);
+        results.db_activity = activity.finish(window_s, stopped).await;
         Ok(results)
     }
 }

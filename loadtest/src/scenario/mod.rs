@@ -13,12 +13,18 @@
 //!   order or one void.
 //! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
+//! - `batching` (experiment E, issue 11): persist batch size × database RTT, both APIs, durable
+//!   commits → 22 runs (`batching.rs`, which runs them itself: it measures the flush cost first and
+//!   sets PostgreSQL's `commit_delay` for two of them).
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
 //! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants,
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
+mod batching;
+mod batching_table;
 mod faults_table;
+mod fsync;
 mod overload;
 mod render;
 mod tables;
@@ -59,6 +65,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "overload",
         "ramp-750, both APIs, shedding off and on: refuse early or queue (4 runs)",
+    ),
+    (
+        "batching",
+        "experiment E: persist batch max 1/2/10/100/1000 × DB RTT 0/6.5 ms, durable commits, \
+         plus PostgreSQL's commit_delay (22 runs)",
     ),
 ];
 
@@ -149,6 +160,13 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
             }));
         }
         "overload" => out = overload::variants(base),
+        "batching" => {
+            let delay = batching::commit_delay_us(None);
+            out = batching::cells(base, delay)
+                .into_iter()
+                .map(|c| c.variant)
+                .collect();
+        }
         other => {
             let known: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             bail!("unknown scenario {other:?}; known: {}", known.join(", "));
@@ -159,6 +177,9 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
 
 /// Runs every variant, writes each one's report and the scenario's table; returns the folder.
 pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+    if name == "batching" {
+        return batching::run(base).await;
+    }
     let variants = variants(name, &base)?;
     let out = base.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(

@@ -26,9 +26,20 @@ pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         _ => slow_dependency(done),
     };
     table.links = links;
-    let failed: Vec<String> = done
-        .iter()
-        .flat_map(|(_, runs)| runs)
+    table
+        .notes
+        .extend(checks_and_limits(done.iter().flat_map(|(_, runs)| runs)));
+    table
+}
+
+/// The notes every scenario's table ends with: each failed consistency check (`CHECK FAILED: …`,
+/// which makes the command's exit status 3), or that all passed; and the API's limits.
+pub(super) fn checks_and_limits<'r>(
+    runs: impl Iterator<Item = &'r RunResults> + Clone,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let failed: Vec<String> = runs
+        .clone()
         .flat_map(|r| {
             r.invariants
                 .iter()
@@ -37,15 +48,13 @@ pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         })
         .collect();
     if failed.is_empty() {
-        table.notes.push("Every run's consistency checks passed (counts reconcile, an order for every 201 and none nobody asked for, no key charged twice, every charge one order or one void).".to_owned());
+        notes.push("Every run's consistency checks passed (counts reconcile, an order for every 201 and none nobody asked for, no key charged twice, every charge one order or one void).".to_owned());
     } else {
-        table
-            .notes
-            .extend(failed.into_iter().map(|f| format!("CHECK FAILED: {f}")));
+        notes.extend(failed.into_iter().map(|f| format!("CHECK FAILED: {f}")));
     }
-    if let Some(r) = done.iter().flat_map(|(_, runs)| runs).next() {
+    if let Some(r) = runs.clone().next() {
         let limits = &r.config.limits;
-        table.notes.push(if limits.limits_enforced {
+        notes.push(if limits.limits_enforced {
             format!(
                 "Each API ran in its own cgroup ({}): {}.",
                 limits.mechanism, limits.note
@@ -54,7 +63,7 @@ pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
             format!("Limits NOT enforced: {}.", limits.note)
         });
     }
-    table
+    notes
 }
 
 fn remotecall(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {

@@ -1,0 +1,222 @@
+//! `--scenario batching` (experiment E, issue 11): orders per second against the persist batch
+//! size, with durable commits — the application's group commit beside PostgreSQL's own.
+//!
+//! The source (a directory server's mailing list) measured adds/s against updates per
+//! transaction: every commit pays a synchronous flush, so more work per commit is more work per
+//! second. Here: PostgreSQL durable (`fsync`, `synchronous_commit` on, the lab's default), its flush
+//! cost measured first with `pg_test_fsync`; mocks at 0 ms, so the write path is all there is;
+//! a closed model with [`CLIENTS`] clients for [`CELL_S`] s (× `--duration-scale`) after the usual
+//! warm-up; `PERSIST_BATCH_MAX` {1, 2, 10, 100, 1000} × database RTT {0, 6.5 ms} × both APIs, then
+//! per API one run with `PERSIST_BATCH_MAX` 1 and PostgreSQL's `commit_delay`/`commit_siblings`.
+//! Pool of [`POOL`] (the db-latency scenario's), admission control off (the closed model bounds
+//! what is in flight). The table and `scenario.json` are built in `batching_table.rs`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use lab_results::{MockLatencies, RunResults, Shedding};
+use sqlx::Connection;
+
+use super::Variant;
+use super::fsync::{self, FsyncFigure};
+use super::render::{ScenarioTable, render_html, render_markdown};
+use crate::cli::{Durability, LabArgs};
+use crate::services::Database;
+
+pub const BATCH_MAX: [usize; 5] = [1, 2, 10, 100, 1000];
+pub const RTT_MS: [f64; 2] = [0.0, 6.5];
+/// Closed-model clients: enough to keep the API saturated at every cell (well above what the
+/// pool and the CPU can serve at once), and below blocking-api's 200 threads.
+pub const CLIENTS: u64 = 128;
+/// Seconds measured per run, before `--duration-scale`.
+pub const CELL_S: u64 = 12;
+/// `PERSIST_BATCH_WAIT_MS` of every batching run.
+pub const WAIT_MS: u64 = 5;
+/// `DB_POOL_SIZE` of every run.
+pub const POOL: u32 = 10;
+/// Warm-up of each run, seconds at 10 orders/s (before `--duration-scale`).
+pub const WARMUP_S: f64 = 3.0;
+/// PostgreSQL's `commit_siblings` for the commit-delay runs (its default).
+pub const COMMIT_SIBLINGS: u32 = 5;
+
+/// One run of the scenario: its lab arguments, and PostgreSQL's `commit_delay` (µs) during it.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub variant: Variant,
+    pub commit_delay_us: Option<u64>,
+}
+
+/// The runs: every batch size × RTT for each API (APIs interleaved, so drift hits both alike),
+/// then batch 1 with `commit_delay` for each API.
+pub fn cells(base: &LabArgs, commit_delay_us: u64) -> Vec<Cell> {
+    let mut out = Vec::new();
+    let cell = |api: &str, batch: usize, rtt: f64, delay: Option<u64>| {
+        let mut args = base.clone();
+        args.scenario = None;
+        args.apis = vec![api.to_owned()];
+        args.load.profile = format!("closed-{CLIENTS}-for-{CELL_S}");
+        args.latency = MockLatencies {
+            seller: 0,
+            risk: 0,
+            payment: 0,
+        };
+        args.db_pool_size = POOL;
+        args.db_rtt_ms = rtt;
+        args.db_durability = Durability::On;
+        args.shedding = Shedding::Off;
+        args.persist_batch_max = batch;
+        args.persist_batch_wait_ms = WAIT_MS;
+        args.warmup_s = WARMUP_S;
+        let suffix = delay.map_or(String::new(), |_| "-commit-delay".to_owned());
+        Cell {
+            variant: Variant {
+                slug: format!("{api}-batch{batch}-rtt{rtt}{suffix}"),
+                args,
+            },
+            commit_delay_us: delay,
+        }
+    };
+    for rtt in RTT_MS {
+        for batch in BATCH_MAX {
+            for api in &base.apis {
+                out.push(cell(api, batch, rtt, None));
+            }
+        }
+    }
+    for api in &base.apis {
+        out.push(cell(api, 1, 0.0, Some(commit_delay_us)));
+    }
+    out
+}
+
+/// PostgreSQL's advice for `commit_delay`: half the flush time of one 8 kB write, from
+/// `pg_test_fsync` (1000 µs when it could not be measured).
+pub fn commit_delay_us(fsync: Option<&FsyncFigure>) -> u64 {
+    fsync.map_or(1000, |f| (f.usecs_per_op / 2.0).round().max(1.0) as u64)
+}
+
+/// What the database ran with, as it says itself.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ServerSettings(pub Vec<(String, String)>);
+
+/// Runs the scenario: the flush figure, the database once for all runs, each run with its
+/// `commit_delay`, then `summary.md`, `report.html` and `scenario.json`.
+pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+    let out = base.out.clone().unwrap_or_else(|| {
+        Path::new("reports").join(format!(
+            "{}-scenario-batching",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        ))
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    eprintln!("scenario batching: measuring the flush cost with pg_test_fsync");
+    let fsync = tokio::task::spawn_blocking(fsync::measure).await?;
+    if let Err(why) = &fsync {
+        eprintln!("scenario batching: no flush figure: {why}");
+    }
+    let url = base.database_url.clone();
+    let open = move || Database::open_with(url.as_deref(), Durability::On);
+    let db = tokio::task::spawn_blocking(open).await??;
+    let server = server_settings(&db.url).await?;
+    let cells = cells(&base, commit_delay_us(fsync.as_ref().ok()));
+    let mut done: Vec<(Cell, Vec<RunResults>)> = Vec::new();
+    let total = cells.len();
+    for (i, cell) in cells.into_iter().enumerate() {
+        eprintln!(
+            "scenario batching: run {}/{total} — {}",
+            i + 1,
+            cell.variant.slug
+        );
+        set_commit_delay(&db.url, cell.commit_delay_us).await?;
+        let mut args = cell.variant.args.clone();
+        args.database_url = Some(db.url.clone());
+        args.lab_owned_database = db.is_ephemeral();
+        args.database_pid = db.pid;
+        args.out = Some(out.join(&cell.variant.slug));
+        let ran = crate::lab::lab(args).await;
+        set_commit_delay(&db.url, None).await?;
+        let (runs, vout) =
+            ran.with_context(|| format!("scenario batching, {}", cell.variant.slug))?;
+        lab_report::write_report(&runs, &vout)?;
+        done.push((cell, runs));
+    }
+    drop(db);
+    let table = super::batching_table::table(&done, fsync.as_ref(), &server);
+    std::fs::write(out.join("summary.md"), render_markdown(&table))?;
+    std::fs::write(out.join("report.html"), render_html(&table))?;
+    let json = super::batching_table::json(&done, fsync.as_ref(), &server);
+    std::fs::write(
+        out.join("scenario.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    Ok((table, out))
+}
+
+/// `commit_delay` (µs; `None`: PostgreSQL's default, 0) and `commit_siblings` for the next run,
+/// with `ALTER SYSTEM` and a reload (the lab's cluster: a superuser). The API connects afresh for
+/// each run, so its sessions start with the new value.
+async fn set_commit_delay(url: &str, delay_us: Option<u64>) -> Result<()> {
+    let set = apply_commit_delay(url, delay_us).await;
+    match (set, delay_us) {
+        // Back to the default on a server the lab may not alter: it was never changed there.
+        (Err(e), None) => {
+            eprintln!("scenario batching: commit_delay left as it is: {e:#}");
+            Ok(())
+        }
+        (set, _) => set,
+    }
+}
+
+async fn apply_commit_delay(url: &str, delay_us: Option<u64>) -> Result<()> {
+    let mut conn = sqlx::PgConnection::connect(url)
+        .await
+        .context("connecting to PostgreSQL to set commit_delay")?;
+    let statements: Vec<String> = match delay_us {
+        Some(us) => vec![
+            format!("ALTER SYSTEM SET commit_delay = {us}"),
+            format!("ALTER SYSTEM SET commit_siblings = {COMMIT_SIBLINGS}"),
+        ],
+        None => vec![
+            "ALTER SYSTEM RESET commit_delay".to_owned(),
+            "ALTER SYSTEM RESET commit_siblings".to_owned(),
+        ],
+    };
+    for sql in statements
+        .into_iter()
+        .chain(["SELECT pg_reload_conf()".to_owned()])
+    {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
+            .execute(&mut conn)
+            .await
+            .with_context(|| format!("{sql} (needs a superuser: the lab's own cluster is one)"))?;
+    }
+    conn.close().await.ok();
+    // The reload is asynchronous: give the postmaster a moment before the API connects.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    Ok(())
+}
+
+/// The durability settings in force, read from the server.
+async fn server_settings(url: &str) -> Result<ServerSettings> {
+    let mut conn = sqlx::PgConnection::connect(url)
+        .await
+        .context("connecting to PostgreSQL")?;
+    let mut s = Vec::new();
+    for name in [
+        "server_version",
+        "fsync",
+        "synchronous_commit",
+        "full_page_writes",
+        "wal_sync_method",
+        "commit_delay",
+        "commit_siblings",
+    ] {
+        let value: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SHOW {name}")))
+            .fetch_one(&mut conn)
+            .await
+            .with_context(|| format!("SHOW {name}"))?;
+        s.push((name.to_owned(), value));
+    }
+    conn.close().await.ok();
+    Ok(ServerSettings(s))
+}
