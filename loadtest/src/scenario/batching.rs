@@ -7,7 +7,9 @@
 //! cost measured first with `pg_test_fsync`; mocks at 0 ms, so the write path is all there is;
 //! a closed model with [`CLIENTS`] clients for [`CELL_S`] s (× `--duration-scale`) after the usual
 //! warm-up; `PERSIST_BATCH_MAX` {1, 2, 10, 100, 1000} × database RTT {0, 6.5 ms} × both APIs, then
-//! per API one run with `PERSIST_BATCH_MAX` 1 and PostgreSQL's `commit_delay`/`commit_siblings`.
+//! per API one run with `PERSIST_BATCH_MAX` 1 and PostgreSQL's `commit_delay`/`commit_siblings`;
+//! then, to show what batching costs one order when nothing queues, batch 1 and 100 at an
+//! unsaturated [`LOW_RATE`] orders/s (open model) per API.
 //! Pool of [`POOL`] (the db-latency scenario's), admission control off (the closed model bounds
 //! what is in flight). The table and `scenario.json` are built in `batching_table.rs`.
 
@@ -38,23 +40,33 @@ pub const POOL: u32 = 10;
 pub const WARMUP_S: f64 = 3.0;
 /// PostgreSQL's `commit_siblings` for the commit-delay runs (its default).
 pub const COMMIT_SIBLINGS: u32 = 5;
+/// Orders/s of the unsaturated runs (open model) that show what batching costs one order when the
+/// API is not queueing: batch 1 against [`LOW_RATE_BATCH`].
+pub const LOW_RATE: u32 = 50;
+pub const LOW_RATE_BATCH: usize = 100;
 
-/// One run of the scenario: its lab arguments, and PostgreSQL's `commit_delay` (µs) during it.
+/// One run of the scenario: its lab arguments, PostgreSQL's `commit_delay` (µs) during it, and the
+/// open model's rate for the unsaturated runs (`None`: the closed model).
 #[derive(Debug, Clone)]
 pub struct Cell {
     pub variant: Variant,
     pub commit_delay_us: Option<u64>,
+    pub open_rate: Option<u32>,
 }
 
-/// The runs: every batch size × RTT for each API (APIs interleaved, so drift hits both alike),
-/// then batch 1 with `commit_delay` for each API.
+/// The runs: every batch size × RTT for each API (APIs interleaved, so drift hits both alike);
+/// then batch 1 with `commit_delay` for each API; then, unsaturated ([`LOW_RATE`]/s), batch 1 and
+/// [`LOW_RATE_BATCH`] for each API.
 pub fn cells(base: &LabArgs, commit_delay_us: u64) -> Vec<Cell> {
     let mut out = Vec::new();
-    let cell = |api: &str, batch: usize, rtt: f64, delay: Option<u64>| {
+    let cell = |api: &str, batch: usize, rtt: f64, delay: Option<u64>, rate: Option<u32>| {
         let mut args = base.clone();
         args.scenario = None;
         args.apis = vec![api.to_owned()];
-        args.load.profile = format!("closed-{CLIENTS}-for-{CELL_S}");
+        args.load.profile = match rate {
+            Some(rate) => format!("constant-{rate}-{CELL_S}"),
+            None => format!("closed-{CLIENTS}-for-{CELL_S}"),
+        };
         args.latency = MockLatencies {
             seller: 0,
             risk: 0,
@@ -67,24 +79,33 @@ pub fn cells(base: &LabArgs, commit_delay_us: u64) -> Vec<Cell> {
         args.persist_batch_max = batch;
         args.persist_batch_wait_ms = WAIT_MS;
         args.warmup_s = WARMUP_S;
-        let suffix = delay.map_or(String::new(), |_| "-commit-delay".to_owned());
+        let mut slug = format!("{api}-batch{batch}-rtt{rtt}");
+        if delay.is_some() {
+            slug.push_str("-commit-delay");
+        }
+        if let Some(rate) = rate {
+            slug.push_str(&format!("-open{rate}"));
+        }
         Cell {
-            variant: Variant {
-                slug: format!("{api}-batch{batch}-rtt{rtt}{suffix}"),
-                args,
-            },
+            variant: Variant { slug, args },
             commit_delay_us: delay,
+            open_rate: rate,
         }
     };
     for rtt in RTT_MS {
         for batch in BATCH_MAX {
             for api in &base.apis {
-                out.push(cell(api, batch, rtt, None));
+                out.push(cell(api, batch, rtt, None, None));
             }
         }
     }
     for api in &base.apis {
-        out.push(cell(api, 1, 0.0, Some(commit_delay_us)));
+        out.push(cell(api, 1, 0.0, Some(commit_delay_us), None));
+    }
+    for batch in [1, LOW_RATE_BATCH] {
+        for api in &base.apis {
+            out.push(cell(api, batch, 0.0, None, Some(LOW_RATE)));
+        }
     }
     out
 }

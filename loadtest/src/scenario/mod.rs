@@ -14,7 +14,7 @@
 //! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
 //! - `batching` (experiment E, issue 11): persist batch size × database RTT, both APIs, durable
-//!   commits → 22 runs (`batching.rs`, which runs them itself: it measures the flush cost first and
+//!   commits → 26 runs (`batching.rs`, which runs them itself: it measures the flush cost first and
 //!   sets PostgreSQL's `commit_delay` for two of them).
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
@@ -69,7 +69,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "batching",
         "experiment E: persist batch max 1/2/10/100/1000 × DB RTT 0/6.5 ms, durable commits, \
-         plus PostgreSQL's commit_delay (22 runs)",
+         plus PostgreSQL's commit_delay and two unsaturated runs per API (26 runs)",
     ),
 ];
 
