@@ -8,6 +8,8 @@ mod reconcile;
 
 use actix_web::web;
 
+use crate::admin as paths;
+
 /// Registers every route. Paths are part of the wire contract the APIs are written against.
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route(
@@ -27,12 +29,12 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
         "/gateway/payments/{idempotency_key}/void",
         web::post().to(reconcile::payment_void),
     )
-    .route("/admin/config", web::get().to(admin::get_config))
-    .route("/admin/config", web::put().to(admin::put_config))
-    .route("/admin/ledger", web::get().to(admin::get_ledger))
-    .route("/admin/stats", web::get().to(admin::get_stats))
-    .route("/admin/reset", web::post().to(admin::reset))
-    .route("/health", web::get().to(admin::health));
+    .route(paths::CONFIG, web::get().to(admin::get_config))
+    .route(paths::CONFIG, web::put().to(admin::put_config))
+    .route(paths::LEDGER, web::get().to(admin::get_ledger))
+    .route(paths::STATS, web::get().to(admin::get_stats))
+    .route(paths::RESET, web::post().to(admin::reset))
+    .route(paths::HEALTH, web::get().to(admin::health));
 }
 
 /// Fixed JSON answers, served from `'static` strings so the hot path allocates nothing for them.
