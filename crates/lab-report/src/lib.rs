@@ -11,6 +11,10 @@
 //! The page opens with the answer: a verdict generated from the results (`verdict`, `causes`),
 //! the trust strip (`trust`), and the rate and latency charts; the detail follows.
 //!
+//! The page is written with [`maud`] templates, which escape every value set into them; the
+//! charts are SVG drawn by our own `svg` module (every string from the results in them escaped
+//! by the same escaper) and set into the page whole.
+//!
 //! It depends on the results schema ([`lab_results`]) and nothing of the generator: no goose,
 //! reqwest or sqlx, so it builds and tests on its own, and re-renders old results files.
 //!

@@ -93,10 +93,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         (Some(_), _) => None,
         (None, true) => {
             let logs = logs.clone();
-            Some(
-                tokio::task::spawn_blocking(move || MockDepsProcess::start(latency, &logs))
-                    .await??,
-            )
+            Some(tokio::task::spawn_blocking(move || MockDepsProcess::start(&logs)).await??)
         }
         (None, false) => bail!("--targets needs --deps-url (the mock-deps the APIs call)"),
     };
