@@ -24,6 +24,9 @@ pub enum Dep {
     Seller,
     Risk,
     Payment,
+    /// The events' broker (NATS), slowed through the latency proxy in front of it: only
+    /// `--scenario events`, which starts that proxy, carries it out.
+    Broker,
 }
 
 impl Dep {
@@ -32,6 +35,7 @@ impl Dep {
             Dep::Seller => "seller",
             Dep::Risk => "risk",
             Dep::Payment => "payment",
+            Dep::Broker => "broker",
         }
     }
 
@@ -40,6 +44,8 @@ impl Dep {
             Dep::Seller => l.seller,
             Dep::Risk => l.risk,
             Dep::Payment => l.payment,
+            // Not a mock: its delay before the slowdown is the run's broker round trip.
+            Dep::Broker => 0,
         }
     }
 
@@ -49,6 +55,7 @@ impl Dep {
             Dep::Seller => l.seller = ms,
             Dep::Risk => l.risk = ms,
             Dep::Payment => l.payment = ms,
+            Dep::Broker => {}
         }
         l
     }
@@ -66,7 +73,8 @@ impl Injection {
             "seller" => Dep::Seller,
             "risk" => Dep::Risk,
             "pay" | "payment" => Dep::Payment,
-            other => bail!("--inject: unknown dependency {other:?} (seller, risk or pay)"),
+            "broker" => Dep::Broker,
+            other => bail!("--inject: unknown dependency {other:?} (seller, risk, pay or broker)"),
         };
         let num = |s: &str| s.trim().parse::<f64>().with_context(usage);
         let (start_s, duration_s) = (num(start)? * scale, num(duration)? * scale);
@@ -119,6 +127,10 @@ impl Injection {
         base: MockLatencies,
         plateau: (f64, f64),
     ) {
+        if self.dependency == Dep::Broker {
+            // Not on the mocks' critical path that Little's law here is about.
+            return;
+        }
         let (start, end) = plateau;
         let overlap = (end.min(self.start_s + self.duration_s) - start.max(self.start_s)).max(0.0);
         if overlap <= 0.0 || end <= start {

@@ -38,6 +38,8 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("full_page_writes", "off"),
     // Statements per order are counted with pg_stat_statements (`CREATE EXTENSION` per database).
     ("shared_preload_libraries", "pg_stat_statements"),
+    // EVENTS_MODE=two-phase ends each order's transaction with PREPARE TRANSACTION (issue 10).
+    ("max_prepared_transactions", "64"),
 ];
 
 /// A running cluster; stopped and deleted on drop.
