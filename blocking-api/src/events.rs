@@ -54,7 +54,11 @@ fn publication(ev: &OrderCreated) -> Publication {
 }
 
 /// Publishes one event, counted and timed.
-fn publish(app: &AppState, broker: &BlockingBroker, p: &Publication) -> Result<Ack, PublishFailure> {
+fn publish(
+    app: &AppState,
+    broker: &BlockingBroker,
+    p: &Publication,
+) -> Result<Ack, PublishFailure> {
     let started = Instant::now();
     let result = broker.publish(p);
     record(app, started, std::slice::from_ref(&result));
@@ -328,9 +332,6 @@ pub fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
         tracing::info!(gid = %p.gid, action, "in-doubt prepared transaction resolved");
         resolved += 1;
     }
-    app.metrics
-        .events
-        .in_doubt
-        .sub(resolved as i64);
+    app.metrics.events.in_doubt.sub(resolved as i64);
     Ok(resolved)
 }

@@ -249,6 +249,31 @@ mod tests {
     }
 
     #[test]
+    fn the_broker_is_not_a_mock() {
+        let i = Injection::parse("broker=3000@10+20", 0.5).unwrap();
+        assert_eq!(
+            (i.dependency, i.latency_ms, i.start_s),
+            (Dep::Broker, 3000, 5.0)
+        );
+        let base = MockLatencies {
+            seller: 200,
+            risk: 1000,
+            payment: 1000,
+        };
+        assert_eq!(Dep::Broker.with(base, 3000), base);
+        let mut ll = LittlesLaw {
+            threads: 200,
+            critical_path_ms: 2200.0,
+            bound_rps: 200.0 / 2.2,
+            measured_plateau_rps: None,
+            note: None,
+        };
+        let before = ll.clone();
+        i.adjust_littles_law(&mut ll, base, (0.0, 60.0));
+        assert_eq!(ll, before, "the broker is not on the mocks' critical path");
+    }
+
+    #[test]
     fn refuses_malformed_specs() {
         for bad in [
             "pay",

@@ -55,8 +55,13 @@ impl EphemeralNats {
             "-sd".into(),
             store.display().to_string(),
         ];
-        let process =
-            ServiceProcess::spawn("nats-server", &bin, args, Vec::new(), &dir.join("server.log"))?;
+        let process = ServiceProcess::spawn(
+            "nats-server",
+            &bin,
+            args,
+            Vec::new(),
+            &dir.join("server.log"),
+        )?;
         process.wait_ready(
             &format!("http://127.0.0.1:{monitor}/healthz"),
             READY_TIMEOUT,

@@ -165,7 +165,10 @@ impl EventMetrics {
     pub fn new(registry: &Registry, buckets: &[f64]) -> Self {
         let m = EventMetrics {
             published: IntCounterVec::new(
-                Opts::new("events_published_total", "order.created events JetStream acknowledged"),
+                Opts::new(
+                    "events_published_total",
+                    "order.created events JetStream acknowledged",
+                ),
                 &["mode", "duplicate"],
             )
             .unwrap(),

@@ -46,7 +46,9 @@ async fn order_ids(app: &TestApp) -> Vec<String> {
 /// Posts `n` orders and one replay of the first; all answered 201.
 async fn post_orders(app: &TestApp, n: usize) {
     for i in 0..n {
-        let r = app.post_order(TOKEN, &valid_order(&format!("ev-{i}"))).await;
+        let r = app
+            .post_order(TOKEN, &valid_order(&format!("ev-{i}")))
+            .await;
         assert_eq!(r.status(), 201, "{:?}", r.text().await);
     }
     let replay = app.post_order(TOKEN, &valid_order("ev-0")).await;
@@ -123,12 +125,10 @@ async fn outbox_publishes_one_event_per_order(api: Api) {
 }
 
 async fn prepared_count(app: &TestApp) -> i64 {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap()
+    sqlx::query_scalar("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
 }
 
 async fn key_state(app: &TestApp) -> String {
@@ -215,7 +215,9 @@ async fn two_phase_recovery_commits_or_rolls_back_what_was_left_prepared(api: Ap
 async fn after_commit_loses_the_event_when_the_broker_fails(api: Api) {
     let app = TestApp::spawn_with_events(api, EventsMode::AfterCommit, fast).await;
     app.broker().delete_stream().await.unwrap();
-    let r = app.post_order(TOKEN, &valid_order("after-commit-lost")).await;
+    let r = app
+        .post_order(TOKEN, &valid_order("after-commit-lost"))
+        .await;
     assert_eq!(r.status(), 201, "the order stands");
     app.broker().ensure_stream().await.unwrap();
     assert_eq!(app.count("orders").await, 1);

@@ -109,9 +109,13 @@ impl EventsLab {
         .await??;
         let upstream = ([127, 0, 0, 1], nats.port()).into();
         let proxy = LatencyProxy::start_adjustable(upstream, Duration::ZERO).await?;
-        let broker = Broker::connect(&nats.url(), Duration::from_secs(10), Duration::from_secs(10))
-            .await
-            .context("connecting the lab to NATS")?;
+        let broker = Broker::connect(
+            &nats.url(),
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        )
+        .await
+        .context("connecting the lab to NATS")?;
         Ok(EventsLab {
             db,
             mock,
@@ -168,7 +172,10 @@ impl EventsLab {
             // No shedding: the original admitted every request.
             ("MAX_IN_FLIGHT", "0".to_owned()),
             ("MAX_LOOP_LAG_MS", "0".to_owned()),
-            ("REQUEST_HASH_KEY", "order-lab-load-test-request-hash-key".to_owned()),
+            (
+                "REQUEST_HASH_KEY",
+                "order-lab-load-test-request-hash-key".to_owned(),
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -181,10 +188,9 @@ impl EventsLab {
         self.proxy.set_rtt(base_rtt);
         let settings = self.settings(run);
         let (name, logs, limits) = (run.api.clone(), self.logs.clone(), self.limits);
-        let api = tokio::task::spawn_blocking(move || {
-            ApiProcess::start(&name, &settings, limits, &logs)
-        })
-        .await??;
+        let api =
+            tokio::task::spawn_blocking(move || ApiProcess::start(&name, &settings, limits, &logs))
+                .await??;
         let url = api.url.clone();
         let api = Arc::new(Mutex::new(api));
         // The API migrated the database at start-up; now the state can be emptied.
@@ -365,12 +371,8 @@ async fn closed_load(
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let (http, bodies, next, answered) = (
-            http.clone(),
-            bodies.clone(),
-            next.clone(),
-            answered.clone(),
-        );
+        let (http, bodies, next, answered) =
+            (http.clone(), bodies.clone(), next.clone(), answered.clone());
         let target = format!("{url}/orders");
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
@@ -421,7 +423,9 @@ async fn closed_load(
             let killed = api.kill();
             let restarted = tokio::task::block_in_place(|| api.restart());
             if let Err(e) = killed.and(restarted) {
-                eprintln!("events scenario: the crash run could not kill and restart the API: {e:#}");
+                eprintln!(
+                    "events scenario: the crash run could not kill and restart the API: {e:#}"
+                );
             }
         })
     });

@@ -114,7 +114,11 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
             r.api,
             r.mode,
             r.broker,
-            if r.crash_after.is_some() { ", crash" } else { "" }
+            if r.crash_after.is_some() {
+                ", crash"
+            } else {
+                ""
+            }
         );
         let row = lab
             .run(r, 0x5eed + i as u64)
@@ -132,13 +136,22 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
 }
 
 pub fn table(rows: &[EventsRow]) -> ScenarioTable {
+    let count = |broker: &str, crash: bool| {
+        rows.iter()
+            .find(|r| r.broker == broker && r.crash == crash)
+            .map_or(0, |r| r.requests)
+    };
     let mut notes = vec![
         format!(
             "Closed model: {CLIENTS} clients, each sending its next order when the last answered \
-             (ab -c 30). Healthy runs send {REQUESTS} orders, slowed runs {SLOWED_REQUESTS} (a \
+             (ab -c 30). Healthy runs send {} orders (the original: {REQUESTS}), slowed runs {} (a \
              fixed {SLOW_BROKER_MS} ms round trip added between the API and NATS by a latency \
-             proxy), crash runs {REQUESTS} with kill -9 of the API after a third and an immediate \
-             restart. Pool 10, 5 s acquire timeout, mocks at 0 ms, PostgreSQL durable."
+             proxy), crash runs {} with kill -9 of the API after a third and an immediate \
+             restart. Pool 10, 5 s acquire timeout, mocks at 0 ms, PostgreSQL durable \
+             (fsync and synchronous_commit on), NATS_TIMEOUT_MS 5000.",
+            count("healthy", false),
+            count("slowed", false),
+            count("healthy", true),
         ),
         "req/s counts every answer over the run's length (as ab does); mean and max are over every \
          request. Errors are the clients' view: HTTP status and machine code (503 \
@@ -238,7 +251,8 @@ fn row(r: &EventsRow) -> Vec<String> {
             format!(
                 "{} / {}",
                 r.outbox_backlog_peak,
-                r.outbox_drain_s.map_or("—".to_owned(), |s| format!("{s:.1} s"))
+                r.outbox_drain_s
+                    .map_or("—".to_owned(), |s| format!("{s:.1} s"))
             )
         } else {
             "—".to_owned()
