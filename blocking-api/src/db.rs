@@ -485,7 +485,7 @@ fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError>
 /// Lost connections, and what the server ends or refuses for now (a statement or lock timeout,
 /// a shutdown: judged from the message, as diesel hides the SQLSTATE), are
 /// `database_unavailable`; anything else is a bug.
-fn db_error(e: diesel::result::Error) -> ApiError {
+pub(crate) fn db_error(e: diesel::result::Error) -> ApiError {
     use diesel::result::{DatabaseErrorKind, Error};
     let unavailable = match &e {
         Error::DatabaseError(

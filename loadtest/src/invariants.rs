@@ -13,7 +13,7 @@ use lab_results::{
 
 /// The statement the lab uses between runs (docs/lab-interfaces.md).
 pub const TRUNCATE: &str =
-    "TRUNCATE idempotency_keys, order_items, orders, customers RESTART IDENTITY";
+    "TRUNCATE idempotency_keys, order_outbox, order_items, orders, customers RESTART IDENTITY";
 
 /// Empties the order tables.
 pub async fn truncate(database_url: &str) -> Result<()> {

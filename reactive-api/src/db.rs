@@ -403,7 +403,7 @@ pub async fn persist_order(
 }
 
 /// Pool timeouts and lost connections are `database_unavailable`; anything else is a bug.
-fn db_error(e: sqlx::Error) -> ApiError {
+pub(crate) fn db_error(e: sqlx::Error) -> ApiError {
     let unavailable = match &e {
         sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed

@@ -6,6 +6,7 @@
 //! was measured. labkit provides those pieces, and nothing about HTTP load or reporting:
 //!
 //! - [`pg`]: a throw-away PostgreSQL cluster (its settings are exposed so the report can print them);
+//! - [`nats`]: a throw-away `nats-server -js` (the order events' broker, issue 10);
 //! - [`cgroup`]: CPU/memory limits for a child process (cgroup v2 or v1), read back from the kernel
 //!   so a report never claims a limit that is not enforced;
 //! - [`procstat`]: CPU seconds, RSS, threads and open files of processes (or process trees, e.g. a
@@ -21,6 +22,7 @@
 pub mod cgroup;
 pub mod cleanup;
 pub mod envinfo;
+pub mod nats;
 pub mod pg;
 pub mod process;
 pub mod procstat;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+pub mod events;
 mod faults;
 mod overload;
 mod warmup;
@@ -139,6 +140,9 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         (Some(db), None) => Some(db.url.clone()),
         _ => None,
     };
+    if args.inject_broker().is_some() {
+        bail!("--inject broker=… slows the broker of --scenario events only");
+    }
     let injection = args.inject.map(|i| i.scaled(args.load.duration_scale));
     let lab = Lab {
         api_database_url,

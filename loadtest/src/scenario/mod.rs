@@ -13,11 +13,14 @@
 //!   order or one void.
 //! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
+//! - `events` (issue 10): two-phase vs after-commit vs outbox under a healthy, a slowed and a
+//!   crashing setting, with NATS JetStream (`events.rs`, runs of its own in `lab/events.rs`).
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
 //! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants,
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
+mod events;
 mod faults_table;
 mod overload;
 mod render;
@@ -59,6 +62,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "overload",
         "ramp-750, both APIs, shedding off and on: refuse early or queue (4 runs)",
+    ),
+    (
+        "events",
+        "experiment A (issue 10): the order event under a slow broker — two-phase, after-commit, \
+         outbox on NATS JetStream, healthy / slowed / crash (18 runs)",
     ),
 ];
 
@@ -159,6 +167,10 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
 
 /// Runs every variant, writes each one's report and the scenario's table; returns the folder.
 pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+    if name == "events" {
+        // Its own runs (closed model, NATS, crash), not lab runs: see `events.rs`.
+        return events::run(base).await;
+    }
     let variants = variants(name, &base)?;
     let out = base.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(

@@ -43,7 +43,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("full_page_writes", "off"),
     // Statements per order are counted with pg_stat_statements (`CREATE EXTENSION` per database).
     ("shared_preload_libraries", "pg_stat_statements"),
-    // Two-phase commit (`PREPARE TRANSACTION`) allowed, up to 64 prepared at a time.
+    // EVENTS_MODE=two-phase ends each order's transaction with PREPARE TRANSACTION (issue 10).
     ("max_prepared_transactions", "64"),
 ];
 
