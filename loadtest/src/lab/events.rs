@@ -97,16 +97,18 @@ impl EventsLab {
         let logs_owned = logs.to_owned();
         let (db, mock, nats) = tokio::task::spawn_blocking(move || -> Result<_> {
             let db = Database::open(database_url.as_deref())?;
-            let zero = lab_results::MockLatencies {
-                seller: 0,
-                risk: 0,
-                payment: 0,
-            };
-            let mock = MockDepsProcess::start(zero, &logs_owned)?;
+            let mock = MockDepsProcess::start(&logs_owned)?;
             let nats = EphemeralNats::start()?;
             Ok((db, mock, nats))
         })
         .await??;
+        // The original service did only database and broker work: the mocks answer at once.
+        let zero = lab_results::MockLatencies {
+            seller: 0,
+            risk: 0,
+            payment: 0,
+        };
+        crate::run::set_mock_latencies(&mock.url, zero).await?;
         let upstream = ([127, 0, 0, 1], nats.port()).into();
         let proxy = LatencyProxy::start_adjustable(upstream, Duration::ZERO).await?;
         let broker = Broker::connect(
