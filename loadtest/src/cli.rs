@@ -66,6 +66,10 @@ pub enum Command {
     Run(RunArgs),
     /// Build report.html and summary.md from any number of results files.
     Compare(CompareArgs),
+    /// Capacity benchmark (issue 9): each API alone in 1 CPU, a closed loop at mocks 0 ms and at
+    /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
+    /// harness's CPU per order. Writes bench.json and bench.md.
+    Bench(Box<crate::bench::BenchArgs>),
     /// List the built-in profiles and their shapes.
     Profiles {
         /// Show the phases as they would run with this scale.

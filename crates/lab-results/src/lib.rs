@@ -22,6 +22,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+pub mod bench;
 pub mod faults;
 pub mod inject;
 mod measures;

@@ -13,14 +13,19 @@
 //!   PostgreSQL server and its backends) sampled from `/proc`;
 //! - [`process`]: spawning the services as children with their output in log files, waiting for
 //!   `/ready`, locating the workspace binaries, raising `RLIMIT_NOFILE`;
+//! - [`counters`]: cumulative counters of a process (user and system CPU apart, context
+//!   switches, RSS and its peak) and of the machine, for per-order arithmetic between two readings;
+//! - [`affinity`]: pinning a process, every thread of it, to CPUs (`taskset` for a running process);
 //! - [`envinfo`]: the machine, OS, compiler and commit a run happened on;
 //! - [`cleanup`]: the one Ctrl-C/SIGTERM handler that stops everything above before exiting 130.
 //!
 //! Everything is synchronous except [`process::wait_ready_async`], so it can be used from tests, from
 //! plain `main`s and (sparingly, at set-up time) from async code.
 
+pub mod affinity;
 pub mod cgroup;
 pub mod cleanup;
+pub mod counters;
 pub mod envinfo;
 pub mod nats;
 pub mod pg;

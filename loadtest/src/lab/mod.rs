@@ -180,7 +180,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
 }
 
 /// The `REQUEST_HASH_KEY` of the APIs the lab starts (not a secret: lab data is thrown away).
-const LAB_REQUEST_HASH_KEY: &str = "order-lab-load-test-request-hash-key";
+pub(crate) const LAB_REQUEST_HASH_KEY: &str = "order-lab-load-test-request-hash-key";
 
 fn default_out(profile: &str) -> PathBuf {
     Path::new("reports").join(format!(
