@@ -320,8 +320,7 @@ async fn start_harness(
     }
     let deps = {
         let logs = logs.to_owned();
-        tokio::task::spawn_blocking(move || MockDepsProcess::start(Mocks::Zero.latencies(), &logs))
-            .await??
+        tokio::task::spawn_blocking(move || MockDepsProcess::start(&logs)).await??
     };
     let (proxy, api_database_url) = if args.db_rtt_ms > 0.0 {
         let (p, url) = start_proxy(&db.url, args.db_rtt_ms, logs)?;
