@@ -25,24 +25,24 @@ while [ $# -gt 0 ]; do
     esac
 done
 bin=target/release
-for b in "$api" mock-deps loadtest; do
+for b in "$api" mock-deps loadtest pg-ephemeral; do
     [ -x "$bin/$b" ] || { echo "$bin/$b missing: cargo build --release" >&2; exit 1; }
 done
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 work=$(mktemp -d /tmp/order-lab-profile.XXXXXX)
-chmod 755 "$work"
 pids=()
+pg_dir=""
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
-    scripts/pg-ephemeral.sh stop "$work/pg" 2>/dev/null || true
+    [ -z "$pg_dir" ] || "$bin/pg-ephemeral" stop "$pg_dir" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir "$work/pg"
-chmod 755 "$work/pg"
-db=$(scripts/pg-ephemeral.sh start "$work/pg" "$(free_port)")
+started=$("$bin/pg-ephemeral" start) # its directory, then its URL
+pg_dir=${started%%$'\n'*}
+db=${started#*$'\n'}
 
 deps_port=$(free_port)
 BIND_ADDR=127.0.0.1:$deps_port SELLER_LATENCY_MS=0 RISK_LATENCY_MS=0 PAY_LATENCY_MS=0 RUST_LOG=warn \
@@ -56,7 +56,7 @@ MAX_LOOP_LAG_MS=0 DATABASE_URL=$db DEPS_URL=http://127.0.0.1:$deps_port BIND_ADD
 api_pid=$!
 pids+=($api_pid)
 deps_pid=${pids[0]}
-pg_pid=$(head -1 "$work/pg/data/postmaster.pid")
+pg_pid=$(head -1 "$pg_dir/data/postmaster.pid")
 for _ in $(seq 1 100); do
     curl -fsS -o /dev/null "http://127.0.0.1:$api_port/ready" 2>/dev/null && break
     sleep 0.1

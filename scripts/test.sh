@@ -4,19 +4,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The lab smoke test starts the service binaries as separate processes; cargo only builds a
+# package's own binaries for its tests, so build all three (same profile as the tests) first, and
+# labkit's pg-ephemeral: the lab's own throw-away PostgreSQL, same settings, for the tests.
+cargo build -p blocking-api -p reactive-api -p mock-deps -p labkit --bins
+
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
-    dir=$(mktemp -d /tmp/order-lab-pg.XXXXXX)
-    chmod 755 "$dir"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    trap 'scripts/pg-ephemeral.sh stop "$dir"' EXIT
-    TEST_DATABASE_URL=$(scripts/pg-ephemeral.sh start "$dir" "$port")
+    pg=${CARGO_TARGET_DIR:-target}/debug/pg-ephemeral
+    started=$("$pg" start) # its directory, then its URL
+    pg_dir=${started%%$'\n'*}
+    trap '"$pg" stop "$pg_dir"' EXIT
+    TEST_DATABASE_URL=${started#*$'\n'}
     export TEST_DATABASE_URL
     echo "test PostgreSQL: $TEST_DATABASE_URL"
 fi
-
-# The lab smoke test starts the service binaries as separate processes; cargo only builds a
-# package's own binaries for its tests, so build all three (same profile as the tests) first.
-cargo build -p blocking-api -p reactive-api -p mock-deps --bins
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast "$@"

@@ -8,12 +8,15 @@
 //! `BLOCKING_THREADS ÷ request latency` requests per second.
 //!
 //! The contract, validation, SQL and metrics come from `order-core`; only [`service`], [`db`],
-//! [`clients`] and the [`recovery`] loop are this crate's own, written to read step for step like
+//! [`clients`], the [`recovery`] loop and the order event ([`events`], over the blocking facade
+//! [`broker`]) are this crate's own, written to read step for step like
 //! reactive-api's.
 
 pub mod batch;
+pub mod broker;
 pub mod clients;
 pub mod db;
+pub mod events;
 pub mod pool;
 pub mod recovery;
 pub mod routes;

@@ -28,6 +28,11 @@ pub fn spawn(app: Arc<AppState>) -> std::io::Result<std::thread::JoinHandle<()>>
 /// One pass: claims and settles due keys until none is left. Returns how many it settled.
 pub fn run_pass(app: &AppState) -> usize {
     app.metrics.recovery_passes.inc();
+    // Two-phase: prepared transactions left in doubt first; a rolled-back order's key is then
+    // settled below like any other key left in CHARGING.
+    if let Err(e) = crate::events::resolve_in_doubt(app) {
+        tracing::warn!(error = %e, "in-doubt prepared transactions stay for the next pass");
+    }
     let mut settled = 0;
     loop {
         let claimed = match app

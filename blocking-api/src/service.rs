@@ -19,6 +19,7 @@ use order_core::order::{self, Charging, OrderDocument, Outcome};
 use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
 use crate::db::{self, Held};
+use crate::events;
 use crate::startup::AppState;
 
 /// How a reservation ended: this request owns the key, or the answer is already known.
@@ -219,6 +220,9 @@ pub(crate) fn persist(
             placed,
         );
     }
+    if let (Ok(_), Some((doc, _))) = (&result, placed) {
+        events::after_commit(app, doc);
+    }
     result
 }
 
@@ -246,7 +250,7 @@ fn complete(
     let completed = match placed {
         Some((doc, payment_key)) => {
             let key = (seller_id, reference_id, attempt);
-            db::persist_order(step.conn(), key, &outcome, doc, payment_key)?
+            events::persist_order(app, step.conn(), key, &outcome, doc, payment_key)?
         }
         None => db::complete_key(step.conn(), seller_id, reference_id, attempt, &outcome)?,
     };

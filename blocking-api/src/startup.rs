@@ -8,6 +8,7 @@ use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::CommonSettings;
 
+use crate::events::{self, Events};
 use crate::{batch, clients::Deps, db::Db, recovery, routes};
 
 /// blocking-api's settings: the shared ones, its listen address and its thread pool.
@@ -38,6 +39,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub hash_key: RequestHashKey,
     pub admission: Admission,
+    pub events: Events,
 }
 
 pub struct Application(Running);
@@ -45,6 +47,7 @@ pub struct Application(Running);
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let common = settings.common;
+        let events = Events::connect(&common.events).await?;
         let (running, state) = start(
             "blocking-api",
             &settings.bind_addr,
@@ -57,6 +60,7 @@ impl Application {
                     db,
                     deps: Deps::new(&common, metrics.clone())?,
                     admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
+                    events,
                     metrics,
                     hash_key: RequestHashKey::from_settings(&common)?,
                     settings: common.clone(),
@@ -65,7 +69,9 @@ impl Application {
             routes::configure,
         )
         .await?;
-        recovery::spawn(state.into_inner())?;
+        let app = state.into_inner();
+        events::spawn_relay(app.clone())?;
+        recovery::spawn(app)?;
         Ok(Application(running))
     }
 

@@ -66,6 +66,10 @@ pub enum Command {
     Run(RunArgs),
     /// Build report.html and summary.md from any number of results files.
     Compare(CompareArgs),
+    /// Capacity benchmark (issue 9): each API alone in 1 CPU, a closed loop at mocks 0 ms and at
+    /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
+    /// harness's CPU per order. Writes bench.json and bench.md.
+    Bench(Box<crate::bench::BenchArgs>),
     /// List the built-in profiles and their shapes.
     Profiles {
         /// Show the phases as they would run with this scale.
@@ -162,7 +166,8 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 0.0)]
     pub db_rtt_ms: f64,
     /// Changes a mock's latency mid-run: DEP=MS@START+DURATION, seconds into the measured run
-    /// (e.g. pay=5000@30+30: payment answers in 5 s from t=30 s to t=60 s).
+    /// (e.g. pay=5000@30+30: payment answers in 5 s from t=30 s to t=60 s). `broker=MS@…` (only
+    /// with --scenario events) adds MS to every round trip to NATS in its healthy runs.
     // Parsed here with its times as given; the lab multiplies them by --duration-scale.
     #[arg(long, value_parser = |spec: &str| Injection::parse(spec, 1.0))]
     pub inject: Option<Injection>,
@@ -220,9 +225,19 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 5000)]
     pub db_statement_timeout_ms: u64,
     /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency,
-    /// faults, overload, batching): several lab runs, one comparison table.
+    /// faults, overload, events, batching): several lab runs, one comparison table.
     #[arg(long)]
     pub scenario: Option<String>,
+}
+
+impl LabArgs {
+    /// `--inject broker=MS@START+DURATION` as (start s, duration s, ms), scaled like the profile.
+    pub fn inject_broker(&self) -> Option<(f64, f64, u64)> {
+        use lab_results::inject::Dep;
+        let i = self.inject.filter(|i| i.dependency == Dep::Broker)?;
+        let scale = self.load.duration_scale;
+        Some((i.start_s * scale, i.duration_s * scale, i.latency_ms))
+    }
 }
 
 #[derive(Debug, Clone, Args)]

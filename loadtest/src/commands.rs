@@ -31,6 +31,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bench(args) => crate::bench::command(*args).await,
         Command::Compare(args) => {
             let runs = args
                 .files

@@ -15,10 +15,12 @@
 //!   fresh state, warm-up, measurement ([`run`]), end-of-run checks; [`money`]: every charge
 //!   against the orders, once the API settled them; [`gave_up`]: the orders made for clients
 //!   that gave up; [`inject`]: a dependency slowed mid-run; [`scenario`]: the source experiments
-//!   as several lab runs and one table.
+//!   as several lab runs and one table; [`bench`]: the capacity benchmark (CPU, statements, calls
+//!   and memory per order, each API alone in its CPU).
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 
+pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod gave_up;

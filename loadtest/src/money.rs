@@ -11,41 +11,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde::Deserialize;
 use sqlx::Connection;
 
 use lab_results::{InvariantCheck, MoneyRecord};
+use mock_deps::admin::{KeyCharges, Ledger};
 
 /// Offending keys listed per kind in [`MoneyRecord::examples`].
 const EXAMPLES_PER_KIND: usize = 3;
-
-/// One key of the ledger's `charges_by_key`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct KeyCharges {
-    pub charges: u64,
-    pub amount: i64,
-    #[serde(default)]
-    pub message: String,
-    #[serde(default)]
-    pub voided: bool,
-}
-
-impl KeyCharges {
-    /// Money taken and not given back.
-    pub fn live(&self) -> bool {
-        self.charges > 0 && !self.voided
-    }
-}
-
-/// What [`reconcile`] reads from `GET /admin/ledger?detail=true`.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
-pub struct LedgerDetail {
-    pub charges: u64,
-    #[serde(default)]
-    pub voids: u64,
-    #[serde(default)]
-    pub charges_by_key: BTreeMap<String, KeyCharges>,
-}
 
 /// One row of `SELECT payment_key, amount FROM orders`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +27,9 @@ pub struct OrderRow {
 }
 
 /// Compares the orders with the ledger (see [`MoneyRecord`] for each figure).
-pub fn reconcile(orders: &[OrderRow], ledger: &LedgerDetail) -> MoneyRecord {
+pub fn reconcile(orders: &[OrderRow], ledger: &Ledger) -> MoneyRecord {
+    let no_keys = BTreeMap::new();
+    let charges_by_key = ledger.charges_by_key.as_ref().unwrap_or(&no_keys);
     let mut by_key: HashMap<&str, Vec<i64>> = HashMap::new();
     for o in orders {
         if let Some(k) = &o.payment_key {
@@ -75,7 +49,7 @@ pub fn reconcile(orders: &[OrderRow], ledger: &LedgerDetail) -> MoneyRecord {
             list.push(format!("{kind}: {key}"));
         }
     };
-    for (key, k) in &ledger.charges_by_key {
+    for (key, k) in charges_by_key {
         if k.charges > 1 {
             m.double_charges += 1;
             note("charged twice", key);
@@ -101,7 +75,7 @@ pub fn reconcile(orders: &[OrderRow], ledger: &LedgerDetail) -> MoneyRecord {
         let charged = o
             .payment_key
             .as_deref()
-            .and_then(|k| ledger.charges_by_key.get(k))
+            .and_then(|k| charges_by_key.get(k))
             .is_some_and(KeyCharges::live);
         if !charged {
             m.orders_without_charge += 1;
@@ -114,10 +88,7 @@ pub fn reconcile(orders: &[OrderRow], ledger: &LedgerDetail) -> MoneyRecord {
     // Two orders on one key cannot both be the key's one order: the second has no charge of its
     // own (`orders.payment_key` is UNIQUE, so this only guards a schema change).
     for (key, amounts) in &by_key {
-        let live = ledger
-            .charges_by_key
-            .get(*key)
-            .is_some_and(KeyCharges::live);
+        let live = charges_by_key.get(*key).is_some_and(KeyCharges::live);
         if live && amounts.len() > 1 {
             m.orders_without_charge += amounts.len() as u64 - 1;
             note("two orders for one charge", key);
@@ -237,8 +208,7 @@ async fn gather(database_url: &str, deps_url: &str, settle: Duration) -> Result<
         .await
         .context("reading orders")?;
     conn.close().await.ok();
-    let ledger: LedgerDetail = serde_json::from_value(crate::run::ledger_detail(deps_url).await?)
-        .context("reading mock-deps' ledger detail")?;
+    let ledger = crate::run::ledger_detail(deps_url).await?;
     let orders: Vec<OrderRow> = rows
         .into_iter()
         .map(|(payment_key, amount)| OrderRow {

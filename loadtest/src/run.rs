@@ -13,6 +13,7 @@ use loadgen::clock::Clock;
 use loadgen::driver::{DriverConfig, drive};
 use loadgen::gave_up::OrderKey;
 use loadgen::sampler::{self, SampleTargets};
+use mock_deps::admin::{self, ConfigPatch, Ledger, MockConfig};
 
 /// Descriptors the generator keeps for itself beside its open requests: `/proc` reads, `/metrics`
 /// scrapes, admin calls, logs, the database checks.
@@ -93,43 +94,27 @@ pub fn new_run_id() -> String {
 
 /// Reads mock-deps' latencies from `GET /admin/config`.
 pub async fn mock_latencies(deps_url: &str) -> Result<MockLatencies> {
-    let v: serde_json::Value = admin(deps_url)
-        .get(format!("{}/admin/config", base(deps_url)))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let ms = |k: &str| {
-        v[k]["latency_ms"]
-            .as_u64()
-            .with_context(|| format!("no {k}.latency_ms in mock-deps config"))
-    };
+    let c: MockConfig = admin_get(deps_url, admin::CONFIG).await?;
     Ok(MockLatencies {
-        seller: ms("seller")?,
-        risk: ms("risk")?,
-        payment: ms("payment")?,
+        seller: c.seller.latency_ms,
+        risk: c.risk.latency_ms,
+        payment: c.payment.latency_ms,
     })
 }
 
-/// Sets mock-deps' latencies (`PUT /admin/config`, partial document).
+/// Sets mock-deps' latencies (`PUT /admin/config`, the latencies only).
 pub async fn set_mock_latencies(deps_url: &str, l: MockLatencies) -> Result<()> {
-    let doc = serde_json::json!({
-        "seller": {"latency_ms": l.seller}, "risk": {"latency_ms": l.risk}, "payment": {"latency_ms": l.payment}
-    });
-    admin(deps_url)
-        .put(format!("{}/admin/config", base(deps_url)))
-        .json(&doc)
-        .send()
-        .await?
-        .error_for_status()?;
-    Ok(())
+    patch_mock_config(
+        deps_url,
+        &ConfigPatch::latencies(l.seller, l.risk, l.payment),
+    )
+    .await
 }
 
 /// Clears mock-deps' ledger and stats (`POST /admin/reset`).
 pub async fn reset_mock(deps_url: &str) -> Result<()> {
     admin(deps_url)
-        .post(format!("{}/admin/reset", base(deps_url)))
+        .post(format!("{}{}", base(deps_url), admin::RESET))
         .send()
         .await?
         .error_for_status()?;
@@ -137,37 +122,37 @@ pub async fn reset_mock(deps_url: &str) -> Result<()> {
 }
 
 /// mock-deps' ledger (`GET /admin/ledger`).
-pub async fn ledger(deps_url: &str) -> Result<serde_json::Value> {
-    Ok(admin(deps_url)
-        .get(format!("{}/admin/ledger", base(deps_url)))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?)
+pub async fn ledger(deps_url: &str) -> Result<Ledger> {
+    admin_get(deps_url, admin::ledger(false)).await
 }
 
 /// mock-deps' ledger with the per-key detail (`GET /admin/ledger?detail=true`).
-pub async fn ledger_detail(deps_url: &str) -> Result<serde_json::Value> {
-    Ok(admin(deps_url)
-        .get(format!("{}/admin/ledger?detail=true", base(deps_url)))
+pub async fn ledger_detail(deps_url: &str) -> Result<Ledger> {
+    admin_get(deps_url, admin::ledger(true)).await
+}
+
+/// Applies a partial mock-deps configuration (`PUT /admin/config`), e.g. fault rates.
+pub async fn patch_mock_config(deps_url: &str, patch: &ConfigPatch) -> Result<()> {
+    admin(deps_url)
+        .put(format!("{}{}", base(deps_url), admin::CONFIG))
+        .json(patch)
+        .send()
+        .await?
+        .error_for_status()
+        .with_context(|| format!("mock-deps refused the configuration {patch:?}"))?;
+    Ok(())
+}
+
+/// One of mock-deps' admin answers, as its own type.
+async fn admin_get<T: serde::de::DeserializeOwned>(deps_url: &str, path: &str) -> Result<T> {
+    admin(deps_url)
+        .get(format!("{}{path}", base(deps_url)))
         .send()
         .await?
         .error_for_status()?
         .json()
-        .await?)
-}
-
-/// Applies a partial mock-deps configuration (`PUT /admin/config`), e.g. fault rates.
-pub async fn patch_mock_config(deps_url: &str, doc: &serde_json::Value) -> Result<()> {
-    admin(deps_url)
-        .put(format!("{}/admin/config", base(deps_url)))
-        .json(doc)
-        .send()
-        .await?
-        .error_for_status()
-        .with_context(|| format!("mock-deps refused the configuration {doc}"))?;
-    Ok(())
+        .await
+        .with_context(|| format!("reading mock-deps' {path}"))
 }
 
 fn base(url: &str) -> &str {

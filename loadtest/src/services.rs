@@ -14,7 +14,7 @@ use labkit::pg::EphemeralPostgres;
 use labkit::process::{ServiceProcess, find_binary};
 
 use crate::cli::Durability;
-use lab_results::{Limits, MockLatencies};
+use lab_results::Limits;
 
 /// How long a service may take to answer its readiness URL.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -92,14 +92,13 @@ pub struct MockDepsProcess {
 }
 
 impl MockDepsProcess {
-    /// Starts the `mock-deps` binary with `latency` on a free port.
-    pub fn start(latency: MockLatencies, logs: &Path) -> Result<MockDepsProcess> {
+    /// Starts the `mock-deps` binary on a free port. The lab sets its latencies through the
+    /// admin API next (`run::set_mock_latencies`, typed by `mock_deps::admin`), as it does for a
+    /// mock-deps it did not start.
+    pub fn start(logs: &Path) -> Result<MockDepsProcess> {
         let port = free_port()?;
         let env = vec![
             ("BIND_ADDR".to_owned(), format!("127.0.0.1:{port}")),
-            ("SELLER_LATENCY_MS".to_owned(), latency.seller.to_string()),
-            ("RISK_LATENCY_MS".to_owned(), latency.risk.to_string()),
-            ("PAY_LATENCY_MS".to_owned(), latency.payment.to_string()),
             // Two workers: the mock must never be the bottleneck (the seed's mock died first).
             ("HTTP_WORKERS".to_owned(), "2".to_owned()),
             ("RUST_LOG".to_owned(), "warn".to_owned()),
@@ -113,7 +112,7 @@ impl MockDepsProcess {
             &logs.join("mock-deps.log"),
         )?;
         let url = format!("http://127.0.0.1:{port}");
-        process.wait_ready(&format!("{url}/health"), READY_TIMEOUT)?;
+        process.wait_ready(&format!("{url}{}", mock_deps::admin::HEALTH), READY_TIMEOUT)?;
         Ok(MockDepsProcess {
             url,
             pid: process.pid(),

@@ -120,28 +120,46 @@ impl MockConfig {
 
 /// Body of `PUT /admin/config`: any subset of endpoints and fields.
 ///
-/// Unknown fields are rejected so that a typo (`"latency"`) is a 400, not a silent no-op.
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
+/// Unknown fields are rejected so that a typo (`"latency"`) is a 400, not a silent no-op. A
+/// client builds it typed and it serialises with the fields left `None` omitted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigPatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub seller: Option<EndpointPatch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<EndpointPatch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub payment: Option<EndpointPatch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hang_ms: Option<u64>,
 }
 
 /// Partial [`EndpointConfig`].
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointPatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hang_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub charged_error_rate: Option<f64>,
 }
 
 impl EndpointPatch {
+    /// Only the latency.
+    pub fn latency(latency_ms: u64) -> Self {
+        Self {
+            latency_ms: Some(latency_ms),
+            ..Self::default()
+        }
+    }
+
     fn apply(&self, target: &mut EndpointConfig) {
         if let Some(v) = self.latency_ms {
             target.latency_ms = v;
@@ -162,6 +180,16 @@ impl EndpointPatch {
 }
 
 impl ConfigPatch {
+    /// Only the three latencies, ms.
+    pub fn latencies(seller_ms: u64, risk_ms: u64, payment_ms: u64) -> Self {
+        Self {
+            seller: Some(EndpointPatch::latency(seller_ms)),
+            risk: Some(EndpointPatch::latency(risk_ms)),
+            payment: Some(EndpointPatch::latency(payment_ms)),
+            hang_ms: None,
+        }
+    }
+
     /// Returns `base` with the patch applied, or why the result would be invalid.
     pub fn apply(&self, base: MockConfig) -> Result<MockConfig, String> {
         let mut next = base;
@@ -230,6 +258,21 @@ mod tests {
         // A document written before the field existed still parses, with the field at 0.
         let old: EndpointConfig = serde_json::from_str(r#"{"latency_ms":5}"#).unwrap();
         assert_eq!(old.charged_error_rate, 0.0);
+    }
+
+    #[test]
+    fn a_typed_patch_writes_only_what_it_sets() {
+        let patch = ConfigPatch::latencies(1, 2, 3);
+        let json = serde_json::to_string(&patch).unwrap();
+        assert_eq!(
+            json,
+            r#"{"seller":{"latency_ms":1},"risk":{"latency_ms":2},"payment":{"latency_ms":3}}"#
+        );
+        assert_eq!(serde_json::from_str::<ConfigPatch>(&json).unwrap(), patch);
+        assert_eq!(
+            serde_json::to_string(&ConfigPatch::default()).unwrap(),
+            "{}"
+        );
     }
 
     #[test]

@@ -22,9 +22,13 @@
 //! (`GET /gateway/payments/{key}`, `POST /gateway/payments/{key}/void`) so that the APIs'
 //! recovery can find out what happened to a charge and give it back; the ledger counts voids.
 //!
+//! The admin surface's paths and wire types are public in [`admin`]: the load lab steers the
+//! mocks and reads the ledger through them.
+//!
 //! Layers: [`config`] (behaviour knobs) → `fault` (latency and failure injection) → `routes`
 //! (the wire contract) → `server` ([`MockDeps`] in-process, [`run`] for the binary).
 
+pub mod admin;
 pub mod config;
 mod fault;
 mod ledger;
@@ -34,7 +38,7 @@ mod settings;
 mod state;
 mod stats;
 
-pub use config::{EndpointConfig, MockConfig};
+pub use config::{ConfigPatch, EndpointConfig, EndpointPatch, MockConfig};
 pub use ledger::{KeyCharges, Ledger};
 pub use server::{MockDeps, run};
 pub use settings::Settings;

@@ -95,7 +95,7 @@ impl Deps {
 
     /// Recovery: voids a charge, or blocks a key the gateway never saw from ever charging.
     pub async fn void_payment(&self, gateway_key: &str) -> Result<GatewayPayment, ApiError> {
-        let url = format!("{}{}/void", self.base, deps::payment_path(gateway_key));
+        let url = format!("{}{}", self.base, deps::void_path(gateway_key));
         let (status, body) = self.call(Dependency::Payment, self.http.post(url)).await?;
         deps::void_outcome(status, &body)
     }

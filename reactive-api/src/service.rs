@@ -18,6 +18,7 @@ use order_core::order::{self, Charging, OrderDocument, Outcome};
 use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
 use crate::db::{self, Held};
+use crate::events;
 use crate::startup::AppState;
 
 /// How a reservation ended: this request owns the key, or the answer is already known.
@@ -224,6 +225,9 @@ pub(crate) async fn persist(
         )
         .await;
     }
+    if let (Ok(_), Some((doc, _))) = (&result, placed) {
+        events::after_commit(app, doc).await;
+    }
     result
 }
 
@@ -251,7 +255,7 @@ async fn complete(
     let completed = match placed {
         Some((doc, payment_key)) => {
             let key = (seller_id, reference_id, attempt);
-            db::persist_order(step.conn(), key, &outcome, doc, payment_key).await?
+            events::persist_order(app, step.conn(), key, &outcome, doc, payment_key).await?
         }
         None => db::complete_key(step.conn(), seller_id, reference_id, attempt, &outcome).await?,
     };

@@ -8,6 +8,7 @@ use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::{CommonSettings, REACTIVE_MAX_IN_FLIGHT};
 
+use crate::events::{self, Events};
 use crate::{batch, clients::Deps, db::Db, recovery, routes};
 
 /// reactive-api's settings: the shared ones plus its listen address.
@@ -35,6 +36,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub hash_key: RequestHashKey,
     pub admission: Admission,
+    pub events: Events,
 }
 
 pub struct Application(Running);
@@ -42,6 +44,7 @@ pub struct Application(Running);
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let common = settings.common;
+        let events = Events::connect(&common.events).await?;
         let (running, state) = start(
             "reactive-api",
             &settings.bind_addr,
@@ -54,6 +57,7 @@ impl Application {
                     db,
                     deps: Deps::new(&common, metrics.clone())?,
                     admission: Admission::new(&common, REACTIVE_MAX_IN_FLIGHT, metrics.clone()),
+                    events,
                     metrics,
                     hash_key: RequestHashKey::from_settings(&common)?,
                     settings: common.clone(),
@@ -62,7 +66,9 @@ impl Application {
             routes::configure,
         )
         .await?;
-        recovery::spawn(state.into_inner());
+        let app = state.into_inner();
+        events::spawn_relay(app.clone());
+        recovery::spawn(app);
         Ok(Application(running))
     }
 

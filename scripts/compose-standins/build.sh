@@ -3,6 +3,7 @@
 # for a podman engine that reaches Debian's packages but no image registry (the project's machines):
 #   debian:bookworm-slim   a Debian bookworm root file system (debootstrap --variant=minbase), imported
 #   postgres:15            Debian's PostgreSQL 15 with an entrypoint like upstream's (postgres.Containerfile)
+#   nats:2.10-alpine       Debian's nats-server (nats.Containerfile; the `events` profile only)
 #   rust:1.95-bookworm     the machine's own Rust toolchain (and extra CA certificates, for an
 #                          HTTPS proxy on the way to crates.io) on that base (rust.Containerfile)
 # Each is built only when missing (images are kept between runs). They never ship: with Docker, the
@@ -33,6 +34,11 @@ if ! has debian:bookworm-slim; then
     tar -C "$root" -c . | podman import -q --change 'CMD ["bash"]' - docker.io/library/debian:bookworm-slim >/dev/null
     rm -rf "$root"
     trap - EXIT
+fi
+
+if ! has nats:2.10-alpine; then
+    echo "stand-in nats:2.10-alpine: Debian's nats-server"
+    podman build -q -f "$here/nats.Containerfile" -t docker.io/library/nats:2.10-alpine "$here" >/dev/null
 fi
 
 if ! has postgres:15; then

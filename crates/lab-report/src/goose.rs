@@ -7,12 +7,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use maud::{Markup, html};
 use serde::Deserialize;
 
 use lab_results::RunResults;
 
 use super::model::{ApiRuns, Unit, fmt, run_name};
-use super::svg::esc;
 
 /// What was found of one run's goose reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,40 +120,37 @@ fn find<'a>(goose: &'a [GooseRun], run: &RunResults) -> Option<&'a GooseRun> {
 }
 
 /// The page's section (left out when no run names a goose report).
-pub fn html(s: &mut String, groups: &[ApiRuns<'_>], goose: &[GooseRun]) {
+pub fn html(groups: &[ApiRuns<'_>], goose: &[GooseRun]) -> Markup {
     let runs: Vec<&RunResults> = groups.iter().flat_map(|g| g.runs.iter().copied()).collect();
     if runs.iter().all(|r| r.goose_reports.is_empty()) {
-        return;
+        return html! {};
     }
-    s.push_str(
-        "<section id=\"goose\"><h2>goose's own reports</h2><p class=\"note\">goose counts the same requests \
-         independently (latency from the intended send time too). Its figures are per run; its \"users\" is 1 \
-         for an open profile, the one scheduler. A difference between its counts and ours would mean a request \
-         was recorded in one place and not the other.</p><ul class=\"goose\">",
-    );
-    for run in runs {
-        let found = find(goose, run);
-        let links: Vec<String> = run
-            .goose_reports
-            .iter()
-            .map(|f| {
-                let here = found.is_some_and(|g| g.files.iter().any(|(n, h)| n == f && *h));
-                if here {
-                    format!("<a href=\"{0}\">{0}</a>", esc(f))
-                } else {
-                    format!("<code>{}</code> (not beside this page)", esc(f))
+    html! { section id="goose" {
+        h2 { "goose's own reports" }
+        p class="note" {
+            "goose counts the same requests independently (latency from the intended send time \
+             too). Its figures are per run; its \"users\" is 1 for an open profile, the one \
+             scheduler. A difference between its counts and ours would mean a request was recorded \
+             in one place and not the other."
+        }
+        ul class="goose" {
+            @for run in &runs {
+                @let found = find(goose, run);
+                li {
+                    strong { (run_name(run)) } ": "
+                    @for (i, f) in run.goose_reports.iter().enumerate() {
+                        @if i > 0 { " · " }
+                        @if found.is_some_and(|g| g.files.iter().any(|(n, h)| n == f && *h)) {
+                            a href=(f) { (f) }
+                        } @else {
+                            code { (f) } " (not beside this page)"
+                        }
+                    }
+                    " · " (sentence(run, found))
                 }
-            })
-            .collect();
-        let _ = write!(
-            s,
-            "<li><strong>{}</strong>: {} · {}</li>",
-            esc(&run_name(run)),
-            links.join(" · "),
-            esc(&sentence(run, found))
-        );
-    }
-    s.push_str("</ul></section>");
+            }
+        }
+    } }
 }
 
 /// The `summary.md` lines.

@@ -5,10 +5,11 @@
 
 use std::fmt::Write as _;
 
+use maud::{Markup, html};
+
 use lab_results::{MoneyRecord, RunResults};
 
 use super::model::{ApiRuns, Unit, fmt, run_name};
-use super::svg::esc;
 
 /// One run's line.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,29 +79,27 @@ pub fn sentence(m: &MoneyRecord) -> String {
 }
 
 /// The page's section.
-pub fn html(s: &mut String, groups: &[ApiRuns<'_>]) {
+pub fn html(groups: &[ApiRuns<'_>]) -> Markup {
     let lines = lines(groups);
     if lines.is_empty() {
-        return;
+        return html! {};
     }
-    s.push_str(
-        "<section id=\"money\"><h2>Money</h2><p class=\"note\">The payment gateway's ledger against the \
-         orders in the database, counted after the run once no idempotency key was left CHARGING. A live \
-         charge (taken, not voided) must have exactly one order with its amount; an order, exactly one \
-         live charge.</p>",
-    );
-    for l in &lines {
-        let body = format!("<strong>{}</strong>: {}", esc(&l.run), esc(&l.text));
-        if l.bad {
-            let _ = write!(
-                s,
-                "<div class=\"banner danger money\" role=\"alert\">{body}</div>"
-            );
-        } else {
-            let _ = write!(s, "<p class=\"money\">{body}</p>");
+    html! { section id="money" {
+        h2 { "Money" }
+        p class="note" {
+            "The payment gateway's ledger against the orders in the database, counted after the \
+             run once no idempotency key was left CHARGING. A live charge (taken, not voided) must \
+             have exactly one order with its amount; an order, exactly one live charge."
         }
-    }
-    s.push_str("</section>");
+        @for l in &lines {
+            @let body = html! { strong { (l.run) } ": " (l.text) };
+            @if l.bad {
+                div class="banner danger money" role="alert" { (body) }
+            } @else {
+                p class="money" { (body) }
+            }
+        }
+    } }
 }
 
 /// The `summary.md` lines.

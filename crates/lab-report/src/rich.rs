@@ -1,8 +1,8 @@
-//! Sentences with emphasis, written once and laid out twice: as HTML (every piece escaped) for
-//! the page and as Markdown for `summary.md`. The verdict, the trust strip and the Little's-law
-//! line are built as [`Rich`] so the two files can never say different things.
+//! Sentences with emphasis, written once and laid out twice: as HTML (a [`maud::Render`], every
+//! piece escaped) for the page and as Markdown for `summary.md`. The verdict, the trust strip and
+//! the Little's-law line are built as [`Rich`] so the two files can never say different things.
 
-use super::svg::esc;
+use maud::{Markup, Render, html};
 
 /// A run of text pieces, each plain or strong.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,17 +31,6 @@ impl Rich {
         self
     }
 
-    /// Escaped HTML, `<strong>` for the strong pieces.
-    pub fn html(&self) -> String {
-        self.0
-            .iter()
-            .map(|(strong, t)| match strong {
-                true => format!("<strong>{}</strong>", esc(t)),
-                false => esc(t),
-            })
-            .collect()
-    }
-
     /// Markdown, `**…**` for the strong pieces.
     pub fn markdown(&self) -> String {
         self.0
@@ -51,6 +40,17 @@ impl Rich {
                 _ => t.clone(),
             })
             .collect()
+    }
+}
+
+/// Escaped HTML, `<strong>` for the strong pieces.
+impl Render for Rich {
+    fn render(&self) -> Markup {
+        html! {
+            @for (strong, t) in &self.0 {
+                @if *strong { strong { (t) } } @else { (t) }
+            }
+        }
     }
 }
 
@@ -73,7 +73,10 @@ mod tests {
     #[test]
     fn one_sentence_two_layouts() {
         let r = Rich::new().plain("a <b> & ").strong("c<d>").plain(".");
-        assert_eq!(r.html(), "a &lt;b&gt; &amp; <strong>c&lt;d&gt;</strong>.");
+        assert_eq!(
+            r.render().into_string(),
+            "a &lt;b&gt; &amp; <strong>c&lt;d&gt;</strong>."
+        );
         assert_eq!(r.markdown(), "a <b> & **c<d>**.");
         let j = join([Rich::new().plain("x"), Rich::new().strong("y")], ", ");
         assert_eq!(j.markdown(), "x, **y**");

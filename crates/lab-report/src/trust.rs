@@ -5,11 +5,12 @@
 
 use std::fmt::Write as _;
 
+use maud::{Markup, html};
+
 use lab_results::RunResults;
 
 use super::fairness::{self, Status};
 use super::model::{ApiRuns, MIB, Unit, by_api, cores, fmt, run_name};
-use super::svg::esc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -276,22 +277,16 @@ fn money(groups: &[ApiRuns<'_>]) -> Item {
 }
 
 /// The strip as an HTML list.
-pub fn html(s: &mut String, groups: &[ApiRuns<'_>]) {
-    s.push_str("<ul class=\"trust\" id=\"trust\" aria-label=\"Can these numbers be trusted?\">");
-    for i in items(groups) {
-        let _ = write!(
-            s,
-            "<li class=\"{}\" id=\"{}\"><span class=\"mark\" aria-hidden=\"true\">{}</span> \
-             <a href=\"{}\"><strong>{}</strong></a> <span class=\"d\">{}</span></li>",
-            i.state.class(),
-            i.id,
-            i.state.mark(),
-            i.href,
-            esc(&i.label),
-            esc(&i.detail)
-        );
-    }
-    s.push_str("</ul>");
+pub fn html(groups: &[ApiRuns<'_>]) -> Markup {
+    html! { ul class="trust" id="trust" aria-label="Can these numbers be trusted?" {
+        @for i in items(groups) {
+            li class=(i.state.class()) id=(i.id) {
+                span class="mark" aria-hidden="true" { (i.state.mark()) } " "
+                a href=(i.href) { strong { (i.label) } } " "
+                span class="d" { (i.detail) }
+            }
+        }
+    } }
 }
 
 /// The strip as a Markdown list.

@@ -80,7 +80,7 @@ fn charts_overlay_both_apis() {
         rate.contains("payment latency 1000→5000 ms"),
         "injected event marked"
     );
-    assert!(rate.contains("Little&#39;s-law bound, blocking-api"));
+    assert!(rate.contains("Little's-law bound, blocking-api"));
     let pool = figure(&html, "blocking-pool");
     assert!(pool.contains("blocking-api busy") && !pool.contains("reactive-api busy"));
     for id in [
@@ -434,4 +434,54 @@ fn the_money_line_is_red_only_when_money_is_unaccounted_for() {
     runs[1].money.as_mut().unwrap().charges_without_order = 0;
     runs[1].money.as_mut().unwrap().orders_without_charge = 2;
     assert!(render_markdown(&runs).contains("❌ **Money** — reactive-api: 1,210 charges, 4 voids, 1,206 orders, 0 charges without order, 2 orders without charge"));
+}
+
+#[test]
+fn hostile_strings_in_the_results_are_escaped() {
+    // Text that would run a script or leave an attribute if it reached the page as markup.
+    let hostile = "<script>alert('x')</script>\" onload=\"x";
+    let escaped = "&lt;script&gt;alert('x')&lt;/script&gt;&quot; onload=&quot;x";
+    // A file name cannot hold the `/`.
+    let file = "x\" onload=\"y <b>.html";
+    let mut runs = fixtures::pair();
+    for r in &mut runs {
+        r.api = format!("{}{hostile}", r.api);
+        r.run_id = hostile.into();
+        r.environment.git_sha = hostile.into();
+        r.config.profile.name = hostile.into();
+        r.config.profile.phases[0].name = hostile.into();
+        r.config.limits.mechanism = hostile.into();
+        r.config.api_settings.insert(hostile.into(), hostile.into());
+        r.harness_bound = Some(hostile.into());
+        r.invariants.push(lab_results::InvariantCheck {
+            name: hostile.into(),
+            ok: Some(false),
+            detail: hostile.into(),
+        });
+        for e in &mut r.events {
+            e.label = hostile.into();
+        }
+        r.goose_reports = vec![file.into()];
+    }
+    // With the goose report beside the page, its name becomes a link's `href` too.
+    let dir = std::env::temp_dir().join(format!("loadtest-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join(file), "").expect("goose file");
+    let paths = write_report(&runs, &dir).expect("report");
+    let html = std::fs::read_to_string(&paths.html).expect("html");
+    fixtures::assert_offline(&html);
+    assert!(!html.contains("<script") && !html.contains("<b>") && !html.contains("onload=\""));
+    for place in [
+        format!("<title>Order API load test: blocking-api{escaped} vs "),
+        "<a href=\"x&quot; onload=&quot;y &lt;b&gt;.html\">x&quot; onload=&quot;y &lt;b&gt;.html</a>".to_owned(),
+        format!("<code>{escaped}</code>"),
+        format!("<td>{escaped}</td>"),
+        // Inside the hand-drawn SVG: a series name.
+        format!("<title>blocking-api{escaped} 2xx</title>"),
+    ] {
+        assert!(html.contains(&place), "{place} not found");
+    }
+    let rate = figure(&html, "rate");
+    assert!(rate.contains(&format!(">{escaped}</text>")), "{rate}");
+    let _ = std::fs::remove_dir_all(dir);
 }

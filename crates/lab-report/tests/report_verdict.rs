@@ -49,8 +49,8 @@ fn fixture_report_renders() {
         "its p99",
         "its CPU per order",
         "its peak memory",
-        "<strong>blocking-api reached its Little&#39;s-law bound</strong>",
-        "blocking-api&#39;s pool of 200 blocking threads was exhausted (all taken",
+        "<strong>blocking-api reached its Little's-law bound</strong>",
+        "blocking-api's pool of 200 blocking threads was exhausted (all taken",
         "one run per API",
     ] {
         assert!(

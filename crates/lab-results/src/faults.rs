@@ -110,24 +110,6 @@ impl FaultPlan {
         }
     }
 
-    /// mock-deps' configuration for the run (`PUT /admin/config`).
-    pub fn mock_config(&self) -> serde_json::Value {
-        let mut doc = serde_json::json!({"payment": {
-            "error_rate": self.payment_error_rate,
-            "hang_rate": self.payment_hang_rate,
-            "charged_error_rate": self.payment_charged_error_rate,
-        }});
-        if let Some(ms) = self.hang_ms {
-            doc["hang_ms"] = ms.into();
-        }
-        doc
-    }
-
-    /// The configuration that ends the payment faults after the run.
-    pub fn mock_config_cleared() -> serde_json::Value {
-        serde_json::json!({"payment": {"error_rate": 0.0, "hang_rate": 0.0, "charged_error_rate": 0.0}})
-    }
-
     /// `true` when some pay request fails on purpose.
     pub fn has_payment_faults(&self) -> bool {
         self.payment_error_rate + self.payment_hang_rate + self.payment_charged_error_rate > 0.0
@@ -170,9 +152,6 @@ mod tests {
         assert_eq!(p.kill_api_at_s, Some(10.0));
         assert_eq!(p.api_down_s, DEFAULT_DOWN_S, "time down is not scaled");
         assert_eq!(p.restart_db_at_s, Some(20.0));
-        let doc = p.mock_config();
-        assert_eq!(doc["payment"]["charged_error_rate"], 0.02);
-        assert_eq!(doc["hang_ms"], 8000);
         assert!(
             p.describe_payment()
                 .contains("5 % answered 503, 1 % hang (8000 ms, then 504), 2 % charged")

@@ -24,6 +24,9 @@ pub enum Dep {
     Seller,
     Risk,
     Payment,
+    /// The events' broker (NATS), slowed through the latency proxy in front of it: only
+    /// `--scenario events`, which starts that proxy, carries it out.
+    Broker,
 }
 
 impl Dep {
@@ -32,6 +35,7 @@ impl Dep {
             Dep::Seller => "seller",
             Dep::Risk => "risk",
             Dep::Payment => "payment",
+            Dep::Broker => "broker",
         }
     }
 
@@ -40,6 +44,8 @@ impl Dep {
             Dep::Seller => l.seller,
             Dep::Risk => l.risk,
             Dep::Payment => l.payment,
+            // Not a mock: its delay before the slowdown is the run's broker round trip.
+            Dep::Broker => 0,
         }
     }
 
@@ -49,6 +55,7 @@ impl Dep {
             Dep::Seller => l.seller = ms,
             Dep::Risk => l.risk = ms,
             Dep::Payment => l.payment = ms,
+            Dep::Broker => {}
         }
         l
     }
@@ -66,7 +73,8 @@ impl Injection {
             "seller" => Dep::Seller,
             "risk" => Dep::Risk,
             "pay" | "payment" => Dep::Payment,
-            other => bail!("--inject: unknown dependency {other:?} (seller, risk or pay)"),
+            "broker" => Dep::Broker,
+            other => bail!("--inject: unknown dependency {other:?} (seller, risk, pay or broker)"),
         };
         let num = |s: &str| s.trim().parse::<f64>().with_context(usage);
         let (start_s, duration_s) = (num(start)? * scale, num(duration)? * scale);
@@ -119,6 +127,10 @@ impl Injection {
         base: MockLatencies,
         plateau: (f64, f64),
     ) {
+        if self.dependency == Dep::Broker {
+            // Not on the mocks' critical path that Little's law here is about.
+            return;
+        }
         let (start, end) = plateau;
         let overlap = (end.min(self.start_s + self.duration_s) - start.max(self.start_s)).max(0.0);
         if overlap <= 0.0 || end <= start {
@@ -234,6 +246,31 @@ mod tests {
                 Injection::parse("pay=5000@30+30", scale).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn the_broker_is_not_a_mock() {
+        let i = Injection::parse("broker=3000@10+20", 0.5).unwrap();
+        assert_eq!(
+            (i.dependency, i.latency_ms, i.start_s),
+            (Dep::Broker, 3000, 5.0)
+        );
+        let base = MockLatencies {
+            seller: 200,
+            risk: 1000,
+            payment: 1000,
+        };
+        assert_eq!(Dep::Broker.with(base, 3000), base);
+        let mut ll = LittlesLaw {
+            threads: 200,
+            critical_path_ms: 2200.0,
+            bound_rps: 200.0 / 2.2,
+            measured_plateau_rps: None,
+            note: None,
+        };
+        let before = ll.clone();
+        i.adjust_littles_law(&mut ll, base, (0.0, 60.0));
+        assert_eq!(ll, before, "the broker is not on the mocks' critical path");
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+pub mod bench;
 mod db_activity;
 pub mod faults;
 pub mod inject;

@@ -38,6 +38,14 @@ impl CleanupGuard {
     pub fn run(self) {
         // Drop does the work.
     }
+
+    /// Forgets the action: it runs neither now nor on a signal, for a resource meant to outlive
+    /// this process (someone else tears it down).
+    pub fn disarm(self) {
+        let id = self.id;
+        std::mem::forget(self);
+        lock().retain(|e| e.id != id);
+    }
 }
 
 impl Drop for CleanupGuard {

@@ -6,21 +6,28 @@
 //! was measured. labkit provides those pieces, and nothing about HTTP load or reporting:
 //!
 //! - [`pg`]: a throw-away PostgreSQL cluster (its settings are exposed so the report can print them);
+//! - [`nats`]: a throw-away `nats-server -js` (the order events' broker, issue 10);
 //! - [`cgroup`]: CPU/memory limits for a child process (cgroup v2 or v1), read back from the kernel
 //!   so a report never claims a limit that is not enforced;
 //! - [`procstat`]: CPU seconds, RSS, threads and open files of processes (or process trees, e.g. a
 //!   PostgreSQL server and its backends) sampled from `/proc`;
 //! - [`process`]: spawning the services as children with their output in log files, waiting for
 //!   `/ready`, locating the workspace binaries, raising `RLIMIT_NOFILE`;
+//! - [`counters`]: cumulative counters of a process (user and system CPU apart, context
+//!   switches, RSS and its peak) and of the machine, for per-order arithmetic between two readings;
+//! - [`affinity`]: pinning a process, every thread of it, to CPUs (`taskset` for a running process);
 //! - [`envinfo`]: the machine, OS, compiler and commit a run happened on;
 //! - [`cleanup`]: the one Ctrl-C/SIGTERM handler that stops everything above before exiting 130.
 //!
 //! Everything is synchronous except [`process::wait_ready_async`], so it can be used from tests, from
 //! plain `main`s and (sparingly, at set-up time) from async code.
 
+pub mod affinity;
 pub mod cgroup;
 pub mod cleanup;
+pub mod counters;
 pub mod envinfo;
+pub mod nats;
 pub mod pg;
 pub mod process;
 pub mod procstat;

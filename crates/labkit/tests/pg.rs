@@ -188,3 +188,46 @@ fn interrupt_stops_everything_and_exits_130() {
         );
     }
 }
+
+/// The scripts' way in: `pg-ephemeral start` leaves the cluster running after it exits, with the
+/// lab's settings; `pg-ephemeral stop DIR` ends it and removes the directory.
+#[test]
+fn the_pg_ephemeral_binary_starts_a_cluster_that_outlives_it_and_stops_it() {
+    if pg::find_bin_dir().is_err() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_pg-ephemeral");
+    let out = Command::new(bin).arg("start").output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = String::from_utf8(out.stdout).expect("utf-8");
+    let (dir, url) = out.trim_end().split_once('\n').expect("dir, then URL");
+    let port = url
+        .trim_start_matches("postgres://postgres@127.0.0.1:")
+        .trim_end_matches("/postgres");
+    assert!(TcpStream::connect(format!("127.0.0.1:{port}")).is_ok());
+    let show = Command::new(pg::find_bin_dir().unwrap().join("psql"))
+        .args([
+            "-X",
+            "-A",
+            "-t",
+            url,
+            "-c",
+            "SHOW max_prepared_transactions",
+        ])
+        .output()
+        .expect("psql runs");
+    assert_eq!(String::from_utf8_lossy(&show.stdout).trim(), "64");
+
+    let stop = Command::new(bin)
+        .args(["stop", dir])
+        .status()
+        .expect("runs");
+    assert!(stop.success());
+    assert!(!std::path::Path::new(dir).exists(), "{dir} left behind");
+    assert!(TcpStream::connect(format!("127.0.0.1:{port}")).is_err());
+    assert_eq!(Command::new(bin).status().expect("runs").code(), Some(2));
+}

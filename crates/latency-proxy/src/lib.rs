@@ -50,7 +50,8 @@ pub use crate::pg_url::{proxied_url, upstream_of};
 /// A running proxy. Dropping it stops it too; [`LatencyProxy::stop`] also waits for it.
 pub struct LatencyProxy {
     local_addr: SocketAddr,
-    rtt: Duration,
+    /// The round-trip time in nanoseconds, read for every chunk (see [`LatencyProxy::set_rtt`]).
+    rtt: Arc<AtomicU64>,
     connections: Arc<AtomicU64>,
     /// Dropping (or sending on) it ends the proxy thread.
     shutdown: Option<oneshot::Sender<()>>,
@@ -64,6 +65,20 @@ impl LatencyProxy {
         Self::bind((Ipv4Addr::LOCALHOST, 0).into(), upstream, rtt).await
     }
 
+    /// Like [`LatencyProxy::start`], but the round-trip time may change while it runs
+    /// ([`LatencyProxy::set_rtt`]; issue 10's slowed broker): every connection takes the delayed
+    /// path, even at zero.
+    pub async fn start_adjustable(upstream: SocketAddr, rtt: Duration) -> anyhow::Result<Self> {
+        Self::bind_with((Ipv4Addr::LOCALHOST, 0).into(), upstream, rtt, true).await
+    }
+
+    /// Changes the round-trip time for every chunk read from now on (chunks already in flight
+    /// keep theirs, and never overtake one another). Only a proxy started with
+    /// [`LatencyProxy::start_adjustable`] delays a connection opened at zero.
+    pub fn set_rtt(&self, rtt: Duration) {
+        self.rtt.store(nanos(rtt), Ordering::Relaxed);
+    }
+
     /// Like [`LatencyProxy::start`], listening on `listen` (for the binary).
     ///
     /// The proxy runs on a thread of its own with a single-threaded tokio runtime, plus the
@@ -75,7 +90,16 @@ impl LatencyProxy {
         upstream: SocketAddr,
         rtt: Duration,
     ) -> anyhow::Result<Self> {
-        let clock = if rtt.is_zero() {
+        Self::bind_with(listen, upstream, rtt, false).await
+    }
+
+    async fn bind_with(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        rtt: Duration,
+        adjustable: bool,
+    ) -> anyhow::Result<Self> {
+        let clock = if rtt.is_zero() && !adjustable {
             None
         } else {
             Some(Clock::start().context("cannot start the proxy's timer thread")?)
@@ -86,6 +110,8 @@ impl LatencyProxy {
             .context("cannot build the proxy's runtime")?;
         let connections = Arc::new(AtomicU64::new(0));
         let accepted = Arc::clone(&connections);
+        let rtt = Arc::new(AtomicU64::new(nanos(rtt)));
+        let shared_rtt = Arc::clone(&rtt);
         let (ready_tx, ready) = oneshot::channel();
         let (shutdown, stopped) = oneshot::channel();
         let (finished_tx, finished) = oneshot::channel();
@@ -103,7 +129,7 @@ impl LatencyProxy {
                     let _ = ready_tx.send(listener.local_addr());
                     let forward = Forward {
                         upstream,
-                        rtt,
+                        rtt: shared_rtt,
                         clock,
                     };
                     accept_loop(listener, forward, accepted, stopped).await;
@@ -117,7 +143,7 @@ impl LatencyProxy {
             .await
             .context("the proxy thread died")?
             .with_context(|| format!("cannot listen on {listen}"))?;
-        tracing::debug!(%local_addr, %upstream, ?rtt, "latency proxy started");
+        tracing::debug!(%local_addr, %upstream, rtt_ns = rtt.load(Ordering::Relaxed), "latency proxy started");
         Ok(Self {
             local_addr,
             rtt,
@@ -132,7 +158,7 @@ impl LatencyProxy {
     }
 
     pub fn rtt(&self) -> Duration {
-        self.rtt
+        Duration::from_nanos(self.rtt.load(Ordering::Relaxed))
     }
 
     /// Connections accepted so far.
@@ -157,8 +183,12 @@ impl Drop for LatencyProxy {
 /// Where and how accepted connections are forwarded.
 struct Forward {
     upstream: SocketAddr,
-    rtt: Duration,
+    rtt: Arc<AtomicU64>,
     clock: Option<Clock>,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 async fn accept_loop(
@@ -174,7 +204,7 @@ async fn accept_loop(
             result = listener.accept() => match result {
                 Ok((client, peer)) => {
                     accepted.fetch_add(1, Ordering::Relaxed);
-                    let Forward { upstream, rtt, .. } = forward;
+                    let (upstream, rtt) = (forward.upstream, Arc::clone(&forward.rtt));
                     let clock = forward.clock.clone();
                     tokio::spawn(async move {
                         match pipe::serve(client, upstream, rtt, clock).await {

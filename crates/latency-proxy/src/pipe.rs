@@ -2,6 +2,8 @@
 //! time and a writer releasing them at that time, joined by a bounded channel.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,13 +23,13 @@ const IN_FLIGHT: usize = 128;
 /// A chunk and the instant it may be written. An empty chunk stands for end of stream.
 type Stamped = (Instant, Vec<u8>);
 
-/// Proxies `client` to `upstream`, delaying each direction by `rtt / 2` (`clock` is `None`
-/// exactly when `rtt` is zero). Returns when both directions have ended; on the first error
+/// Proxies `client` to `upstream`, delaying each direction by half the round-trip time `rtt`
+/// holds (in ns, read per chunk); `clock` is `None` exactly when the proxy passes through. Returns when both directions have ended; on the first error
 /// everything is dropped, which closes both sockets.
 pub(crate) async fn serve(
     mut client: TcpStream,
     upstream: SocketAddr,
-    rtt: Duration,
+    rtt: Arc<AtomicU64>,
     clock: Option<Clock>,
 ) -> std::io::Result<()> {
     let mut server = TcpStream::connect(upstream).await?;
@@ -38,12 +40,11 @@ pub(crate) async fn serve(
         tokio::io::copy_bidirectional(&mut client, &mut server).await?;
         return Ok(());
     };
-    let one_way = rtt / 2;
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     tokio::try_join!(
-        delayed(client_read, server_write, one_way, &clock),
-        delayed(server_read, client_write, one_way, &clock),
+        delayed(client_read, server_write, &rtt, &clock),
+        delayed(server_read, client_write, &rtt, &clock),
     )?;
     Ok(())
 }
@@ -53,24 +54,25 @@ pub(crate) async fn serve(
 async fn delayed(
     from: OwnedReadHalf,
     to: OwnedWriteHalf,
-    delay: Duration,
+    rtt: &AtomicU64,
     clock: &Clock,
 ) -> std::io::Result<()> {
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
-    tokio::try_join!(read_side(from, tx, delay), write_side(rx, to, clock))?;
+    tokio::try_join!(read_side(from, tx, rtt), write_side(rx, to, clock))?;
     Ok(())
 }
 
 async fn read_side(
     mut from: OwnedReadHalf,
     tx: mpsc::Sender<Stamped>,
-    delay: Duration,
+    rtt: &AtomicU64,
 ) -> std::io::Result<()> {
     let mut buf = vec![0; CHUNK];
     loop {
         let n = from.read(&mut buf).await?;
         // Stamped on arrival, before any wait for channel space, so backpressure does not
-        // add to the configured delay.
+        // add to the configured delay. One way is half the round trip.
+        let delay = Duration::from_nanos(rtt.load(Ordering::Relaxed) / 2);
         let due = Instant::now() + delay;
         // Copy only what was read: a 20-byte query does not hold a 16 KiB buffer.
         if tx.send((due, buf[..n].to_vec())).await.is_err() {

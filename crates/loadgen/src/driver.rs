@@ -15,7 +15,7 @@
 //! `closed-C-for-S` runs as C goose users, each sending requests back to back in its one
 //! iteration until S seconds after the run's first request.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -48,8 +48,41 @@ pub struct DriverOutput {
     pub retries: Option<RetryRecord>,
 }
 
+/// A closed loop seen and stopped from outside while it runs (`loadtest bench` measures a window
+/// of a loop, then stops it).
+#[derive(Debug, Default)]
+pub struct LoopControl {
+    stop: AtomicBool,
+    started: AtomicU64,
+}
+
+impl LoopControl {
+    /// No client starts another request; each finishes the one it has in flight, then [`drive`]
+    /// returns. (Goose's killswitch does the stopping; a client that finds this flag set triggers
+    /// it again, so a run that was still starting — goose clears the killswitch as a run
+    /// starts — stops too.)
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        goose::trigger_killswitch("closed loop stopped");
+    }
+
+    /// Requests the closed loop's clients have started so far.
+    pub fn requests_started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+}
+
 /// Runs the profile against the target under goose; returns when every request has finished.
 pub async fn drive(cfg: DriverConfig, clock: Clock) -> Result<DriverOutput> {
+    drive_with(cfg, clock, Arc::new(LoopControl::default())).await
+}
+
+/// [`drive`], with a closed loop watched and stopped through `control`.
+pub async fn drive_with(
+    cfg: DriverConfig,
+    clock: Clock,
+    control: Arc<LoopControl>,
+) -> Result<DriverOutput> {
     let client = order_client(cfg.request_timeout)?;
     let phases = cfg.profile.phases.len();
     let progress = Progress::new(
@@ -74,6 +107,7 @@ pub async fn drive(cfg: DriverConfig, clock: Clock) -> Result<DriverOutput> {
         started_at: OnceLock::new(),
         progress: Mutex::new(progress),
         attempts: cfg.retry.as_ref().map(|p| Mutex::new(AttemptLog::new(p))),
+        control,
         cfg,
     });
     let (users, iterations, transaction) = match shared.cfg.profile.model {
@@ -171,13 +205,27 @@ fn seed(run_id: &str) -> u64 {
     })
 }
 
+/// How often a client of a stopped closed loop looks again for goose's exit message.
+const STOPPED_POLL: Duration = Duration::from_millis(50);
+
 /// One closed-model request: claim a ticket, send, wait, record.
 async fn closed_request(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResult {
     let t0 = s.start();
     let Model::Closed { requests, .. } = s.cfg.profile.model else {
         return Ok(());
     };
-    if s.tickets.fetch_add(1, Ordering::SeqCst) >= requests || goose::is_killswitch_triggered() {
+    let stopped = s.control.stop.load(Ordering::SeqCst);
+    if stopped || goose::is_killswitch_triggered() {
+        if stopped {
+            goose::trigger_killswitch("closed loop stopped");
+        }
+        // Stopped early: wait for goose's exit message instead of spinning. A transaction that
+        // returns without awaiting never yields, so C clients looping on it would starve the
+        // runtime (goose's controller among it) and flood goose's metrics channel.
+        tokio::time::sleep(STOPPED_POLL).await;
+        return Ok(());
+    }
+    if s.tickets.fetch_add(1, Ordering::SeqCst) >= requests {
         return Ok(());
     }
     closed_one(user, &s, t0).await
@@ -189,7 +237,10 @@ async fn closed_client_for(user: &mut GooseUser, s: Arc<Shared>) -> TransactionR
     let Model::ClosedFor { seconds, .. } = s.cfg.profile.model else {
         return Ok(());
     };
-    while t0.elapsed().as_secs_f64() < seconds && !goose::is_killswitch_triggered() {
+    while t0.elapsed().as_secs_f64() < seconds
+        && !goose::is_killswitch_triggered()
+        && !s.control.stop.load(Ordering::SeqCst)
+    {
         closed_one(user, &s, t0).await?;
     }
     Ok(())
@@ -197,6 +248,7 @@ async fn closed_client_for(user: &mut GooseUser, s: Arc<Shared>) -> TransactionR
 
 /// One request of a closed-model client: send, wait, record.
 async fn closed_one(user: &mut GooseUser, s: &Shared, t0: Instant) -> TransactionResult {
+    s.control.started.fetch_add(1, Ordering::SeqCst);
     let request = s
         .bodies
         .lock()

@@ -117,3 +117,25 @@ fn batching_is_off_at_one_and_in_request_scope() {
     s.db_tx_scope = TxScope::Request;
     assert_eq!(BatchConfig::from_settings(&s), None);
 }
+
+#[test]
+fn batching_is_refused_with_a_request_scope_or_order_events() {
+    use crate::events::EventsMode;
+    let mut s = CommonSettings::new("postgres://x/y", "http://z");
+    s.request_hash_key = Some("0123456789abcdef0123".to_owned());
+    s.persist_batch_max = 10;
+    s.check()
+        .expect("short scope, events off: batching allowed");
+    s.db_tx_scope = TxScope::Request;
+    let err = s.check().unwrap_err().to_string();
+    assert!(
+        err.contains("PERSIST_BATCH_MAX=10 needs DB_TX_SCOPE=short"),
+        "{err}"
+    );
+    s.db_tx_scope = TxScope::Short;
+    s.events.events_mode = EventsMode::Outbox;
+    let err = s.check().unwrap_err().to_string();
+    assert!(err.contains("needs EVENTS_MODE=off"), "{err}");
+    s.persist_batch_max = 1;
+    s.check().expect("events without batching");
+}

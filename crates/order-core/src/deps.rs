@@ -6,9 +6,14 @@ use serde::{Deserialize, Serialize};
 use crate::contract::{PaymentMethod, ValidOrder};
 use crate::error::{ApiError, Dependency};
 
+// The dependencies' paths, the one copy: both APIs call them and mock-deps serves them.
 pub const SELLER_PATH: &str = "/sellers/authorization";
 pub const RISK_PATH: &str = "/risk-analysis/validate";
 pub const PAY_PATH: &str = "/gateway/pay";
+/// The gateway's reconciliation API: [`payment_path`] and [`void_path`] under it.
+pub const PAYMENTS_PATH: &str = "/gateway/payments";
+/// After [`payment_path`]: the void of that charge.
+pub const VOID_SUFFIX: &str = "/void";
 
 #[derive(Debug, Deserialize)]
 struct SellerResponse {
@@ -88,9 +93,14 @@ pub fn payment_idempotency_key(seller_id: &str, reference_id: &str, attempt: i32
     format!("{seller_id}:{reference_id}:{attempt}")
 }
 
-/// `GET` this path for what the gateway knows of a charge; `POST` it + `/void` to void it.
+/// `GET` this path for what the gateway knows of a charge.
 pub fn payment_path(gateway_key: &str) -> String {
-    format!("/gateway/payments/{gateway_key}")
+    format!("{PAYMENTS_PATH}/{gateway_key}")
+}
+
+/// `POST` this path to void a charge (or to block a key the gateway never saw).
+pub fn void_path(gateway_key: &str) -> String {
+    format!("{PAYMENTS_PATH}/{gateway_key}{VOID_SUFFIX}")
 }
 
 /// What the gateway knows of one idempotency key.

@@ -15,6 +15,8 @@ pub enum Dependency {
     Seller,
     Risk,
     Payment,
+    /// The events' broker (NATS JetStream), with `EVENTS_MODE=two-phase`.
+    Broker,
 }
 
 impl Dependency {
@@ -23,6 +25,7 @@ impl Dependency {
             Dependency::Seller => "seller",
             Dependency::Risk => "risk",
             Dependency::Payment => "payment",
+            Dependency::Broker => "broker",
         }
     }
 }

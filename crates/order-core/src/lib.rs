@@ -7,7 +7,7 @@
 //! ([`idempotency`]), what recovery does with a charge left unfinished ([`recovery`]), the keyed
 //! request hash ([`request_hash`]), the order document returned and replayed ([`order`]), the actix-web glue,
 //! route table and server both use ([`http`], [`server`]), the Prometheus metrics with identical
-//! names ([`metrics`]) and the migrations, applied by one migrator ([`migrate`]).
+//! names ([`metrics`]), the order event and its modes ([`events`]) and the migrations, applied by one migrator ([`migrate`]).
 //!
 //! Only `service`, `db` and `clients` are written twice — as plain functions on a blocking pool in
 //! `blocking-api`, as `async fn`s in `reactive-api`.
@@ -17,6 +17,7 @@ pub mod batch;
 pub mod contract;
 pub mod deps;
 pub mod error;
+pub mod events;
 pub mod http;
 pub mod idempotency;
 pub mod metrics;

@@ -42,6 +42,8 @@ pub struct Metrics {
     /// How late the event loop runs the tasks it wakes (smoothed; see `admission::LoopLag`).
     pub loop_lag: Gauge,
     pub blocking: Option<BlockingPoolMetrics>,
+    /// The order events (issue 10).
+    pub events: crate::events::EventMetrics,
 }
 
 /// blocking-api only: the bounded pool every order request runs on.
@@ -192,7 +194,9 @@ impl Metrics {
             }
             b
         });
+        let events = crate::events::EventMetrics::new(&registry, LATENCY_BUCKETS);
         Metrics {
+            events,
             registry,
             http_requests,
             http_duration,

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::events::EventsMode;
+
 /// How long a request holds its database connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -92,6 +94,47 @@ pub struct CommonSettings {
     /// How long a persist batch stays open for more orders after its first one.
     #[arg(long, env = "PERSIST_BATCH_WAIT_MS", default_value_t = 5)]
     pub persist_batch_wait_ms: u64,
+    #[command(flatten)]
+    pub events: EventsSettings,
+}
+
+/// The `order.created` event (issue 10; see `order_core::events`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct EventsSettings {
+    /// off, two-phase, after-commit or outbox: how the order's transaction and its event's
+    /// publication to NATS JetStream are tied. Anything but off needs DB_TX_SCOPE=short.
+    #[arg(long, env = "EVENTS_MODE", value_enum, default_value_t = EventsMode::Off)]
+    pub events_mode: EventsMode,
+    /// NATS server with JetStream (the stream ORDERS is created if missing).
+    #[arg(long, env = "NATS_URL", default_value = "nats://127.0.0.1:4222")]
+    pub nats_url: String,
+    /// Longest wait for JetStream's acknowledgement of an event (and any JetStream call).
+    #[arg(long, env = "NATS_TIMEOUT_MS", default_value_t = 10_000)]
+    pub nats_timeout_ms: u64,
+    /// Pause of the outbox relay when it found nothing to send.
+    #[arg(long, env = "OUTBOX_POLL_MS", default_value_t = 50)]
+    pub outbox_poll_ms: u64,
+}
+
+impl Default for EventsSettings {
+    fn default() -> Self {
+        EventsSettings {
+            events_mode: EventsMode::Off,
+            nats_url: "nats://127.0.0.1:4222".to_owned(),
+            nats_timeout_ms: 10_000,
+            outbox_poll_ms: 50,
+        }
+    }
+}
+
+impl EventsSettings {
+    pub fn nats_timeout(&self) -> Duration {
+        Duration::from_millis(self.nats_timeout_ms)
+    }
+
+    pub fn outbox_poll(&self) -> Duration {
+        Duration::from_millis(self.outbox_poll_ms)
+    }
 }
 
 /// `PERSIST_BATCH_MAX`: 1 to 10,000 orders.
@@ -134,6 +177,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
             .field("persist_batch_max", &self.persist_batch_max)
             .field("persist_batch_wait_ms", &self.persist_batch_wait_ms)
+            .field("events", &self.events)
             .finish()
     }
 }
@@ -162,6 +206,7 @@ impl CommonSettings {
             shutdown_grace_ms: 20_000,
             persist_batch_max: 1,
             persist_batch_wait_ms: 5,
+            events: EventsSettings::default(),
         }
     }
 
@@ -197,6 +242,27 @@ impl CommonSettings {
                  a healthy attempt could lose its key while its charge is in flight; raise LEASE_MS \
                  or lower the timeouts",
                 self.lease_ms
+            );
+        }
+        if self.events.events_mode != EventsMode::Off && self.db_tx_scope != TxScope::Short {
+            anyhow::bail!(
+                "EVENTS_MODE={} needs DB_TX_SCOPE=short: the event's transaction is the persist \
+                 step's own",
+                self.events.events_mode.as_str()
+            );
+        }
+        if self.persist_batch_max > 1 && self.db_tx_scope != TxScope::Short {
+            anyhow::bail!(
+                "PERSIST_BATCH_MAX={} needs DB_TX_SCOPE=short: a request-scope transaction holds \
+                 the order's own persist",
+                self.persist_batch_max
+            );
+        }
+        if self.persist_batch_max > 1 && self.events.events_mode != EventsMode::Off {
+            anyhow::bail!(
+                "PERSIST_BATCH_MAX={} needs EVENTS_MODE=off: the batch writer does not write or \
+                 publish order events",
+                self.persist_batch_max
             );
         }
         if self.reconcile_interval_ms == 0 {

@@ -133,3 +133,37 @@ SELECT k.response_body
 
 /// The readiness probe.
 pub const PING: &str = "SELECT 1";
+
+// ---- Order events (issue 10, `order_core::events`) ----
+
+/// Outbox: the order's event, written in the order's transaction. `$1` event_id, `$2` order_id,
+/// `$3` subject, `$4` payload (JSON).
+pub const INSERT_OUTBOX: &str = "\
+INSERT INTO order_outbox (event_id, order_id, subject, payload)
+VALUES ($1::text, $2::text, $3::text, $4::text)";
+
+/// Outbox relay: up to `$1` unsent events, oldest first, locked for this relay's transaction.
+/// `SKIP LOCKED`: several relays (instances) never publish the same rows at once.
+pub const CLAIM_OUTBOX: &str = "\
+SELECT event_id, subject, payload
+  FROM order_outbox
+ WHERE sent_at IS NULL
+ ORDER BY created_at
+ LIMIT $1
+   FOR UPDATE SKIP LOCKED";
+
+/// Outbox relay: marks the events JetStream acknowledged. `$1` event ids (text[]).
+pub const MARK_OUTBOX_SENT: &str = "\
+UPDATE order_outbox SET sent_at = now() WHERE event_id = ANY($1::text[])";
+
+/// Outbox backlog: events not sent yet.
+pub const OUTBOX_BACKLOG: &str = "SELECT count(*) FROM order_outbox WHERE sent_at IS NULL";
+
+/// Two-phase recovery: this database's prepared transactions of ours (`$1` gid prefix), with
+/// their age in seconds. Gids are cluster-wide; a prepared transaction can only be finished
+/// from its own database.
+pub const PREPARED_TRANSACTIONS: &str = "\
+SELECT gid, extract(epoch FROM now() - prepared)::float8 AS age_s
+  FROM pg_prepared_xacts
+ WHERE database = current_database() AND starts_with(gid, $1::text)
+ ORDER BY prepared";

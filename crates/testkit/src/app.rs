@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
+use event_broker::Broker;
+use labkit::nats::EphemeralNats;
 use mock_deps::{MockConfig, MockDeps};
+use order_core::events::EventsMode;
 use order_core::settings::CommonSettings;
 use sqlx::PgPool;
 
@@ -23,12 +26,51 @@ pub struct TestApp {
     pub deps: MockDeps,
     pub client: reqwest::Client,
     pub db: TestDatabase,
+    /// With [`TestApp::spawn_with_events`]: the test's own NATS server and a client of it.
+    pub nats: Option<(EphemeralNats, Broker)>,
 }
 
 impl TestApp {
     /// The API with default settings and instant mocks.
     pub async fn spawn(api: Api) -> Self {
         Self::spawn_with(api, MockConfig::instant(), |_| {}).await
+    }
+
+    /// The API with `EVENTS_MODE=mode` against a NATS server of the test's own (`nats-server`
+    /// must be installed), with adjusted settings.
+    pub async fn spawn_with_events(
+        api: Api,
+        mode: EventsMode,
+        adjust: impl FnOnce(&mut CommonSettings),
+    ) -> Self {
+        let nats = tokio::task::spawn_blocking(EphemeralNats::start)
+            .await
+            .unwrap()
+            .expect("starting nats-server (apt-get install nats-server)");
+        let url = nats.url();
+        let broker = Broker::connect(&url, Duration::from_secs(5), Duration::from_secs(10))
+            .await
+            .expect("connecting to the test's NATS");
+        let mut app = Self::spawn_with(api, MockConfig::instant(), |s| {
+            s.events.events_mode = mode;
+            s.events.nats_url = url;
+            adjust(s);
+        })
+        .await;
+        app.nats = Some((nats, broker));
+        app
+    }
+
+    /// The test's NATS client (with [`TestApp::spawn_with_events`]).
+    pub fn broker(&self) -> &Broker {
+        &self.nats.as_ref().expect("spawned with events").1
+    }
+
+    /// The body of the order's `order.created` in the stream (panics when there is none).
+    pub async fn stored_event(&self, order_id: &str) -> String {
+        let subject = event_broker::subject_of(order_id);
+        let payload = self.broker().last(&subject).await.unwrap();
+        String::from_utf8(payload.expect("the order's event").to_vec()).unwrap()
     }
 
     /// The API with adjusted settings (pool size, timeouts…) and mock behaviour.
@@ -84,6 +126,7 @@ impl TestApp {
                 .build()
                 .unwrap(),
             db,
+            nats: None,
         }
     }
 
@@ -136,7 +179,13 @@ impl TestApp {
     /// Every row of every table of the order schema, as text.
     pub async fn dump_rows(&self) -> Vec<String> {
         let mut rows = Vec::new();
-        for table in ["idempotency_keys", "customers", "orders", "order_items"] {
+        for table in [
+            "idempotency_keys",
+            "customers",
+            "orders",
+            "order_items",
+            "order_outbox",
+        ] {
             let sql = format!("SELECT t::text FROM {table} t");
             rows.extend(
                 sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))

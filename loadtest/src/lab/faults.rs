@@ -16,6 +16,7 @@ use crate::services::{ApiProcess, Database};
 use lab_results::faults::{DB_RESTART_LABEL, FaultPlan, KILL_LABEL};
 use lab_results::{Event, FaultRecovery, RetryRecord};
 use loadgen::clock::Clock;
+use mock_deps::admin::{ConfigPatch, EndpointPatch};
 
 /// What the fault task hands back: the API process (restarted, if it was killed), the events,
 /// and the first error, if a fault could not be carried out.
@@ -46,7 +47,7 @@ impl Lab {
             });
         };
         if plan.has_payment_faults() {
-            patch_mock_config(&self.deps_url, &plan.mock_config())
+            patch_mock_config(&self.deps_url, &payment_faults(&plan))
                 .await
                 .context("turning the payment faults on")?;
         }
@@ -73,7 +74,7 @@ impl Lab {
         running.stop.notify_one();
         let (process, mut events, error) = running.task.await.context("the fault task failed")?;
         if let Some(plan) = running.plan.filter(FaultPlan::has_payment_faults) {
-            patch_mock_config(&self.deps_url, &FaultPlan::mock_config_cleared())
+            patch_mock_config(&self.deps_url, &payment_faults(&FaultPlan::default()))
                 .await
                 .context("turning the payment faults off")?;
             events.insert(
@@ -91,6 +92,21 @@ impl Lab {
             return Err(e.context("carrying out the fault plan"));
         }
         Ok((process, events))
+    }
+}
+
+/// mock-deps' configuration for the plan's payment faults (`PUT /admin/config`); the default
+/// plan's turns them off (and leaves the hang time as it is).
+fn payment_faults(plan: &FaultPlan) -> ConfigPatch {
+    ConfigPatch {
+        payment: Some(EndpointPatch {
+            error_rate: Some(plan.payment_error_rate),
+            hang_rate: Some(plan.payment_hang_rate),
+            charged_error_rate: Some(plan.payment_charged_error_rate),
+            ..EndpointPatch::default()
+        }),
+        hang_ms: plan.hang_ms,
+        ..ConfigPatch::default()
     }
 }
 
@@ -205,4 +221,27 @@ async fn carry_out(
         }
     }
     (process, events, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payment_faults_set_only_the_payment_rates_and_the_hang_time() {
+        let plan = FaultPlan::parse("pay-error=0.05,pay-charged-error=0.02,hang-ms=8000", 1.0)
+            .expect("plan");
+        let on = serde_json::to_value(payment_faults(&plan)).expect("json");
+        assert_eq!(
+            on,
+            serde_json::json!({"payment": {"error_rate": 0.05, "hang_rate": 0.0,
+                "charged_error_rate": 0.02}, "hang_ms": 8000})
+        );
+        let off = serde_json::to_value(payment_faults(&FaultPlan::default())).expect("json");
+        assert_eq!(
+            off,
+            serde_json::json!({"payment": {"error_rate": 0.0, "hang_rate": 0.0,
+                "charged_error_rate": 0.0}})
+        );
+    }
 }

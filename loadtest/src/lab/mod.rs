@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 mod db_activity;
+pub mod events;
 mod faults;
 mod overload;
 mod warmup;
@@ -94,10 +95,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         (Some(_), _) => None,
         (None, true) => {
             let logs = logs.clone();
-            Some(
-                tokio::task::spawn_blocking(move || MockDepsProcess::start(latency, &logs))
-                    .await??,
-            )
+            Some(tokio::task::spawn_blocking(move || MockDepsProcess::start(&logs)).await??)
         }
         (None, false) => bail!("--targets needs --deps-url (the mock-deps the APIs call)"),
     };
@@ -143,6 +141,9 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         (Some(db), None) => Some(db.url.clone()),
         _ => None,
     };
+    if args.inject_broker().is_some() {
+        bail!("--inject broker=… slows the broker of --scenario events only");
+    }
     let injection = args.inject.map(|i| i.scaled(args.load.duration_scale));
     let lab = Lab {
         api_database_url,
@@ -180,7 +181,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
 }
 
 /// The `REQUEST_HASH_KEY` of the APIs the lab starts (not a secret: lab data is thrown away).
-const LAB_REQUEST_HASH_KEY: &str = "order-lab-load-test-request-hash-key";
+pub(crate) const LAB_REQUEST_HASH_KEY: &str = "order-lab-load-test-request-hash-key";
 
 fn default_out(profile: &str) -> PathBuf {
     Path::new("reports").join(format!(

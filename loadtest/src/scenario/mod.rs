@@ -13,6 +13,8 @@
 //!   order or one void.
 //! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
+//! - `events` (issue 10): two-phase vs after-commit vs outbox under a healthy, a slowed and a
+//!   crashing setting, with NATS JetStream (`events.rs`, runs of its own in `lab/events.rs`).
 //! - `batching` (experiment E, issue 11): persist batch size × database RTT, both APIs, durable
 //!   commits → 26 runs (`batching.rs`, which runs them itself: it measures the flush cost first and
 //!   sets PostgreSQL's `commit_delay` for two of them).
@@ -23,6 +25,7 @@
 
 mod batching;
 mod batching_table;
+mod events;
 mod faults_table;
 mod fsync;
 mod overload;
@@ -65,6 +68,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "overload",
         "ramp-750, both APIs, shedding off and on: refuse early or queue (4 runs)",
+    ),
+    (
+        "events",
+        "experiment A (issue 10): the order event under a slow broker — two-phase, after-commit, \
+         outbox on NATS JetStream, healthy / slowed / crash (18 runs)",
     ),
     (
         "batching",
@@ -177,6 +185,10 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
 
 /// Runs every variant, writes each one's report and the scenario's table; returns the folder.
 pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+    if name == "events" {
+        // Its own runs (closed model, NATS, crash), not lab runs: see `events.rs`.
+        return events::run(base).await;
+    }
     if name == "batching" {
         return batching::run(base).await;
     }

@@ -1,7 +1,7 @@
 //! A scenario's table ([`ScenarioTable`]) as markdown and as a self-contained HTML page, and the
 //! number formats.
 
-use lab_report::svg::esc;
+use maud::{DOCTYPE, PreEscaped, html};
 
 /// A table with the words around it.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,40 +54,55 @@ pub fn render_markdown(t: &ScenarioTable) -> String {
 }
 
 pub fn render_html(t: &ScenarioTable) -> String {
-    let head: String = t
-        .columns
-        .iter()
-        .map(|c| format!("<th>{}</th>", esc(c)))
-        .collect();
-    let body: String = t
-        .rows
-        .iter()
-        .map(|r| {
-            format!(
-                "<tr>{}</tr>\n",
-                r.iter()
-                    .map(|c| format!("<td>{}</td>", esc(c)))
-                    .collect::<String>()
-            )
-        })
-        .collect();
-    let notes: String = t
-        .notes
-        .iter()
-        .map(|n| format!("<li>{}</li>", esc(n)))
-        .collect();
-    let links: String = t
-        .links
-        .iter()
-        .map(|(n, p)| format!("<li><a href=\"{}\">{}</a></li>", esc(p), esc(n)))
-        .collect();
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
-         <style>{css}</style></head><body><main>\n<h1>{title}</h1>\n<p>{intro}</p>\n\
-         <table class=\"summary\"><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n\
-         <ul>{notes}</ul>\n<h2>Full report of each run</h2>\n<ul>{links}</ul>\n</main></body></html>\n",
-        title = esc(&t.title),
-        intro = esc(&t.intro),
-        css = lab_report::CSS,
-    )
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (t.title) }
+                style { (PreEscaped(lab_report::CSS)) }
+            }
+            body {
+                main {
+                    h1 { (t.title) }
+                    p { (t.intro) }
+                    table.summary {
+                        thead { tr { @for c in &t.columns { th { (c) } } } }
+                        tbody {
+                            @for row in &t.rows {
+                                tr { @for cell in row { td { (cell) } } }
+                            }
+                        }
+                    }
+                    ul { @for note in &t.notes { li { (note) } } }
+                    h2 { "Full report of each run" }
+                    ul { @for (name, path) in &t.links { li { a href=(path) { (name) } } } }
+                }
+            }
+        }
+    };
+    page.into_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_escapes_every_value_from_the_results() {
+        let t = ScenarioTable {
+            title: "a <b>".into(),
+            intro: "x & y".into(),
+            columns: vec!["<th>".into()],
+            rows: vec![vec!["<script>alert(1)</script>".into()]],
+            notes: vec!["n\"q".into()],
+            links: vec![("r".into(), "\" onmouseover=\"x".into())],
+        };
+        let page = render_html(&t);
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(page.contains("<title>a &lt;b&gt;</title>"));
+        assert!(page.contains("href=\"&quot; onmouseover=&quot;x\""));
+        assert!(page.starts_with("<!DOCTYPE html>"));
+    }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use order_core::deps::{PAY_PATH, RISK_PATH};
 use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -35,7 +36,7 @@ pub async fn throughput(
         .await?;
     let body =
         r#"{"seller_id":"shop-1","reference_id":"ref-1","amount":15000,"tax_id":"12345678901"}"#;
-    let request: Arc<[u8]> = post_json("/risk-analysis/validate", &[], body, false).into();
+    let request: Arc<[u8]> = post_json(RISK_PATH, &[], body, false).into();
     let start = Instant::now() + warmup;
     let end = start + measure;
     let mut tasks = JoinSet::new();
@@ -177,7 +178,7 @@ pub async fn in_flight(mock: &Mock, target: usize, latency: Duration) -> anyhow:
         tasks.spawn(async move {
             let permit = connecting.acquire_owned().await.expect("semaphore open");
             let key = format!("bench-{i}");
-            let request = post_json("/gateway/pay", &[("Idempotency-Key", &key)], body, true);
+            let request = post_json(PAY_PATH, &[("Idempotency-Key", &key)], body, true);
             let mut conn = Conn::connect_from(addr, &ports).await?;
             conn.write(&request).await?;
             drop(permit);

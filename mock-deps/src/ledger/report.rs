@@ -58,6 +58,13 @@ pub struct KeyCharges {
     pub voided: bool,
 }
 
+impl KeyCharges {
+    /// Money taken and not given back.
+    pub fn live(&self) -> bool {
+        self.charges > 0 && !self.voided
+    }
+}
+
 /// Where a payment stands, as `GET /gateway/payments/{key}` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {

@@ -6,7 +6,7 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use super::json;
-use crate::config::ConfigPatch;
+use crate::admin::{ConfigError, ConfigPatch};
 use crate::state::State;
 
 pub(crate) async fn get_config(state: web::Data<State>) -> HttpResponse {
@@ -23,10 +23,10 @@ pub(crate) async fn put_config(body: web::Bytes, state: web::Data<State>) -> Htt
             tracing::info!(?config, "config changed");
             HttpResponse::Ok().json(config)
         }
-        Err(detail) => {
-            let body = serde_json::json!({ "error": "invalid_config", "detail": detail });
-            json::owned(StatusCode::BAD_REQUEST, body.to_string())
-        }
+        Err(detail) => HttpResponse::BadRequest().json(ConfigError {
+            error: "invalid_config".to_owned(),
+            detail,
+        }),
     }
 }
 

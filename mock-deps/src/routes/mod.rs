@@ -7,32 +7,28 @@ mod gateway;
 mod reconcile;
 
 use actix_web::web;
+use order_core::deps::{PAY_PATH, PAYMENTS_PATH, RISK_PATH, SELLER_PATH, VOID_SUFFIX};
 
-/// Registers every route. Paths are part of the wire contract the APIs are written against.
+use crate::admin as paths;
+
+/// Registers every route. The dependencies' paths are the wire contract the APIs are written
+/// against, taken from the one copy of it (`order_core::deps`) that the APIs call.
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route(
-        "/sellers/authorization",
-        web::get().to(deps::seller_authorization),
-    )
-    .route(
-        "/risk-analysis/validate",
-        web::post().to(deps::risk_validate),
-    )
-    .route("/gateway/pay", web::post().to(gateway::gateway_pay))
-    .route(
-        "/gateway/payments/{idempotency_key}",
-        web::get().to(reconcile::payment_status),
-    )
-    .route(
-        "/gateway/payments/{idempotency_key}/void",
-        web::post().to(reconcile::payment_void),
-    )
-    .route("/admin/config", web::get().to(admin::get_config))
-    .route("/admin/config", web::put().to(admin::put_config))
-    .route("/admin/ledger", web::get().to(admin::get_ledger))
-    .route("/admin/stats", web::get().to(admin::get_stats))
-    .route("/admin/reset", web::post().to(admin::reset))
-    .route("/health", web::get().to(admin::health));
+    let payment = format!("{PAYMENTS_PATH}/{{idempotency_key}}");
+    cfg.route(SELLER_PATH, web::get().to(deps::seller_authorization))
+        .route(RISK_PATH, web::post().to(deps::risk_validate))
+        .route(PAY_PATH, web::post().to(gateway::gateway_pay))
+        .route(&payment, web::get().to(reconcile::payment_status))
+        .route(
+            &format!("{payment}{VOID_SUFFIX}"),
+            web::post().to(reconcile::payment_void),
+        )
+        .route(paths::CONFIG, web::get().to(admin::get_config))
+        .route(paths::CONFIG, web::put().to(admin::put_config))
+        .route(paths::LEDGER, web::get().to(admin::get_ledger))
+        .route(paths::STATS, web::get().to(admin::get_stats))
+        .route(paths::RESET, web::post().to(admin::reset))
+        .route(paths::HEALTH, web::get().to(admin::health));
 }
 
 /// Fixed JSON answers, served from `'static` strings so the hot path allocates nothing for them.

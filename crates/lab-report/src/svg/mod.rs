@@ -140,20 +140,12 @@ pub fn num(v: f64) -> String {
     }
 }
 
-/// Escapes text for XML/HTML content and attribute values.
+/// Escapes text for SVG/HTML content and attribute values with maud's escaper, the one the
+/// page's templates use (`&`, `<`, `>` and `"`; every attribute value here is double-quoted).
+/// The charts are SVG text built by this module and set into the page as `PreEscaped`: each
+/// string in them that comes from the results (titles, names, labels, ticks) passes through here.
 pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    maud::html! { (text) }.into_string()
 }
 
 #[cfg(test)]

@@ -149,7 +149,7 @@ fn markers_and_reference_lines_are_labelled_and_escaped() {
     let svg = c.to_svg();
     assert!(svg.contains(r#"class="marker phase""#) && svg.contains(r#"class="marker event""#));
     assert!(svg.contains("payment latency 1000→5000 ms"));
-    assert!(svg.contains("Little&#39;s law &lt;bound&gt;"));
+    assert!(svg.contains("Little's law &lt;bound&gt;"));
     // The y axis grows to include the reference line.
     assert!(svg.contains(">100<"), "{svg}");
 }

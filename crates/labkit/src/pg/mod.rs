@@ -11,6 +11,11 @@
 //! `synchronous_commit` and `full_page_writes` off. Reports must print [`EphemeralPostgres::settings`]
 //! so a reader knows; pass `("fsync", "on")` etc. to [`EphemeralPostgres::start_with_settings`] for a
 //! durable run.
+//!
+//! This is the project's one ephemeral PostgreSQL: the lab uses it in-process, and the shell
+//! scripts (`scripts/test.sh`, `scripts/profile-api.sh`) through the `pg-ephemeral` binary beside
+//! it (`start` leaves a cluster running past the process, [`EphemeralPostgres::detach`]; `stop DIR`
+//! ends it, [`stop_detached`]).
 
 use std::fs;
 use std::net::TcpListener;
@@ -38,6 +43,8 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("full_page_writes", "off"),
     // Statements per order are counted with pg_stat_statements (`CREATE EXTENSION` per database).
     ("shared_preload_libraries", "pg_stat_statements"),
+    // EVENTS_MODE=two-phase ends each order's transaction with PREPARE TRANSACTION (issue 10).
+    ("max_prepared_transactions", "64"),
 ];
 
 /// A running cluster; stopped and deleted on drop.
@@ -226,6 +233,21 @@ impl EphemeralPostgres {
 
     /// Stops the server and removes its directory now (dropping does the same).
     pub fn stop(self) {}
+
+    /// Leaves the server running after this value, and this process, are gone; returns its
+    /// directory, which [`stop_detached`] takes to stop it.
+    pub fn detach(self) -> PathBuf {
+        let EphemeralPostgres { dir, _guard, .. } = self;
+        _guard.disarm();
+        dir
+    }
+}
+
+/// Stops a cluster left running by [`EphemeralPostgres::detach`] (`dir` is what that returned)
+/// and removes its directory.
+pub fn stop_detached(dir: &Path) -> anyhow::Result<()> {
+    stop_and_remove(&find_bin_dir()?, dir, server_owner()?);
+    Ok(())
 }
 
 fn server_owner() -> anyhow::Result<Option<Owner>> {

@@ -1,0 +1,337 @@
+//! The order event (`EVENTS_MODE`, see `order_core::events`), as plain blocking functions. Step for
+//! step the same as reactive-api's `events.rs`:
+//! - [`persist_order`]: the persist step's statement, alone (`off`, `after-commit`), with the
+//!   outbox row in one transaction (`outbox`), or prepared, published, then committed
+//!   (`two-phase`: the connection is held until the broker answers);
+//! - [`after_commit`]: the publication after the order's commit (`after-commit`);
+//! - [`spawn_relay`]: the outbox relay, a thread;
+//! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use diesel::pg::PgConnection;
+use diesel::sql_types::{Array, BigInt, Double, Text};
+use diesel::{QueryableByName, RunQueryDsl, sql_query};
+use event_broker::{Ack, Publication, PublishFailure};
+use order_core::error::{ApiError, Dependency};
+use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
+use order_core::order::{OrderDocument, Outcome};
+use order_core::sql;
+
+use crate::broker::BlockingBroker;
+use crate::db::{self, Step, db_error};
+use crate::startup::AppState;
+
+/// Outbox rows a relay pass publishes at most.
+pub const RELAY_BATCH: i64 = 256;
+
+/// The mode and, unless it is `off`, the broker.
+pub struct Events {
+    pub mode: EventsMode,
+    pub broker: Option<BlockingBroker>,
+}
+
+impl Events {
+    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
+        let broker = match s.events_mode {
+            EventsMode::Off => None,
+            _ => Some(BlockingBroker::connect(&s.nats_url, s.nats_timeout()).await?),
+        };
+        Ok(Events {
+            mode: s.events_mode,
+            broker,
+        })
+    }
+}
+
+fn publication(ev: &OrderCreated) -> Publication {
+    Publication {
+        subject: event_broker::subject_of(&ev.order_id),
+        msg_id: ev.event_id.clone(),
+        payload: ev.to_json().into(),
+    }
+}
+
+/// Publishes one event, counted and timed.
+fn publish(
+    app: &AppState,
+    broker: &BlockingBroker,
+    p: &Publication,
+) -> Result<Ack, PublishFailure> {
+    let started = Instant::now();
+    let result = broker.publish(p);
+    record(app, started, std::slice::from_ref(&result));
+    result
+}
+
+fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
+    let (m, mode) = (&app.metrics.events, app.events.mode.as_str());
+    let elapsed = started.elapsed().as_secs_f64();
+    for r in results {
+        match r {
+            Ok(ack) => {
+                m.publish_seconds.observe(elapsed);
+                let duplicate = if ack.duplicate { "true" } else { "false" };
+                m.published.with_label_values(&[mode, duplicate]).inc();
+            }
+            Err(PublishFailure::Refused(_)) => m.failed.with_label_values(&[mode, "refused"]).inc(),
+            Err(PublishFailure::Unknown(_)) => m.failed.with_label_values(&[mode, "unknown"]).inc(),
+        }
+    }
+}
+
+/// A transaction opened with a plain `BEGIN` on an autocommit connection (diesel's transaction
+/// manager never sees it, so a pooled connection never comes back believing it is in one);
+/// rolled back if dropped before [`RawTx::end`].
+struct RawTx<'c>(Option<&'c mut PgConnection>);
+
+impl<'c> RawTx<'c> {
+    fn begin(conn: &'c mut PgConnection) -> Result<Self, ApiError> {
+        exec(conn, "BEGIN")?;
+        Ok(RawTx(Some(conn)))
+    }
+
+    fn conn(&mut self) -> &mut PgConnection {
+        self.0.as_deref_mut().expect("open until ended")
+    }
+
+    /// Ends it with `statement` (`COMMIT`, `PREPARE TRANSACTION '…'`) and gives the connection
+    /// back. A failed end has ended the transaction too (PostgreSQL rolls it back).
+    fn end(mut self, statement: &str) -> Result<&'c mut PgConnection, ApiError> {
+        let conn = self.0.take().expect("open until ended");
+        exec(conn, statement)?;
+        Ok(conn)
+    }
+}
+
+impl Drop for RawTx<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            let _ = exec(conn, "ROLLBACK");
+        }
+    }
+}
+
+fn exec(conn: &mut PgConnection, statement: &str) -> Result<(), ApiError> {
+    sql_query(statement)
+        .execute(conn)
+        .map(|_| ())
+        .map_err(db_error)
+}
+
+/// The persist step's writes (`db::persist_order`), tied to the event as `EVENTS_MODE` says.
+/// `false`: this attempt lost its key, and nothing was written.
+pub fn persist_order(
+    app: &AppState,
+    conn: &mut PgConnection,
+    key: (&str, &str, i32),
+    outcome: &Outcome,
+    doc: &OrderDocument,
+    payment_key: &str,
+) -> Result<bool, ApiError> {
+    let broker = match (&app.events.broker, app.events.mode) {
+        (Some(b), EventsMode::TwoPhase | EventsMode::Outbox) => b,
+        _ => return db::persist_order(conn, key, outcome, doc, payment_key),
+    };
+    let ev = OrderCreated::of(doc);
+    let mut tx = RawTx::begin(conn)?;
+    if !db::persist_order(tx.conn(), key, outcome, doc, payment_key)? {
+        return Ok(false);
+    }
+    if app.events.mode == EventsMode::Outbox {
+        sql_query(sql::INSERT_OUTBOX)
+            .bind::<Text, _>(&ev.event_id)
+            .bind::<Text, _>(&ev.order_id)
+            .bind::<Text, _>(event_broker::subject_of(&ev.order_id))
+            .bind::<Text, _>(ev.to_json())
+            .execute(tx.conn())
+            .map_err(db_error)?;
+        tx.end("COMMIT")?;
+        return Ok(true);
+    }
+    // Two-phase: prepare, then publish while holding the connection and the rows.
+    let gid = events::prepared_gid(&doc.id).ok_or_else(|| {
+        ApiError::Internal(anyhow::anyhow!("order id {:?} is unfit for a gid", doc.id))
+    })?;
+    let conn = tx.end(&events::prepare_sql(&gid))?;
+    finish_prepared(app, broker, conn, &gid, &ev)?;
+    Ok(true)
+}
+
+/// Two-phase, after `PREPARE TRANSACTION`: publish; `COMMIT PREPARED` on the acknowledgement,
+/// `ROLLBACK PREPARED` when the broker refused; with no answer, the stream decides. If even that
+/// cannot be asked, the transaction stays prepared (in doubt) for recovery. Every path but the
+/// commit answers 503 `dependency_unavailable` (broker): the key stays `CHARGING` for a retry.
+fn finish_prepared(
+    app: &AppState,
+    broker: &BlockingBroker,
+    conn: &mut PgConnection,
+    gid: &str,
+    ev: &OrderCreated,
+) -> Result<(), ApiError> {
+    let failure = match publish(app, broker, &publication(ev)) {
+        Ok(_) => return exec(conn, &events::commit_prepared_sql(gid)),
+        Err(f) => f,
+    };
+    let in_stream = match &failure {
+        PublishFailure::Refused(_) => Ok(false),
+        PublishFailure::Unknown(_) => broker.contains(&event_broker::subject_of(&ev.order_id)),
+    };
+    match in_stream {
+        Ok(true) => return exec(conn, &events::commit_prepared_sql(gid)),
+        Ok(false) => exec(conn, &events::rollback_prepared_sql(gid))?,
+        Err(e) => tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it"),
+    }
+    Err(ApiError::dependency(Dependency::Broker, failure))
+}
+
+/// `after-commit`: publishes the event of an order whose transaction has committed. A failure
+/// loses the event (counted in `events_publish_failures_total`); the order stands.
+pub fn after_commit(app: &AppState, doc: &OrderDocument) {
+    if let (EventsMode::AfterCommit, Some(broker)) = (app.events.mode, &app.events.broker)
+        && let Err(e) = publish(app, broker, &publication(&OrderCreated::of(doc)))
+    {
+        tracing::warn!(order_id = %doc.id, error = %e, "order event lost (after-commit)");
+    }
+}
+
+/// `outbox`: starts the relay on a thread of its own; a no-op in the other modes.
+pub fn spawn_relay(app: Arc<AppState>) -> std::io::Result<()> {
+    if app.events.mode != EventsMode::Outbox {
+        return Ok(());
+    }
+    std::thread::Builder::new()
+        .name("outbox-relay".into())
+        .spawn(move || {
+            let idle = app.settings.events.outbox_poll();
+            loop {
+                match relay_pass(&app) {
+                    Ok(n) if n as i64 == RELAY_BATCH => {}
+                    Ok(_) => std::thread::sleep(idle),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "outbox relay pass failed; retrying");
+                        std::thread::sleep(idle.max(Duration::from_millis(500)));
+                    }
+                }
+            }
+        })?;
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct OutboxRow {
+    #[diesel(sql_type = Text)]
+    event_id: String,
+    #[diesel(sql_type = Text)]
+    subject: String,
+    #[diesel(sql_type = Text)]
+    payload: String,
+}
+
+/// One relay pass: locks up to `RELAY_BATCH` unsent rows (`SKIP LOCKED`), publishes them all,
+/// marks the acknowledged ones sent, commits. Returns how many rows it locked.
+pub fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
+    let Some(broker) = &app.events.broker else {
+        return Ok(0);
+    };
+    let mut step = Step::Own(app.db.acquire("outbox")?);
+    let mut tx = RawTx::begin(step.conn())?;
+    let rows: Vec<OutboxRow> = sql_query(sql::CLAIM_OUTBOX)
+        .bind::<BigInt, _>(RELAY_BATCH)
+        .load(tx.conn())
+        .map_err(db_error)?;
+    let batch: Vec<Publication> = rows
+        .into_iter()
+        .map(|r| Publication {
+            subject: r.subject,
+            msg_id: r.event_id,
+            payload: r.payload.into(),
+        })
+        .collect();
+    let started = Instant::now();
+    let results = if batch.is_empty() {
+        Vec::new()
+    } else {
+        broker.publish_all(&batch)
+    };
+    record(app, started, &results);
+    let sent: Vec<&str> = batch
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.is_ok())
+        .map(|(p, _)| p.msg_id.as_str())
+        .collect();
+    if !sent.is_empty() {
+        sql_query(sql::MARK_OUTBOX_SENT)
+            .bind::<Array<Text>, _>(&sent)
+            .execute(tx.conn())
+            .map_err(db_error)?;
+    }
+    let conn = tx.end("COMMIT")?;
+    #[derive(QueryableByName)]
+    struct Backlog {
+        #[diesel(sql_type = BigInt)]
+        count: i64,
+    }
+    let backlog: Backlog = sql_query(sql::OUTBOX_BACKLOG)
+        .get_result(conn)
+        .map_err(db_error)?;
+    app.metrics.events.outbox_backlog.set(backlog.count);
+    if sent.len() < batch.len() {
+        let failed = batch.len() - sent.len();
+        return Err(ApiError::dependency(
+            Dependency::Broker,
+            anyhow::anyhow!("{failed} of {} outbox events unacknowledged", batch.len()),
+        ));
+    }
+    Ok(batch.len())
+}
+
+/// Two-phase recovery, once per recovery pass: every prepared transaction of ours in this
+/// database older than a live order's publication can take is committed if its event is in the
+/// stream, else rolled back. Returns how many it resolved.
+pub fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
+    let (EventsMode::TwoPhase, Some(broker)) = (app.events.mode, &app.events.broker) else {
+        return Ok(0);
+    };
+    #[derive(QueryableByName)]
+    struct Prepared {
+        #[diesel(sql_type = Text)]
+        gid: String,
+        #[diesel(sql_type = Double)]
+        age_s: f64,
+    }
+    let mut step = Step::Own(app.db.acquire("recovery")?);
+    let prepared: Vec<Prepared> = sql_query(sql::PREPARED_TRANSACTIONS)
+        .bind::<Text, _>(events::GID_PREFIX)
+        .load(step.conn())
+        .map_err(db_error)?;
+    let min_age = events::in_doubt_after(app.settings.events.nats_timeout()).as_secs_f64();
+    let in_doubt: Vec<&Prepared> = prepared.iter().filter(|p| p.age_s >= min_age).collect();
+    app.metrics.events.in_doubt.set(in_doubt.len() as i64);
+    let mut resolved = 0;
+    for p in in_doubt {
+        let Some(order_id) = events::order_of_gid(&p.gid) else {
+            continue;
+        };
+        let subject = event_broker::subject_of(order_id);
+        let in_stream = broker
+            .contains(&subject)
+            .map_err(|e| ApiError::dependency(Dependency::Broker, e))?;
+        let (statement, action) = match events::in_doubt_action(in_stream) {
+            InDoubt::Commit => (events::commit_prepared_sql(&p.gid), "commit"),
+            InDoubt::Rollback => (events::rollback_prepared_sql(&p.gid), "rollback"),
+        };
+        exec(step.conn(), &statement)?;
+        app.metrics
+            .events
+            .in_doubt_resolved
+            .with_label_values(&[action])
+            .inc();
+        tracing::info!(gid = %p.gid, action, "in-doubt prepared transaction resolved");
+        resolved += 1;
+    }
+    app.metrics.events.in_doubt.sub(resolved as i64);
+    Ok(resolved)
+}

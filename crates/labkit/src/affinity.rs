@@ -1,0 +1,125 @@
+//! CPU affinity of the lab's processes: "the API alone on one CPU, everything else on the
+//! others", as `taskset` does it, for every thread of a process.
+//!
+//! `sched_setaffinity` applies to one thread; a new thread inherits its creator's mask. So
+//! [`pin_process`] sets every live thread of a process (twice, to catch threads created during
+//! the first walk), and threads made afterwards by a pinned thread stay on the same CPUs. Pin this
+//! process first and every child started afterwards (PostgreSQL, mock-deps) inherits the mask;
+//! then move the one child that must run elsewhere.
+
+use anyhow::Context;
+
+/// CPUs this process may run on now (its affinity mask), in order.
+pub fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
+    imp::allowed_cpus()
+}
+
+/// Splits `cpus` into (the API's: the last one, the harness's: the others); `None` with fewer
+/// than two.
+pub fn split_last(cpus: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
+    let (last, rest) = cpus.split_last()?;
+    (!rest.is_empty()).then(|| (vec![*last], rest.to_vec()))
+}
+
+/// Pins every thread of `pid` to `cpus`; returns how many threads were set.
+pub fn pin_process(pid: u32, cpus: &[usize]) -> anyhow::Result<usize> {
+    anyhow::ensure!(!cpus.is_empty(), "no CPU to pin to");
+    let mut set = 0;
+    for _ in 0..2 {
+        set = 0;
+        for tid in threads(pid).with_context(|| format!("listing the threads of {pid}"))? {
+            // A thread that exited since the listing is skipped.
+            if imp::pin_thread(tid, cpus).is_ok() {
+                set += 1;
+            }
+        }
+    }
+    anyhow::ensure!(set > 0, "no thread of process {pid} could be pinned");
+    Ok(set)
+}
+
+/// Pins `pid` and all its descendants (e.g. PostgreSQL's postmaster and backends).
+pub fn pin_tree(pid: u32, cpus: &[usize]) -> anyhow::Result<usize> {
+    let mut set = 0;
+    for p in crate::procstat::tree_pids(pid)? {
+        set += pin_process(p, cpus).unwrap_or(0);
+    }
+    Ok(set)
+}
+
+fn threads(pid: u32) -> anyhow::Result<Vec<u32>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        if let Some(tid) = entry?.file_name().to_str().and_then(|s| s.parse().ok()) {
+            out.push(tid);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+    use nix::unistd::Pid;
+
+    pub(super) fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
+        let set = sched_getaffinity(Pid::from_raw(0))?;
+        Ok((0..CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect())
+    }
+
+    pub(super) fn pin_thread(tid: u32, cpus: &[usize]) -> anyhow::Result<()> {
+        let mut set = CpuSet::new();
+        for &c in cpus {
+            set.set(c)?;
+        }
+        sched_setaffinity(Pid::from_raw(i32::try_from(tid)?), &set)?;
+        Ok(())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    pub(super) fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
+        anyhow::bail!("CPU affinity needs Linux")
+    }
+
+    pub(super) fn pin_thread(_: u32, _: &[usize]) -> anyhow::Result<()> {
+        anyhow::bail!("CPU affinity needs Linux")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_cpu_is_the_apis() {
+        assert_eq!(split_last(&[0, 1]), Some((vec![1], vec![0])));
+        assert_eq!(split_last(&[0, 2, 5]), Some((vec![5], vec![0, 2])));
+        assert_eq!(split_last(&[3]), None);
+        assert_eq!(split_last(&[]), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_child_is_pinned_whole() {
+        let cpus = allowed_cpus().unwrap();
+        assert!(!cpus.is_empty());
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let one = [cpus[cpus.len() - 1]];
+        assert_eq!(pin_process(child.id(), &one).unwrap(), 1);
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let list = status
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list:"))
+            .unwrap();
+        assert!(list.ends_with(&one[0].to_string()), "{list}");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

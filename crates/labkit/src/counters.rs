@@ -1,0 +1,213 @@
+//! Cumulative counters of one process and of the machine, for per-order arithmetic between two
+//! readings (`loadtest bench`): CPU in user and kernel mode apart, context switches, RSS and its
+//! peak. [`crate::procstat`] gives the sampled series (CPU as one figure, RSS, threads, files).
+//!
+//! - CPU: `utime` and `stime` of `/proc/PID/stat`, which include the process's exited threads.
+//! - Context switches: `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` of each
+//!   `/proc/PID/task/TID/status` (the process's own `status` has only its main thread's), summed
+//!   over the live threads: a thread that exits between two readings takes its count with it.
+//! - Memory: `VmRSS` and `VmHWM` (the peak RSS since the process started) of `/proc/PID/status`.
+//! - Machine: busy jiffies of all CPUs from the first line of `/proc/stat` (user, nice, system,
+//!   irq, softirq, steal; not idle, not iowait).
+
+use serde::{Deserialize, Serialize};
+
+/// One reading of one process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCounters {
+    pub user_seconds: f64,
+    pub system_seconds: f64,
+    /// Summed over the live threads (see the module docs).
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub rss_bytes: u64,
+    /// `VmHWM`: the highest RSS since the process started.
+    pub peak_rss_bytes: u64,
+    pub threads: u64,
+}
+
+impl ProcessCounters {
+    /// CPU, user + system, seconds.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.user_seconds + self.system_seconds
+    }
+}
+
+/// Reads `pid`'s counters.
+pub fn read_process(pid: u32) -> anyhow::Result<ProcessCounters> {
+    imp::read_process(pid)
+}
+
+/// Rust's default thread stack (`std::thread`, tokio's and actix's pools): 2 MiB of address space.
+pub const DEFAULT_STACK_KIB: u64 = 2048;
+
+/// Thread stacks of `pid` and the memory they hold: `(stacks, RSS of all of them in bytes)`, from
+/// `/proc/PID/smaps`. A stack is recognised as an anonymous mapping of exactly `stack_kib` KiB
+/// (glibc maps its guard page apart), so only threads made with that stack size are counted.
+pub fn thread_stacks(pid: u32, stack_kib: u64) -> anyhow::Result<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps"))?;
+    Ok(stacks_in_smaps(&text, stack_kib))
+}
+
+/// [`thread_stacks`] of an smaps text.
+pub fn stacks_in_smaps(smaps: &str, stack_kib: u64) -> (u64, u64) {
+    let (mut count, mut rss_kib) = (0, 0);
+    // Per mapping: anonymous (no path), and its Size; Rss follows Size.
+    let (mut anonymous, mut size) = (false, 0);
+    for line in smaps.lines() {
+        let mut f = line.split_whitespace();
+        let first = f.next().unwrap_or_default();
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            // "start-end perms offset dev inode [path]"
+            anonymous = line.split_whitespace().nth(5).is_none();
+            size = 0;
+        } else if first == "Size:" {
+            size = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        } else if first == "Rss:" && anonymous && size == stack_kib {
+            count += 1;
+            rss_kib += f.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    (count, rss_kib * 1024)
+}
+
+/// Busy CPU time of the whole machine so far, all CPUs together, seconds.
+pub fn machine_busy_seconds() -> anyhow::Result<f64> {
+    let text = std::fs::read_to_string("/proc/stat")?;
+    let first = text.lines().next().unwrap_or_default();
+    busy_jiffies(first)
+        .map(|j| j as f64 / ticks_per_second())
+        .ok_or_else(|| anyhow::anyhow!("/proc/stat: no cpu line"))
+}
+
+/// CPUs of the machine (`cpuN` lines of `/proc/stat`), whatever this process's affinity; at
+/// least 1.
+pub fn online_cpus() -> usize {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count()
+        .max(1)
+}
+
+/// Busy jiffies of a `/proc/stat` `cpu` line: user + nice + system + irq + softirq + steal
+/// (guest time is already in user).
+pub fn busy_jiffies(line: &str) -> Option<u64> {
+    let mut fields = line.split_whitespace();
+    if !fields.next()?.starts_with("cpu") {
+        return None;
+    }
+    let v: Vec<u64> = fields.filter_map(|x| x.parse().ok()).collect();
+    if v.len() < 4 {
+        return None;
+    }
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    Some(at(0) + at(1) + at(2) + at(5) + at(6) + at(7))
+}
+
+fn ticks_per_second() -> f64 {
+    imp::ticks_per_second()
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use anyhow::Context;
+    use procfs::process::Process;
+
+    use super::ProcessCounters;
+
+    pub(super) fn ticks_per_second() -> f64 {
+        procfs::ticks_per_second() as f64
+    }
+
+    pub(super) fn read_process(pid: u32) -> anyhow::Result<ProcessCounters> {
+        let id = i32::try_from(pid).context("pid out of range")?;
+        let process = Process::new(id).with_context(|| format!("process {pid} not found"))?;
+        let stat = process
+            .stat()
+            .with_context(|| format!("reading /proc/{pid}/stat"))?;
+        let status = process
+            .status()
+            .with_context(|| format!("reading /proc/{pid}/status"))?;
+        let tick = ticks_per_second();
+        let (mut voluntary, mut involuntary) = (0, 0);
+        if let Ok(tasks) = process.tasks() {
+            // A thread that exits during the walk is skipped.
+            for s in tasks.filter_map(|t| t.ok()?.status().ok()) {
+                voluntary += s.voluntary_ctxt_switches.unwrap_or(0);
+                involuntary += s.nonvoluntary_ctxt_switches.unwrap_or(0);
+            }
+        }
+        Ok(ProcessCounters {
+            user_seconds: stat.utime as f64 / tick,
+            system_seconds: stat.stime as f64 / tick,
+            voluntary_switches: voluntary,
+            involuntary_switches: involuntary,
+            rss_bytes: status.vmrss.unwrap_or(0) * 1024,
+            peak_rss_bytes: status.vmhwm.unwrap_or(0) * 1024,
+            threads: u64::try_from(stat.num_threads).unwrap_or(0),
+        })
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::ProcessCounters;
+
+    pub(super) fn ticks_per_second() -> f64 {
+        100.0
+    }
+
+    pub(super) fn read_process(_: u32) -> anyhow::Result<ProcessCounters> {
+        anyhow::bail!("process counters need Linux's /proc")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_jiffies_leave_idle_and_iowait_out() {
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        let line = "cpu  100 5 50 1000 30 2 3 4 7 0";
+        assert_eq!(busy_jiffies(line), Some(100 + 5 + 50 + 2 + 3 + 4));
+        assert_eq!(busy_jiffies("intr 1 2 3 4 5"), None);
+        assert_eq!(busy_jiffies("cpu 1 2"), None);
+    }
+
+    #[test]
+    fn stacks_are_anonymous_mappings_of_the_stack_size() {
+        let smaps = "\
+7f00-7f01 ---p 00000000 00:00 0 \nSize:                  4 kB\nRss:                   0 kB\n\
+7f01-7f02 rw-p 00000000 00:00 0 \nSize:               2048 kB\nRss:                  20 kB\n\
+7f02-7f03 rw-p 00000000 00:00 0 \nSize:               2048 kB\nRss:                  24 kB\n\
+7f03-7f04 r--p 00000000 08:01 42   /usr/lib/libfoo.so\nSize:               2048 kB\nRss:                 100 kB\n\
+7f04-7f05 rw-p 00000000 00:00 0 \nSize:              65324 kB\nRss:                 300 kB\n";
+        assert_eq!(stacks_in_smaps(smaps, 2048), (2, 44 * 1024));
+        assert_eq!(stacks_in_smaps(smaps, 8192), (0, 0));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_this_process() {
+        // Burn a little CPU and make a thread, so both counters move.
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(5)))
+            .join()
+            .unwrap();
+        let c = read_process(std::process::id()).unwrap();
+        assert!(c.rss_bytes > 0 && c.peak_rss_bytes >= c.rss_bytes, "{c:?}");
+        assert!(c.threads >= 1);
+        assert!(c.voluntary_switches + c.involuntary_switches > 0, "{c:?}");
+        assert!(machine_busy_seconds().unwrap() > 0.0);
+        assert!(online_cpus() >= 1);
+    }
+}

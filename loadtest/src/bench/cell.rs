@@ -1,0 +1,267 @@
+//! One cell of the bench: one API at one mock setting, from a fresh start to its stop.
+//!
+//! The API started in its cgroup and pinned to its CPU (it makes the tables); empty tables,
+//! ledger and statistics; a checkpoint (so PostgreSQL does not flush the previous cell's pages
+//! inside this window); the API's idle RSS; then the closed loop: warm-up, snapshot, window (RSS and busy gauge sampled twice a
+//! second), snapshot, pg_stat_statements; the loop stopped (every client finishes the order it
+//! has in flight) and the API stopped.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::probe::{self, Parts, Snapshot};
+use super::{BenchArgs, Harness, Mocks};
+use crate::run::{new_run_id, reset_mock, set_mock_latencies};
+use crate::services::ApiProcess;
+use lab_results::bench::{
+    BUSY_THREADS, BenchCell, BoundContext, IN_FLIGHT, MemoryFigures, PerOrder, bound_reason,
+    order_path_statements,
+};
+use loadgen::driver::{DriverConfig, LoopControl};
+use loadgen::profile::{Model, Profile};
+
+/// How long the closed loop's clients may take to start.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Generator request timeout: far above any order's latency in a closed loop.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The settings every API gets (and `BLOCKING_THREADS` for blocking-api): the lab's defaults,
+/// with admission control off — the closed loop bounds the load itself, and a refusal answered
+/// in microseconds would be counted as throughput by nobody but cost CPU.
+pub(super) fn common_settings(args: &BenchArgs, api: &str) -> BTreeMap<String, String> {
+    let mut s = BTreeMap::new();
+    let mut set = |k: &str, v: String| {
+        s.insert(k.to_owned(), v);
+    };
+    set("DB_POOL_SIZE", args.db_pool_size.to_string());
+    set("DB_POOL_TIMEOUT_MS", "5000".to_owned());
+    set("DEPS_TIMEOUT_MS", "10000".to_owned());
+    set("HTTP_WORKERS", "1".to_owned());
+    set("DB_TX_SCOPE", "short".to_owned());
+    set("LEASE_MS", "30000".to_owned());
+    set("RECONCILE_INTERVAL_MS", "5000".to_owned());
+    set("QUEUE_TIMEOUT_MS", "100".to_owned());
+    set("REQUEST_DEADLINE_MS", "3600000".to_owned());
+    set("DB_STATEMENT_TIMEOUT_MS", "5000".to_owned());
+    set("MAX_IN_FLIGHT", "0".to_owned());
+    set("MAX_LOOP_LAG_MS", "0".to_owned());
+    if api.is_empty() || api.starts_with("blocking") {
+        set("BLOCKING_THREADS", args.blocking_threads.to_string());
+    }
+    s
+}
+
+pub(super) async fn run(
+    args: &BenchArgs,
+    h: &Harness,
+    api: &str,
+    mocks: Mocks,
+) -> Result<BenchCell> {
+    let latency = mocks.latencies();
+    let clients = args.clients_for(api, mocks);
+    set_mock_latencies(&h.deps.url, latency).await?;
+    let mut env = common_settings(args, api);
+    env.insert("DEPS_URL".to_owned(), h.deps.url.clone());
+    env.insert("DATABASE_URL".to_owned(), h.api_database_url.clone());
+    env.insert(
+        "REQUEST_HASH_KEY".to_owned(),
+        crate::lab::LAB_REQUEST_HASH_KEY.to_owned(),
+    );
+    let (name, limit, logs) = (api.to_owned(), !args.no_limits, h.logs.clone());
+    let process =
+        tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, limit, &logs)).await??;
+    if let Some(cpus) = &h.api_cpus {
+        labkit::affinity::pin_process(process.pid, cpus)
+            .with_context(|| format!("pinning {api} to CPU {cpus:?}"))?;
+    }
+    // The API made the tables at start (its migrations): now they can be emptied.
+    crate::invariants::truncate(&h.db.url).await?;
+    reset_mock(&h.deps.url).await?;
+    {
+        let mut conn = h.conn.lock().await;
+        // Needs superuser; the lab's own cluster grants it, an external one may not.
+        let _ = sqlx::query("CHECKPOINT").execute(&mut *conn).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle = labkit::counters::read_process(process.pid)?;
+
+    let parts = Parts {
+        api: process.pid,
+        mock_deps: Some(h.deps.pid),
+        postgres: h.db.pid,
+        latency_proxy: h.proxy.as_ref().map(|p| p.pid()),
+    };
+    let profile = Profile {
+        name: format!("closed-{clients}"),
+        model: Model::Closed {
+            clients,
+            // More than any window needs: the loop is stopped, not run out.
+            requests: clients.saturating_mul(1_000_000_000),
+        },
+        phases: Vec::new(),
+        duration_scale: 1.0,
+    };
+    let driver = DriverConfig {
+        target: process.url.clone(),
+        profile,
+        request_timeout: REQUEST_TIMEOUT,
+        max_in_flight: clients,
+        run_id: new_run_id(),
+        sellers: 16,
+        duplicate_ratio: 0.0,
+        goose_reports: Vec::new(),
+        progress: None,
+        retry: None,
+    };
+    let control = Arc::new(LoopControl::default());
+    let looping = tokio::spawn(loadgen::driver::drive_with(
+        driver,
+        Arc::new(OnceLock::new()),
+        control.clone(),
+    ));
+    let measured = window(args, h, &process, parts, api, clients, &control).await;
+    control.stop();
+    let outcomes = match looping.await {
+        Ok(Ok(out)) => out.recorder.total.outcomes,
+        Ok(Err(e)) => {
+            eprintln!("bench: {api}: the closed loop ended with an error: {e:#}");
+            BTreeMap::new()
+        }
+        Err(e) => {
+            eprintln!("bench: {api}: the closed loop task failed: {e}");
+            BTreeMap::new()
+        }
+    };
+    let limits = process.limits.clone();
+    tokio::task::spawn_blocking(move || process.stop()).await??;
+    let (w, statements, samples, peak, stacks) = measured?;
+
+    let (mean_rss, mean_threads, mean_busy) = probe::means(&samples);
+    let busy_kind = if api.starts_with("blocking") {
+        BUSY_THREADS
+    } else {
+        IN_FLIGHT
+    };
+    let mut memory = MemoryFigures {
+        idle_rss_bytes: idle.rss_bytes,
+        peak_rss_bytes: peak,
+        window_mean_rss_bytes: mean_rss,
+        window_mean_threads: mean_threads,
+        busy_kind: busy_kind.to_owned(),
+        window_mean_busy: mean_busy,
+        rss_growth_per_busy_bytes: None,
+        samples: samples.len() as u64,
+        thread_stacks: stacks.map(|(n, _)| n),
+        thread_stack_rss_bytes: stacks.map(|(_, rss)| rss),
+    };
+    memory.rss_growth_per_busy_bytes = memory.growth_per_busy();
+    // The machine's CPUs (this process is pinned: its own affinity would say fewer).
+    let cores = labkit::counters::online_cpus() as f64;
+    let pool = api.starts_with("blocking").then_some(args.blocking_threads);
+    Ok(BenchCell {
+        api: api.to_owned(),
+        mocks: mocks.name().to_owned(),
+        mock_latency_ms: latency,
+        clients,
+        limits,
+        per_order: PerOrder::from_window(&w),
+        orders_per_s: w.orders_per_s(),
+        api_cpu_share: w.api_cpu_share(),
+        bound: bound_reason(
+            &w,
+            &BoundContext {
+                clients,
+                busy: mean_busy,
+                pool,
+                cores,
+                harness_cpus: h.harness_cpus.map(|n| n as f64),
+            },
+        ),
+        window: w,
+        memory,
+        order_path_statements: order_path_statements(&statements),
+        statements,
+        outcomes,
+    })
+}
+
+/// What the window measured: its counts, the statements, the memory samples, and at its end the
+/// API's peak RSS and its thread stacks (count, RSS).
+type Measured = (
+    lab_results::bench::WindowCounts,
+    Vec<lab_results::bench::StatementCalls>,
+    Vec<probe::MemorySample>,
+    u64,
+    Option<(u64, u64)>,
+);
+
+/// Warm-up, then the measured window.
+async fn window(
+    args: &BenchArgs,
+    h: &Harness,
+    process: &ApiProcess,
+    parts: Parts,
+    api: &str,
+    clients: u64,
+    control: &LoopControl,
+) -> Result<Measured> {
+    // The warm-up counts from the moment every client has sent its first order (goose starts
+    // its users over a while; a slow start must not eat into the warm-up).
+    let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
+    while control.requests_started() < clients {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the closed loop's clients did not all start within {STARTUP_TIMEOUT:?} ({} of {})",
+            control.requests_started(),
+            clients
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
+    if let Some(cpus) = &h.api_cpus {
+        // Threads the warm-up made came from pinned threads; this only catches a stray one.
+        let _ = labkit::affinity::pin_process(process.pid, cpus);
+    }
+    let mut conn = h.conn.lock().await;
+    let start = Snapshot::take(parts, &mut conn, &h.deps.url).await?;
+    if h.statements {
+        probe::reset_statements(&mut conn).await?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let gauge = if api.starts_with("blocking") {
+        "blocking_pool_busy"
+    } else {
+        "http_requests_in_flight"
+    };
+    let sampling = tokio::spawn(probe::sample_memory(
+        process.pid,
+        format!("{}/metrics", process.url),
+        gauge,
+        stop.clone(),
+    ));
+    tokio::time::sleep_until((start.at + Duration::from_secs_f64(args.seconds)).into()).await;
+    let end = Snapshot::take(parts, &mut conn, &h.deps.url).await?;
+    stop.store(true, Ordering::SeqCst);
+    let mut w = start.delta(&end);
+    let statements = if h.statements {
+        let s = probe::read_statements(&mut conn, w.orders).await?;
+        w.sql_statements = Some(s.iter().map(|s| s.calls).sum());
+        s
+    } else {
+        Vec::new()
+    };
+    let samples = sampling.await.unwrap_or_default();
+    let pid = process.pid;
+    let stacks = tokio::task::spawn_blocking(move || {
+        labkit::counters::thread_stacks(pid, labkit::counters::DEFAULT_STACK_KIB).ok()
+    })
+    .await
+    .ok()
+    .flatten();
+    Ok((w, statements, samples, end.api.peak_rss_bytes, stacks))
+}

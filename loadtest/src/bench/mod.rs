@@ -1,0 +1,419 @@
+//! `loadtest bench`: the capacity benchmark of issue 9 ("Lean per order").
+//!
+//! For each API alone in its CPU — its own 1 CPU / 1 GiB cgroup, and (with two CPUs or more) pinned
+//! to the last CPU while the load generator, mock-deps and PostgreSQL share the others — a closed
+//! loop of clients at each mock setting (0 ms, the seed's latencies): a warm-up, then a measured
+//! window. Cumulative counters are read at the window's two ends ([`probe`]); their deltas divided
+//! by the orders persisted in between give the per-order figures (`lab_results::bench`). The API
+//! is started afresh for every cell, so its peak RSS belongs to that cell.
+//!
+//! Output: a table on stdout, `bench.md` and `bench.json` (versioned, `lab_results::bench`) in the
+//! output folder; `--baseline FILE` adds the change against an earlier `bench.json`.
+//!
+//! - [`cell`]: one API at one mock setting, start to stop;
+//! - [`probe`]: the counters of every part, pg_stat_statements, mock-deps' request counts, the
+//!   API's RSS and busy gauge sampled through the window;
+//! - [`render`]: the tables; [`baseline`]: the change against an earlier run.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use sqlx::Connection;
+
+pub mod baseline;
+mod cell;
+pub mod probe;
+pub mod render;
+
+use crate::cli::{Durability, SEED_LATENCIES, api_names};
+use crate::services::{Database, MockDepsProcess};
+use lab_results::MockLatencies;
+use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};
+
+/// A mock-deps latency setting of the bench.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mocks {
+    /// Every dependency answers at once: the API's own cost per order.
+    #[value(name = "0ms", alias = "zero")]
+    Zero,
+    /// The seed's latencies (seller 200 ms, risk 1 s, payment 1 s).
+    Seed,
+}
+
+impl Mocks {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mocks::Zero => "0ms",
+            Mocks::Seed => "seed",
+        }
+    }
+
+    pub fn latencies(self) -> MockLatencies {
+        match self {
+            Mocks::Zero => MockLatencies {
+                seller: 0,
+                risk: 0,
+                payment: 0,
+            },
+            Mocks::Seed => SEED_LATENCIES,
+        }
+    }
+}
+
+/// `loadtest bench`'s options.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// APIs to measure, in order (each alone, one after the other).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "blocking-api,reactive-api"
+    )]
+    pub apis: Vec<String>,
+    /// Mock-deps latency settings, in order: 0ms (alias zero), seed.
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "0ms,seed")]
+    pub mocks: Vec<Mocks>,
+    /// Length of each measured window, seconds.
+    #[arg(long, default_value_t = 20.0)]
+    pub seconds: f64,
+    /// Closed-loop load before each window, seconds (not measured).
+    #[arg(long, default_value_t = 5.0)]
+    pub warmup: f64,
+    /// Closed-loop clients with the mocks at 0 ms.
+    #[arg(long, default_value_t = 32)]
+    pub clients: u64,
+    /// Closed-loop clients at the seed's latencies [default: blocking-api its BLOCKING_THREADS
+    /// (more clients would only queue for a thread), reactive-api 1000].
+    #[arg(long)]
+    pub seed_clients: Option<u64>,
+    /// BLOCKING_THREADS of blocking-api.
+    #[arg(long, default_value_t = 200)]
+    pub blocking_threads: u64,
+    /// DB_POOL_SIZE of every API.
+    #[arg(long, default_value_t = 100)]
+    pub db_pool_size: u32,
+    /// The lab PostgreSQL flushes every commit (`on`, as in production) or not (`off`).
+    #[arg(long, value_enum, default_value_t = Durability::On)]
+    pub db_durability: Durability,
+    /// Round-trip time a latency-proxy process adds between the API and PostgreSQL, ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub db_rtt_ms: f64,
+    /// Use this PostgreSQL instead of an ephemeral cluster (its CPU is then not measured; its
+    /// order tables are emptied before every cell).
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// Do not put the API in a 1 CPU / 1 GiB cgroup.
+    #[arg(long)]
+    pub no_limits: bool,
+    /// Do not pin the API to the last CPU and the harness to the others.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Output folder (default reports/<UTC timestamp>-bench/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// An earlier bench.json: print the change against it.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+}
+
+impl BenchArgs {
+    /// Closed-loop clients of `api` at `mocks`.
+    pub fn clients_for(&self, api: &str, mocks: Mocks) -> u64 {
+        match mocks {
+            Mocks::Zero => self.clients,
+            Mocks::Seed => self.seed_clients.unwrap_or(if api.starts_with("blocking") {
+                self.blocking_threads
+            } else {
+                1000
+            }),
+        }
+        .max(1)
+    }
+}
+
+/// Runs the bench, writes bench.json and bench.md, prints the tables.
+pub async fn command(args: BenchArgs) -> Result<ExitCode> {
+    let baseline = match &args.baseline {
+        Some(p) => Some(BenchResults::load(p)?),
+        None => None,
+    };
+    let out = args.out.clone().unwrap_or_else(|| {
+        Path::new("reports").join(format!(
+            "{}-bench",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        ))
+    });
+    std::fs::create_dir_all(out.join("logs"))
+        .with_context(|| format!("creating {}", out.display()))?;
+    let results = run(&args, &out).await?;
+    let json = out.join("bench.json");
+    results.save(&json)?;
+    let mut md = render::markdown(&results);
+    if let Some(base) = &baseline {
+        md.push_str(&baseline::render(
+            &baseline::diff(base, &results),
+            args.baseline.as_deref(),
+        ));
+    }
+    std::fs::write(out.join("bench.md"), &md)?;
+    println!("{md}");
+    println!(
+        "bench: {}\ntable: {}",
+        json.display(),
+        out.join("bench.md").display()
+    );
+    let empty = results.cells.iter().any(|c| c.window.orders == 0);
+    Ok(if empty {
+        eprintln!(
+            "a cell completed no order in its window: see the logs in {}",
+            out.display()
+        );
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The harness every cell shares.
+pub(crate) struct Harness {
+    pub db: Database,
+    /// The bench's own session (counts, pg_stat_statements), open for the whole bench so no
+    /// connection is made inside a window.
+    pub conn: tokio::sync::Mutex<sqlx::PgConnection>,
+    /// pg_stat_statements is there to read.
+    pub statements: bool,
+    pub deps: MockDepsProcess,
+    /// The URL the APIs get: the database's, or the latency proxy's in front of it.
+    pub api_database_url: String,
+    pub proxy: Option<labkit::process::ServiceProcess>,
+    pub api_cpus: Option<Vec<usize>>,
+    /// How many CPUs the harness is pinned to (`None`: not pinned).
+    pub harness_cpus: Option<usize>,
+    pub logs: PathBuf,
+}
+
+async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
+    anyhow::ensure!(
+        args.seconds > 0.0 && args.warmup >= 0.0,
+        "--seconds must be > 0 and --warmup ≥ 0"
+    );
+    let started_at = chrono::Utc::now().to_rfc3339();
+    let apis: Vec<String> = args.apis.iter().map(|a| api_names(a).0).collect();
+    {
+        let apis = apis.clone();
+        tokio::task::spawn_blocking(move || crate::services::build_services(&apis)).await??;
+    }
+    // Thousands of client connections; children inherit the raised limit.
+    let _ = labkit::process::raise_nofile_limit();
+    let mut notes = Vec::new();
+    // Pin this process first: every child started from now on inherits the harness's CPUs.
+    let pinning = if args.no_pin {
+        None
+    } else {
+        let cpus = labkit::affinity::allowed_cpus().unwrap_or_default();
+        match labkit::affinity::split_last(&cpus) {
+            Some((api_cpus, harness_cpus)) => {
+                labkit::affinity::pin_process(std::process::id(), &harness_cpus)
+                    .context("pinning the bench to the harness's CPUs")?;
+                Some(Pinning {
+                    api_cpus,
+                    harness_cpus,
+                })
+            }
+            None => {
+                notes.push(format!(
+                    "not pinned: {} CPU(s) available; the API shares its CPU with the harness",
+                    cpus.len()
+                ));
+                None
+            }
+        }
+    };
+    let logs = out.join("logs");
+    let harness = start_harness(args, &logs, pinning.as_ref(), &mut notes).await?;
+    let mut cells = Vec::new();
+    for api in &apis {
+        for &mocks in &args.mocks {
+            eprintln!(
+                "bench: {api}, mocks {}, {} clients: {} s warm-up, {} s measured",
+                mocks.name(),
+                args.clients_for(api, mocks),
+                args.warmup,
+                args.seconds
+            );
+            let c = cell::run(args, &harness, api, mocks)
+                .await
+                .with_context(|| format!("{api}, mocks {}", mocks.name()))?;
+            eprintln!("{}", render::one_line(&c));
+            cells.push(c);
+        }
+    }
+    if let Some(p) = harness.proxy {
+        let _ = tokio::task::spawn_blocking(move || p.stop(labkit::process::STOP_GRACE)).await;
+    }
+    drop(harness.deps);
+    drop(harness.db);
+    notes.extend(contention_notes(&cells));
+    let slopes = lab_results::bench::memory_slopes(&cells);
+    let targets = lab_results::bench::targets(&cells, &slopes);
+    let mut environment = crate::run::environment("");
+    environment.build_profile = build_profile(apis.first().map_or("", String::as_str));
+    Ok(BenchResults {
+        schema_version: BENCH_SCHEMA_VERSION,
+        started_at,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        environment,
+        settings: BenchSettings {
+            warmup_s: args.warmup,
+            seconds: args.seconds,
+            db_durability: if args.database_url.is_some() {
+                "external".to_owned()
+            } else {
+                args.db_durability.as_str().to_owned()
+            },
+            db_rtt_ms: args.db_rtt_ms,
+            api_settings: cell::common_settings(args, ""),
+            pinning,
+        },
+        cells,
+        memory_slopes: slopes,
+        targets,
+        notes,
+    })
+}
+
+async fn start_harness(
+    args: &BenchArgs,
+    logs: &Path,
+    pinning: Option<&Pinning>,
+    notes: &mut Vec<String>,
+) -> Result<Harness> {
+    let (url, durability) = (args.database_url.clone(), args.db_durability);
+    let db = tokio::task::spawn_blocking(move || Database::open_with(url.as_deref(), durability))
+        .await??;
+    if let (Some(pid), Some(p)) = (db.pid, pinning) {
+        // Started by this (pinned) process, but pg_ctl may have daemonised it: pin it all.
+        let _ = labkit::affinity::pin_tree(pid, &p.harness_cpus);
+    }
+    let mut conn = sqlx::PgConnection::connect(&db.url)
+        .await
+        .context("connecting to PostgreSQL")?;
+    let statements = match sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .execute(&mut conn)
+        .await
+    {
+        Ok(_) => probe::statements_readable(&mut conn).await,
+        Err(e) => {
+            notes.push(format!(
+                "SQL statements not counted: pg_stat_statements: {e}"
+            ));
+            false
+        }
+    };
+    if db.pid.is_none() {
+        notes.push(
+            "PostgreSQL not started by the bench (--database-url): its CPU is not measured"
+                .to_owned(),
+        );
+    }
+    let deps = {
+        let logs = logs.to_owned();
+        tokio::task::spawn_blocking(move || MockDepsProcess::start(&logs)).await??
+    };
+    let (proxy, api_database_url) = if args.db_rtt_ms > 0.0 {
+        let (p, url) = start_proxy(&db.url, args.db_rtt_ms, logs)?;
+        (Some(p), url)
+    } else {
+        (None, db.url.clone())
+    };
+    Ok(Harness {
+        db,
+        conn: tokio::sync::Mutex::new(conn),
+        statements,
+        deps,
+        api_database_url,
+        proxy,
+        api_cpus: pinning.map(|p| p.api_cpus.clone()),
+        harness_cpus: pinning.map(|p| p.harness_cpus.len()),
+        logs: logs.to_owned(),
+    })
+}
+
+/// The latency-proxy binary in front of PostgreSQL (a process of its own, so its CPU is its own).
+fn start_proxy(
+    db_url: &str,
+    rtt_ms: f64,
+    logs: &Path,
+) -> Result<(labkit::process::ServiceProcess, String)> {
+    let upstream = latency_proxy::upstream_of(db_url)?;
+    let port = crate::services::free_port()?;
+    let listen: std::net::SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    let bin = labkit::process::find_binary("latency-proxy")?;
+    let env = vec![
+        ("LISTEN_ADDR".to_owned(), listen.to_string()),
+        ("UPSTREAM_ADDR".to_owned(), upstream.to_string()),
+        ("RTT_MS".to_owned(), rtt_ms.to_string()),
+        ("RUST_LOG".to_owned(), "warn".to_owned()),
+    ];
+    let p = labkit::process::ServiceProcess::spawn(
+        "latency-proxy",
+        &bin,
+        Vec::<String>::new(),
+        env,
+        &logs.join("latency-proxy.log"),
+    )?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(listen).is_err() {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline && p.try_wait()?.is_none(),
+            "latency-proxy did not listen on {listen}: {}",
+            p.log_tail(10)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok((p, latency_proxy::proxied_url(db_url, listen)?))
+}
+
+/// `release` or `debug`: where the API binary was found.
+fn build_profile(api: &str) -> String {
+    labkit::process::find_binary(api)
+        .ok()
+        .map(|b| {
+            if b.components().any(|c| c.as_os_str() == "release") {
+                "release"
+            } else {
+                "debug"
+            }
+        })
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+/// What the windows say about other load on the machine.
+fn contention_notes(cells: &[lab_results::bench::BenchCell]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for c in cells {
+        let w = &c.window;
+        if let Some(wait) = w.api_cpu_wait_s.filter(|s| *s / w.seconds >= 0.05) {
+            notes.push(format!(
+                "{} mocks {}: on average {:.2} of the API's threads were runnable without a CPU \
+                 (other processes on its CPU, or its own threads queueing for it)",
+                c.api,
+                c.mocks,
+                wait / w.seconds
+            ));
+        }
+        if let Some(other) = w.other_cpu_s().filter(|s| *s / w.seconds >= 0.1) {
+            notes.push(format!(
+                "{} mocks {}: {:.0} % of a CPU was busy outside the measured processes (other \
+                 tenants of this machine, kernel threads — PostgreSQL's disk flushes among them)",
+                c.api,
+                c.mocks,
+                100.0 * other / w.seconds
+            ));
+        }
+    }
+    notes
+}

@@ -1,0 +1,350 @@
+//! The bench's tables, as markdown (stdout and bench.md).
+
+use std::fmt::Write as _;
+
+use lab_results::bench::{BenchCell, BenchResults, busy_unit};
+use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED};
+
+/// `x` with `d` decimals, `—` for none.
+pub fn num(x: Option<f64>, d: usize) -> String {
+    match x {
+        Some(v) if v.is_finite() => format!("{v:.d$}"),
+        _ => "—".to_owned(),
+    }
+}
+
+/// Bytes as MiB with one decimal.
+pub fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// Bytes as KiB with one decimal.
+pub fn kib(bytes: f64) -> String {
+    format!("{:.1} KiB", bytes / 1024.0)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}
+
+/// Requests that did not end in a 201 (fresh or replayed).
+pub fn errors(c: &BenchCell) -> u64 {
+    c.outcomes
+        .iter()
+        .filter(|(k, _)| *k != OUTCOME_CREATED && *k != OUTCOME_REPLAYED)
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// A line per cell while the bench runs.
+pub fn one_line(c: &BenchCell) -> String {
+    let p = c.per_order.as_ref();
+    format!(
+        "  {} mocks {}: {:.0} orders/s, API {} µs/order ({} user + {} system), {} SQL and {} HTTP \
+         calls per order, API at {} of its CPU",
+        c.api,
+        c.mocks,
+        c.orders_per_s,
+        num(p.map(|p| p.api_cpu_us), 0),
+        num(p.map(|p| p.api_user_us), 0),
+        num(p.map(|p| p.api_system_us), 0),
+        num(p.and_then(|p| p.sql_statements), 2),
+        num(p.and_then(|p| p.http_calls), 2),
+        pct(c.api_cpu_share)
+    )
+}
+
+/// The whole bench as markdown.
+pub fn markdown(r: &BenchResults) -> String {
+    let mut s = String::new();
+    let e = &r.environment;
+    let _ = writeln!(s, "# loadtest bench — {}\n", r.started_at);
+    let _ = writeln!(s, "`{}`\n", r.command);
+    let _ = writeln!(
+        s,
+        "Machine: {} CPUs ({}), {:.1} GiB, {}, kernel {}; APIs built `{}`, commit `{}`.",
+        e.cores,
+        e.cpu_model,
+        e.memory_bytes as f64 / (1u64 << 30) as f64,
+        e.os,
+        e.kernel,
+        e.build_profile,
+        e.git_sha
+    );
+    let st = &r.settings;
+    let limits = r.cells.first().map_or("—".to_owned(), |c| {
+        if c.limits.limits_enforced {
+            format!(
+                "{} CPU / {} ({})",
+                num(c.limits.cpu_cores, 1),
+                c.limits.memory_bytes.map_or("—".to_owned(), mib),
+                c.limits.mechanism
+            )
+        } else {
+            c.limits.note.clone()
+        }
+    });
+    let pin = st.pinning.as_ref().map_or(
+        "not pinned (the API shares the CPUs with the harness)".to_owned(),
+        |p| {
+            format!(
+                "pinned to CPU {:?}, generator/mock-deps/PostgreSQL on CPU {:?}",
+                p.api_cpus, p.harness_cpus
+            )
+        },
+    );
+    let _ = writeln!(
+        s,
+        "Each API alone: limits {limits}, {pin}. Closed loop, {} s warm-up then {} s measured per \
+         cell; PostgreSQL durability {}{}; admission control off (the loop bounds the load).\n",
+        st.warmup_s,
+        st.seconds,
+        st.db_durability,
+        if st.db_rtt_ms > 0.0 {
+            format!(", {} ms RTT to it (latency-proxy)", st.db_rtt_ms)
+        } else {
+            String::new()
+        }
+    );
+    per_order(&mut s, r);
+    conditions(&mut s, r);
+    memory(&mut s, r);
+    targets(&mut s, r);
+    statements(&mut s, r);
+    if !r.notes.is_empty() {
+        let _ = writeln!(s, "## Notes\n");
+        for n in &r.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn per_order(s: &mut String, r: &BenchResults) {
+    let proxy = r
+        .cells
+        .iter()
+        .any(|c| c.window.latency_proxy_cpu_s.is_some());
+    let _ = writeln!(s, "## Per order\n");
+    let _ = writeln!(
+        s,
+        "| API | mocks | clients | orders/s | API CPU µs/order (user + system) | context switches/order \
+         (voluntary + not) | SQL statements/order | HTTP calls/order | peak RSS | PostgreSQL µs/order \
+         | mock-deps µs/order | generator µs/order |{}",
+        if proxy {
+            " latency-proxy µs/order |"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        s,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
+        if proxy { "---:|" } else { "" }
+    );
+    for c in &r.cells {
+        let p = c.per_order.as_ref();
+        let _ = write!(
+            s,
+            "| {} | {} | {} | {:.0} | {} ({} + {}) | {} ({} + {}) | {} | {} | {} | {} | {} | {} |",
+            c.api,
+            c.mocks,
+            c.clients,
+            c.orders_per_s,
+            num(p.map(|p| p.api_cpu_us), 0),
+            num(p.map(|p| p.api_user_us), 0),
+            num(p.map(|p| p.api_system_us), 0),
+            num(p.map(|p| p.context_switches), 1),
+            num(p.map(|p| p.voluntary_switches), 1),
+            num(p.map(|p| p.involuntary_switches), 1),
+            num(p.and_then(|p| p.sql_statements), 2),
+            num(p.and_then(|p| p.http_calls), 2),
+            mib(c.memory.peak_rss_bytes),
+            num(p.and_then(|p| p.postgres_cpu_us), 0),
+            num(p.and_then(|p| p.mock_deps_cpu_us), 0),
+            num(p.and_then(|p| p.generator_cpu_us), 0),
+        );
+        if proxy {
+            let _ = write!(s, " {} |", num(p.and_then(|p| p.latency_proxy_cpu_us), 0));
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+}
+
+fn conditions(s: &mut String, r: &BenchResults) {
+    let _ = writeln!(s, "## Conditions of each window\n");
+    let _ = writeln!(
+        s,
+        "\"API CPU used\" is its CPU time over the window (100 % = its CPU saturated); \"threads \
+         waiting\" how many of its threads were, on average, runnable without a CPU (schedstat); \
+         \"other\" the machine's busy time outside the API and the measured harness (other tenants, \
+         kernel threads), per order. Errors count the whole loop, warm-up included.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| API | mocks | window | orders | API CPU used | threads waiting | machine busy | other \
+         µs/order | errors | not the API's capacity because |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    for c in &r.cells {
+        let w = &c.window;
+        let per_s = |x: Option<f64>| x.filter(|_| w.seconds > 0.0).map(|x| x / w.seconds);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.1} s | {} | {} | {} | {} | {} | {} | {} |",
+            c.api,
+            c.mocks,
+            w.seconds,
+            w.orders,
+            pct(c.api_cpu_share),
+            num(per_s(w.api_cpu_wait_s), 2),
+            per_s(w.machine_busy_s).map_or("—".to_owned(), |m| format!("{m:.2} CPUs")),
+            num(c.per_order.as_ref().and_then(|p| p.other_cpu_us), 0),
+            errors(c),
+            c.bound.as_deref().unwrap_or("— (saturated)"),
+        );
+    }
+    s.push('\n');
+}
+
+fn memory(s: &mut String, r: &BenchResults) {
+    let _ = writeln!(s, "## Memory\n");
+    let _ = writeln!(
+        s,
+        "RSS of the API: at `/ready` before any order (idle), mean over the window (sampled twice a \
+         second), peak (`VmHWM`, warm-up included); thread stacks: the anonymous 2 MiB mappings of \
+         `/proc/PID/smaps` at the window's end and the RSS each holds on average. Busy: blocking-api's `blocking_pool_busy`, \
+         reactive-api's `http_requests_in_flight`. Growth per busy = (mean − idle) ÷ mean busy: an \
+         upper bound, since it also holds the pool connections, buffers and allocator arenas a \
+         first load makes.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| API | mocks | idle RSS | mean RSS | peak RSS | threads | thread stacks: RSS each | busy \
+         (mean) | RSS growth per busy |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---|---:|");
+    for c in &r.cells {
+        let m = &c.memory;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {:.0} | {} | {} {} | {} |",
+            c.api,
+            c.mocks,
+            mib(m.idle_rss_bytes),
+            mib(m.window_mean_rss_bytes),
+            mib(m.peak_rss_bytes),
+            m.window_mean_threads,
+            match (m.thread_stacks, m.thread_stack_rss_bytes) {
+                (Some(n), Some(rss)) if n > 0 => format!("{n}: {}", kib(rss as f64 / n as f64)),
+                _ => "—".to_owned(),
+            },
+            num(m.window_mean_busy, 0),
+            m.busy_kind,
+            m.rss_growth_per_busy_bytes.map_or("—".to_owned(), kib),
+        );
+    }
+    s.push('\n');
+    for sl in &r.memory_slopes {
+        let _ = writeln!(
+            s,
+            "- {}: **{} per {}** — the slope of mean RSS from mocks {} ({:.0} busy, {}) to mocks {} \
+             ({:.0} busy, {}).",
+            sl.api,
+            kib(sl.bytes_per_busy),
+            busy_unit(&sl.busy_kind),
+            sl.from_mocks,
+            sl.from_busy,
+            mib(sl.from_rss_bytes),
+            sl.to_mocks,
+            sl.to_busy,
+            mib(sl.to_rss_bytes),
+        );
+    }
+    if !r.memory_slopes.is_empty() {
+        s.push('\n');
+    }
+}
+
+fn targets(s: &mut String, r: &BenchResults) {
+    if r.targets.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Issue 9's targets\n");
+    let _ = writeln!(s, "| target | measured | limit | met |");
+    let _ = writeln!(s, "|---|---:|---:|---|");
+    for t in &r.targets {
+        let show = |v: Option<f64>| match t.unit.as_str() {
+            "bytes" => v.map_or("—".to_owned(), kib),
+            "statements" => num(v, 0),
+            unit => v.map_or("—".to_owned(), |v| format!("{v:.0} {unit}")),
+        };
+        let met = match t.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "—",
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {met} |",
+            t.name,
+            show(t.measured),
+            t.limit.map_or("(none set)".to_owned(), |l| show(Some(l)))
+        );
+    }
+    s.push('\n');
+}
+
+fn statements(s: &mut String, r: &BenchResults) {
+    if r.cells.iter().all(|c| c.statements.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## SQL statements per order (pg_stat_statements, each window)\n"
+    );
+    for c in &r.cells {
+        let _ = writeln!(
+            s,
+            "{} mocks {}: {} statements per order on its path (each statement's calls per order, \
+             rounded, summed); {} per order over the window, its edges included:\n",
+            c.api,
+            c.mocks,
+            c.order_path_statements
+                .map_or("—".to_owned(), |n| n.to_string()),
+            num(c.per_order.as_ref().and_then(|p| p.sql_statements), 2)
+        );
+        let _ = writeln!(s, "| calls/order | mean ms | statement |");
+        let _ = writeln!(s, "|---:|---:|---|");
+        for st in c.statements.iter().filter(|st| st.per_order >= 0.001) {
+            let mut q: String = st.query.chars().take(100).collect();
+            if q.len() < st.query.len() {
+                q.push('…');
+            }
+            let _ = writeln!(
+                s,
+                "| {:.3} | {:.3} | `{}` |",
+                st.per_order,
+                st.mean_ms,
+                q.replace('|', "\\|")
+            );
+        }
+        s.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_sizes() {
+        assert_eq!(num(Some(2.456), 2), "2.46");
+        assert_eq!(num(None, 0), "—");
+        assert_eq!(num(Some(f64::NAN), 0), "—");
+        assert_eq!(mib(3 << 20), "3.0 MiB");
+        assert_eq!(kib(2048.0), "2.0 KiB");
+    }
+}

@@ -1,0 +1,528 @@
+//! One run of `--scenario events` (issue 10): an API with an `EVENTS_MODE`, loaded the way the
+//! original was (`ab -c 30 -n N`: a closed model, each client sends its next order when the
+//! last one answered), with the broker behind a latency proxy, and what became of the events.
+//!
+//! Measured at the client: requests per second over the whole run (every answer counts, as in
+//! ab), mean and max latency from send to answer, errors by their machine code (`database_
+//! unavailable` is a pool acquire that timed out on the persist path) or transport failure. From
+//! the API's `/metrics`, sampled every 200 ms: peak connections in use, peak outbox backlog, pool
+//! acquire timeouts. After the load, the lab waits until the API has settled (no unsent outbox row,
+//! no prepared transaction, no key left in `CHARGING`; at most [`SETTLE_LIMIT`]) and takes the
+//! census: every order id in PostgreSQL against every subject in the stream → events lost (an
+//! order without its event), duplicated (a subject with more than one message) and orphaned (an
+//! event without its order).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use event_broker::Broker;
+use labkit::nats::EphemeralNats;
+use latency_proxy::LatencyProxy;
+use loadgen::body::{BodyGen, OrderRequest};
+use serde::Serialize;
+use sqlx::Connection;
+use tokio::sync::Mutex;
+
+use crate::services::{ApiProcess, Database, MockDepsProcess};
+
+/// The longest wait, after the load, for the API to settle every order and event.
+pub const SETTLE_LIMIT: Duration = Duration::from_secs(90);
+/// A client whose request failed in transport (the API is down) waits this long before its next.
+const CLIENT_BACKOFF: Duration = Duration::from_millis(200);
+
+/// What one run is.
+#[derive(Debug, Clone)]
+pub struct EventsRun {
+    pub api: String,
+    pub mode: &'static str,
+    /// `healthy` or `slowed`.
+    pub broker: &'static str,
+    /// Round-trip time the proxy adds between the API and NATS.
+    pub broker_rtt_ms: u64,
+    pub clients: usize,
+    pub requests: u64,
+    /// `kill -9` of the API once this many answers came back, then a restart.
+    pub crash_after: Option<u64>,
+    /// (start s, duration s, rtt ms): the broker slowed mid-run (`--inject broker=…`).
+    pub inject: Option<(f64, f64, u64)>,
+}
+
+/// One row of the scenario's table and of `scenario.json` (the issue's keys first).
+#[derive(Debug, Clone, Serialize)]
+pub struct EventsRow {
+    pub api: String,
+    pub mode: String,
+    pub broker: String,
+    pub crash: bool,
+    pub req_per_s: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+    pub errors: u64,
+    pub orders: u64,
+    pub events_in_stream: u64,
+    pub events_lost: u64,
+    pub events_duplicated: u64,
+    pub requests: u64,
+    pub broker_rtt_ms: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Acquire timeouts the API counted (`None` after a crash: its counters restarted).
+    pub pool_timeouts: Option<u64>,
+    pub peak_connections_in_use: u64,
+    pub events_orphaned: u64,
+    pub outbox_backlog_peak: u64,
+    /// From the end of the load until no outbox row was unsent.
+    pub outbox_drain_s: Option<f64>,
+    /// `true` when the API settled within [`SETTLE_LIMIT`].
+    pub settled: bool,
+}
+
+/// What every run of the scenario shares: PostgreSQL, mock-deps at 0 ms, NATS behind the proxy.
+pub struct EventsLab {
+    pub db: Database,
+    pub mock: MockDepsProcess,
+    pub nats: EphemeralNats,
+    pub proxy: LatencyProxy,
+    /// A client straight to NATS (not through the proxy): purges and census.
+    pub broker: Broker,
+    pub logs: PathBuf,
+    pub limits: bool,
+}
+
+impl EventsLab {
+    pub async fn start(database_url: Option<String>, logs: &Path, limits: bool) -> Result<Self> {
+        let logs_owned = logs.to_owned();
+        let (db, mock, nats) = tokio::task::spawn_blocking(move || -> Result<_> {
+            let db = Database::open(database_url.as_deref())?;
+            let mock = MockDepsProcess::start(&logs_owned)?;
+            let nats = EphemeralNats::start()?;
+            Ok((db, mock, nats))
+        })
+        .await??;
+        // The original service did only database and broker work: the mocks answer at once.
+        let zero = lab_results::MockLatencies {
+            seller: 0,
+            risk: 0,
+            payment: 0,
+        };
+        crate::run::set_mock_latencies(&mock.url, zero).await?;
+        let upstream = ([127, 0, 0, 1], nats.port()).into();
+        let proxy = LatencyProxy::start_adjustable(upstream, Duration::ZERO).await?;
+        let broker = Broker::connect(
+            &nats.url(),
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        )
+        .await
+        .context("connecting the lab to NATS")?;
+        Ok(EventsLab {
+            db,
+            mock,
+            nats,
+            proxy,
+            broker,
+            logs: logs.to_owned(),
+            limits,
+        })
+    }
+
+    /// Empty tables, no prepared transaction of ours, an empty stream.
+    async fn fresh_state(&self) -> Result<()> {
+        let mut conn = sqlx::PgConnection::connect(&self.db.url).await?;
+        let gids: Vec<String> = sqlx::query_scalar(
+            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()",
+        )
+        .fetch_all(&mut conn)
+        .await?;
+        for gid in gids {
+            let sql = format!("ROLLBACK PREPARED '{}'", gid.replace('\'', "''"));
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&mut conn)
+                .await?;
+        }
+        sqlx::query(crate::invariants::TRUNCATE)
+            .execute(&mut conn)
+            .await?;
+        conn.close().await.ok();
+        let _ = self.broker.delete_stream().await;
+        self.broker.ensure_stream().await?;
+        crate::run::reset_mock(&self.mock.url).await?;
+        Ok(())
+    }
+
+    fn settings(&self, run: &EventsRun) -> BTreeMap<String, String> {
+        let nats_url = format!("nats://{}", self.proxy.local_addr());
+        [
+            ("DATABASE_URL", self.db.url.clone()),
+            ("DEPS_URL", self.mock.url.clone()),
+            ("EVENTS_MODE", run.mode.to_owned()),
+            ("NATS_URL", nats_url),
+            // Above the slowed broker's round trip: the broker is slow, not gone.
+            ("NATS_TIMEOUT_MS", "5000".to_owned()),
+            // The original's pool: 10 connections, 5 s waits.
+            ("DB_POOL_SIZE", "10".to_owned()),
+            ("DB_POOL_TIMEOUT_MS", "5000".to_owned()),
+            ("DEPS_TIMEOUT_MS", "2000".to_owned()),
+            // The floor for these timeouts: a crash's keys are recovered within the settle wait.
+            ("LEASE_MS", "9000".to_owned()),
+            ("RECONCILE_INTERVAL_MS", "1000".to_owned()),
+            ("HTTP_WORKERS", "1".to_owned()),
+            ("BLOCKING_THREADS", "200".to_owned()),
+            // No shedding: the original admitted every request.
+            ("MAX_IN_FLIGHT", "0".to_owned()),
+            ("MAX_LOOP_LAG_MS", "0".to_owned()),
+            (
+                "REQUEST_HASH_KEY",
+                "order-lab-load-test-request-hash-key".to_owned(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    /// Runs `run` end to end and returns its row.
+    pub async fn run(&self, run: &EventsRun, seed: u64) -> Result<EventsRow> {
+        let base_rtt = Duration::from_millis(run.broker_rtt_ms);
+        self.proxy.set_rtt(base_rtt);
+        let settings = self.settings(run);
+        let (name, logs, limits) = (run.api.clone(), self.logs.clone(), self.limits);
+        let api =
+            tokio::task::spawn_blocking(move || ApiProcess::start(&name, &settings, limits, &logs))
+                .await??;
+        let url = api.url.clone();
+        let api = Arc::new(Mutex::new(api));
+        // The API migrated the database at start-up; now the state can be emptied.
+        self.fresh_state().await?;
+        // Warm-up (connections, caches), excluded: 60 orders from 10 clients.
+        closed_load(&url, 10, 60, seed ^ 0xa5a5, None).await;
+        self.settle(Instant::now()).await;
+        self.fresh_state().await?;
+        let timeouts_before = metric(&url, "db_pool_acquire_timeouts_total").await;
+        let sampler = Sampler::start(url.clone());
+        let crash = run.crash_after.map(|after| (after, api.clone()));
+        let slowdown = async {
+            if let Some((start, duration, ms)) = run.inject {
+                tokio::time::sleep(Duration::from_secs_f64(start)).await;
+                self.proxy.set_rtt(Duration::from_millis(ms));
+                tokio::time::sleep(Duration::from_secs_f64(duration)).await;
+                self.proxy.set_rtt(base_rtt);
+            }
+        };
+        let load = closed_load(&url, run.clients, run.requests, seed, crash);
+        let load = tokio::select! {
+            load = load => load,
+            // The slowdown ends first or is cut short when the load ends.
+            () = async { slowdown.await; std::future::pending::<()>().await } => unreachable!(),
+        };
+        self.proxy.set_rtt(base_rtt);
+        let load_end = Instant::now();
+        let (settled, drain) = self.settle(load_end).await;
+        let samples = sampler.stop().await;
+        let timeouts_after = metric(&url, "db_pool_acquire_timeouts_total").await;
+        let census = self.census().await?;
+        let api = Arc::try_unwrap(api)
+            .map_err(|_| anyhow::anyhow!("the crash task still holds the API"))?
+            .into_inner();
+        tokio::task::spawn_blocking(move || api.stop()).await??;
+        let latencies = &load.latencies_ms;
+        let mean = latencies.iter().sum::<f64>() / latencies.len().max(1) as f64;
+        let max = latencies.iter().copied().fold(0.0, f64::max);
+        Ok(EventsRow {
+            api: run.api.clone(),
+            mode: run.mode.to_owned(),
+            broker: run.broker.to_owned(),
+            crash: run.crash_after.is_some(),
+            req_per_s: latencies.len() as f64 / load.elapsed.as_secs_f64().max(1e-9),
+            mean_ms: mean,
+            max_ms: max,
+            errors: load.errors.values().sum(),
+            orders: census.orders,
+            events_in_stream: census.messages,
+            events_lost: census.lost,
+            events_duplicated: census.duplicated,
+            requests: run.requests,
+            broker_rtt_ms: run.broker_rtt_ms,
+            errors_by_kind: load.errors,
+            pool_timeouts: match (run.crash_after, timeouts_before, timeouts_after) {
+                (None, Some(b), Some(a)) => Some((a - b).max(0.0) as u64),
+                _ => None,
+            },
+            peak_connections_in_use: samples.peak_in_use,
+            events_orphaned: census.orphaned,
+            outbox_backlog_peak: samples.peak_backlog.max(samples.peak_unsent),
+            outbox_drain_s: if run.mode == "outbox" { drain } else { None },
+            settled,
+        })
+    }
+
+    /// Waits until nothing is left to settle (see the module doc) or [`SETTLE_LIMIT`] passed;
+    /// returns whether it settled and when the outbox had drained, in seconds after `since`.
+    async fn settle(&self, since: Instant) -> (bool, Option<f64>) {
+        let mut drained = None;
+        while since.elapsed() < SETTLE_LIMIT {
+            if let Ok(p) = pending(&self.db.url).await {
+                if p.unsent == 0 && drained.is_none() {
+                    drained = Some(since.elapsed().as_secs_f64());
+                }
+                if p.unsent == 0 && p.prepared == 0 && p.charging == 0 {
+                    return (true, drained);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        (false, drained)
+    }
+
+    async fn census(&self) -> Result<Census> {
+        let subjects = self.broker.census().await?;
+        let mut conn = sqlx::PgConnection::connect(&self.db.url).await?;
+        let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM orders")
+            .fetch_all(&mut conn)
+            .await?;
+        conn.close().await.ok();
+        Ok(Census::of(&ids, &subjects))
+    }
+}
+
+/// What remains to settle.
+struct Pending {
+    unsent: i64,
+    prepared: i64,
+    charging: i64,
+}
+
+async fn pending(database_url: &str) -> Result<Pending> {
+    let mut conn = sqlx::PgConnection::connect(database_url).await?;
+    let (unsent, prepared, charging): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM order_outbox WHERE sent_at IS NULL),
+                (SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()),
+                (SELECT count(*) FROM idempotency_keys WHERE state = 'CHARGING')",
+    )
+    .fetch_one(&mut conn)
+    .await?;
+    conn.close().await.ok();
+    Ok(Pending {
+        unsent,
+        prepared,
+        charging,
+    })
+}
+
+/// The stream against the orders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Census {
+    pub orders: u64,
+    /// Messages in the stream.
+    pub messages: u64,
+    /// Orders without an event.
+    pub lost: u64,
+    /// Messages beyond the first of a subject.
+    pub duplicated: u64,
+    /// Subjects of no order (an event whose order was rolled back).
+    pub orphaned: u64,
+}
+
+impl Census {
+    pub fn of(order_ids: &[String], subjects: &BTreeMap<String, u64>) -> Self {
+        let orders: std::collections::BTreeSet<String> = order_ids
+            .iter()
+            .map(|id| event_broker::subject_of(id))
+            .collect();
+        Census {
+            orders: orders.len() as u64,
+            messages: subjects.values().sum(),
+            lost: orders.iter().filter(|s| !subjects.contains_key(*s)).count() as u64,
+            duplicated: subjects.values().map(|n| n.saturating_sub(1)).sum(),
+            orphaned: subjects.keys().filter(|s| !orders.contains(*s)).count() as u64,
+        }
+    }
+}
+
+/// What the clients saw.
+struct Load {
+    latencies_ms: Vec<f64>,
+    errors: BTreeMap<String, u64>,
+    elapsed: Duration,
+}
+
+/// `clients` clients send `requests` fresh orders between them, each its next as soon as the
+/// last one answered. With `crash`, once `after` answers came back the API is killed (`kill -9`)
+/// and started again while the clients go on.
+async fn closed_load(
+    url: &str,
+    clients: usize,
+    requests: u64,
+    seed: u64,
+    crash: Option<(u64, Arc<Mutex<ApiProcess>>)>,
+) -> Load {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(clients)
+        .build()
+        .expect("an HTTP client");
+    let run_id = format!("ev{seed:x}");
+    let mut gen_ = BodyGen::new(&run_id[..run_id.len().min(10)], 16, 0.0, seed);
+    let bodies: Arc<Vec<OrderRequest>> =
+        Arc::new((0..requests).map(|_| gen_.next_request()).collect());
+    let next = Arc::new(AtomicU64::new(0));
+    let answered = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (http, bodies, next, answered) =
+            (http.clone(), bodies.clone(), next.clone(), answered.clone());
+        let target = format!("{url}/orders");
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(order) = bodies.get(i as usize) else {
+                    break;
+                };
+                let sent = Instant::now();
+                let response = http
+                    .post(&target)
+                    .header("Authorization", &*order.token)
+                    .header("Content-Type", "application/json")
+                    .body(order.body.to_vec())
+                    .send()
+                    .await;
+                let outcome = match response {
+                    Ok(r) if r.status().is_success() => Ok(()),
+                    Ok(r) => {
+                        let status = r.status().as_u16();
+                        let body: serde_json::Value = r.json().await.unwrap_or_default();
+                        let code = body["error"].as_str().unwrap_or("unknown").to_owned();
+                        Err((format!("{status} {code}"), false))
+                    }
+                    Err(e) if e.is_timeout() => Err(("timeout".to_owned(), false)),
+                    Err(_) => Err(("connection".to_owned(), true)),
+                };
+                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+                answered.fetch_add(1, Ordering::Relaxed);
+                if let Err((kind, back_off)) = outcome {
+                    *errors.entry(kind).or_default() += 1;
+                    if back_off {
+                        tokio::time::sleep(CLIENT_BACKOFF).await;
+                    }
+                }
+            }
+            (latencies, errors)
+        }));
+    }
+    let crasher = crash.map(|(after, api)| {
+        let answered = answered.clone();
+        tokio::spawn(async move {
+            while answered.load(Ordering::Relaxed) < after {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let mut api = api.lock_owned().await;
+            let killed = api.kill();
+            let restarted = tokio::task::block_in_place(|| api.restart());
+            if let Err(e) = killed.and(restarted) {
+                eprintln!(
+                    "events scenario: the crash run could not kill and restart the API: {e:#}"
+                );
+            }
+        })
+    });
+    let mut load = Load {
+        latencies_ms: Vec::new(),
+        errors: BTreeMap::new(),
+        elapsed: Duration::ZERO,
+    };
+    for task in tasks {
+        if let Ok((latencies, errors)) = task.await {
+            load.latencies_ms.extend(latencies);
+            for (k, n) in errors {
+                *load.errors.entry(k).or_default() += n;
+            }
+        }
+    }
+    load.elapsed = started.elapsed();
+    if let Some(c) = crasher {
+        let _ = c.await;
+    }
+    load
+}
+
+/// One metric of the API's `/metrics` (summed over its labels).
+async fn metric(url: &str, name: &str) -> Option<f64> {
+    let text = reqwest::get(format!("{url}/metrics"))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    loadgen::sampler::parse_prometheus(&text).get(name).copied()
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Samples {
+    peak_in_use: u64,
+    peak_backlog: u64,
+    peak_unsent: u64,
+}
+
+/// Samples `/metrics` every 200 ms while the load runs.
+struct Sampler {
+    task: tokio::task::JoinHandle<Samples>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Sampler {
+    fn start(url: String) -> Self {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let mut s = Samples::default();
+            loop {
+                let in_use = metric(&url, "db_pool_connections_in_use").await;
+                let backlog = metric(&url, "events_outbox_backlog").await;
+                s.peak_in_use = s.peak_in_use.max(in_use.unwrap_or(0.0) as u64);
+                s.peak_backlog = s.peak_backlog.max(backlog.unwrap_or(0.0) as u64);
+                tokio::select! {
+                    _ = &mut stopped => return s,
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                }
+            }
+        });
+        Sampler { task, stop }
+    }
+
+    async fn stop(self) -> Samples {
+        let _ = self.stop.send(());
+        self.task.await.unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_census_tells_lost_duplicated_and_orphaned_apart() {
+        let ids: Vec<String> = ["A", "B", "C"].map(String::from).to_vec();
+        let subjects: BTreeMap<String, u64> = [
+            (event_broker::subject_of("A"), 1),
+            (event_broker::subject_of("B"), 3),
+            (event_broker::subject_of("Z"), 1),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            Census::of(&ids, &subjects),
+            Census {
+                orders: 3,
+                messages: 5,
+                lost: 1,
+                duplicated: 2,
+                orphaned: 1
+            }
+        );
+    }
+}

@@ -1,0 +1,325 @@
+//! The order event (`EVENTS_MODE`, see `order_core::events`), as `async fn`s on the async NATS
+//! client. Step for step the same as blocking-api's `events.rs`:
+//! - [`persist_order`]: the persist step's statement, alone (`off`, `after-commit`), with the
+//!   outbox row in one transaction (`outbox`), or prepared, published, then committed
+//!   (`two-phase`: the connection is held until the broker answers);
+//! - [`after_commit`]: the publication after the order's commit (`after-commit`);
+//! - [`spawn_relay`]: the outbox relay, a task;
+//! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
+//!
+//! Transactions are opened with a plain `BEGIN` on the step's autocommit connection, as in
+//! blocking-api. The order's work runs as a task of its own (see `routes.rs`), never cancelled
+//! half-way, so every `BEGIN` here reaches its `COMMIT`, `PREPARE` or `ROLLBACK`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use event_broker::{Ack, Broker, Publication, PublishFailure, subject_of};
+use order_core::error::{ApiError, Dependency};
+use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
+use order_core::order::{OrderDocument, Outcome};
+use order_core::sql;
+use sqlx::{AssertSqlSafe, PgConnection, Row};
+
+use crate::db::{self, Step, db_error};
+use crate::startup::AppState;
+
+/// Outbox rows a relay pass publishes at most.
+pub const RELAY_BATCH: i64 = 256;
+
+/// How long the API waits at start-up for NATS and its JetStream to be usable.
+const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
+
+/// The mode and, unless it is `off`, the broker.
+pub struct Events {
+    pub mode: EventsMode,
+    pub broker: Option<Broker>,
+}
+
+impl Events {
+    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
+        let broker = match s.events_mode {
+            EventsMode::Off => None,
+            _ => Some(Broker::connect(&s.nats_url, s.nats_timeout(), CONNECT_PATIENCE).await?),
+        };
+        Ok(Events {
+            mode: s.events_mode,
+            broker,
+        })
+    }
+}
+
+fn publication(ev: &OrderCreated) -> Publication {
+    Publication {
+        subject: subject_of(&ev.order_id),
+        msg_id: ev.event_id.clone(),
+        payload: ev.to_json().into(),
+    }
+}
+
+/// Publishes one event, counted and timed.
+async fn publish(app: &AppState, broker: &Broker, p: &Publication) -> Result<Ack, PublishFailure> {
+    let started = Instant::now();
+    let result = broker.publish(p).await;
+    record(app, started, std::slice::from_ref(&result));
+    result
+}
+
+fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
+    let (m, mode) = (&app.metrics.events, app.events.mode.as_str());
+    let elapsed = started.elapsed().as_secs_f64();
+    for r in results {
+        match r {
+            Ok(ack) => {
+                m.publish_seconds.observe(elapsed);
+                let duplicate = if ack.duplicate { "true" } else { "false" };
+                m.published.with_label_values(&[mode, duplicate]).inc();
+            }
+            Err(PublishFailure::Refused(_)) => m.failed.with_label_values(&[mode, "refused"]).inc(),
+            Err(PublishFailure::Unknown(_)) => m.failed.with_label_values(&[mode, "unknown"]).inc(),
+        }
+    }
+}
+
+async fn exec(conn: &mut PgConnection, statement: &str) -> Result<(), ApiError> {
+    sqlx::raw_sql(AssertSqlSafe(statement.to_owned()))
+        .execute(&mut *conn)
+        .await
+        .map(|_| ())
+        .map_err(db_error)
+}
+
+/// The persist step's writes (`db::persist_order`), tied to the event as `EVENTS_MODE` says.
+/// `false`: this attempt lost its key, and nothing was written.
+pub async fn persist_order(
+    app: &AppState,
+    conn: &mut PgConnection,
+    key: (&str, &str, i32),
+    outcome: &Outcome,
+    doc: &OrderDocument,
+    payment_key: &str,
+) -> Result<bool, ApiError> {
+    let broker = match (&app.events.broker, app.events.mode) {
+        (Some(b), EventsMode::TwoPhase | EventsMode::Outbox) => b,
+        _ => return db::persist_order(conn, key, outcome, doc, payment_key).await,
+    };
+    let ev = OrderCreated::of(doc);
+    exec(conn, "BEGIN").await?;
+    let written = async {
+        if !db::persist_order(&mut *conn, key, outcome, doc, payment_key).await? {
+            return Ok(false);
+        }
+        if app.events.mode == EventsMode::Outbox {
+            sqlx::query(sql::INSERT_OUTBOX)
+                .bind(&ev.event_id)
+                .bind(&ev.order_id)
+                .bind(subject_of(&ev.order_id))
+                .bind(ev.to_json())
+                .execute(&mut *conn)
+                .await
+                .map_err(db_error)?;
+        }
+        Ok(true)
+    }
+    .await;
+    match written {
+        Ok(true) => {}
+        other => {
+            // Nothing written (the key is another attempt's) or a failure: undo the BEGIN.
+            let _ = exec(conn, "ROLLBACK").await;
+            return other;
+        }
+    }
+    if app.events.mode == EventsMode::Outbox {
+        exec(conn, "COMMIT").await?;
+        return Ok(true);
+    }
+    // Two-phase: prepare, then publish while holding the connection and the rows.
+    let Some(gid) = events::prepared_gid(&doc.id) else {
+        let _ = exec(conn, "ROLLBACK").await;
+        let why = anyhow::anyhow!("order id {:?} is unfit for a gid", doc.id);
+        return Err(ApiError::Internal(why));
+    };
+    exec(conn, &events::prepare_sql(&gid)).await?;
+    finish_prepared(app, broker, conn, &gid, &ev).await?;
+    Ok(true)
+}
+
+/// Two-phase, after `PREPARE TRANSACTION`: publish; `COMMIT PREPARED` on the acknowledgement,
+/// `ROLLBACK PREPARED` when the broker refused; with no answer, the stream decides. If even that
+/// cannot be asked, the transaction stays prepared (in doubt) for recovery. Every path but the
+/// commit answers 503 `dependency_unavailable` (broker): the key stays `CHARGING` for a retry.
+async fn finish_prepared(
+    app: &AppState,
+    broker: &Broker,
+    conn: &mut PgConnection,
+    gid: &str,
+    ev: &OrderCreated,
+) -> Result<(), ApiError> {
+    let failure = match publish(app, broker, &publication(ev)).await {
+        Ok(_) => return exec(conn, &events::commit_prepared_sql(gid)).await,
+        Err(f) => f,
+    };
+    let in_stream = match &failure {
+        PublishFailure::Refused(_) => Ok(false),
+        PublishFailure::Unknown(_) => broker.contains(&subject_of(&ev.order_id)).await,
+    };
+    match in_stream {
+        Ok(true) => return exec(conn, &events::commit_prepared_sql(gid)).await,
+        Ok(false) => exec(conn, &events::rollback_prepared_sql(gid)).await?,
+        Err(e) => tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it"),
+    }
+    Err(ApiError::dependency(Dependency::Broker, failure))
+}
+
+/// `after-commit`: publishes the event of an order whose transaction has committed. A failure
+/// loses the event (counted in `events_publish_failures_total`); the order stands.
+pub async fn after_commit(app: &AppState, doc: &OrderDocument) {
+    if let (EventsMode::AfterCommit, Some(broker)) = (app.events.mode, &app.events.broker)
+        && let Err(e) = publish(app, broker, &publication(&OrderCreated::of(doc))).await
+    {
+        tracing::warn!(order_id = %doc.id, error = %e, "order event lost (after-commit)");
+    }
+}
+
+/// `outbox`: starts the relay as a task; a no-op in the other modes.
+pub fn spawn_relay(app: Arc<AppState>) {
+    if app.events.mode != EventsMode::Outbox {
+        return;
+    }
+    tokio::spawn(async move {
+        let idle = app.settings.events.outbox_poll();
+        loop {
+            match relay_pass(&app).await {
+                Ok(n) if n as i64 == RELAY_BATCH => {}
+                Ok(_) => tokio::time::sleep(idle).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "outbox relay pass failed; retrying");
+                    tokio::time::sleep(idle.max(Duration::from_millis(500))).await;
+                }
+            }
+        }
+    });
+}
+
+/// One relay pass: locks up to `RELAY_BATCH` unsent rows (`SKIP LOCKED`), publishes them all,
+/// marks the acknowledged ones sent, commits. Returns how many rows it locked.
+pub async fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
+    let Some(broker) = &app.events.broker else {
+        return Ok(0);
+    };
+    let mut step = Step::Own(app.db.acquire("outbox").await?);
+    let conn = step.conn();
+    exec(conn, "BEGIN").await?;
+    let batch = async {
+        let rows = sqlx::query(sql::CLAIM_OUTBOX)
+            .bind(RELAY_BATCH)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        let batch: Vec<Publication> = rows
+            .iter()
+            .map(|r| {
+                Ok(Publication {
+                    msg_id: r.try_get(0)?,
+                    subject: r.try_get(1)?,
+                    payload: r.try_get::<String, _>(2)?.into(),
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(db_error)?;
+        let started = Instant::now();
+        let results = if batch.is_empty() {
+            Vec::new()
+        } else {
+            broker.publish_all(&batch).await
+        };
+        record(app, started, &results);
+        let sent: Vec<&str> = batch
+            .iter()
+            .zip(&results)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(p, _)| p.msg_id.as_str())
+            .collect();
+        if !sent.is_empty() {
+            sqlx::query(sql::MARK_OUTBOX_SENT)
+                .bind(&sent)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_error)?;
+        }
+        Ok::<_, ApiError>((batch.len(), sent.len()))
+    }
+    .await;
+    let (locked, sent) = match batch {
+        Ok(counts) => counts,
+        Err(e) => {
+            let _ = exec(conn, "ROLLBACK").await;
+            return Err(e);
+        }
+    };
+    exec(conn, "COMMIT").await?;
+    let backlog: i64 = sqlx::query_scalar(sql::OUTBOX_BACKLOG)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    app.metrics.events.outbox_backlog.set(backlog);
+    if sent < locked {
+        return Err(ApiError::dependency(
+            Dependency::Broker,
+            anyhow::anyhow!("{} of {locked} outbox events unacknowledged", locked - sent),
+        ));
+    }
+    Ok(locked)
+}
+
+/// Two-phase recovery, once per recovery pass: every prepared transaction of ours in this
+/// database older than a live order's publication can take is committed if its event is in the
+/// stream, else rolled back. Returns how many it resolved.
+pub async fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
+    let (EventsMode::TwoPhase, Some(broker)) = (app.events.mode, &app.events.broker) else {
+        return Ok(0);
+    };
+    let mut step = Step::Own(app.db.acquire("recovery").await?);
+    let rows = sqlx::query(sql::PREPARED_TRANSACTIONS)
+        .bind(events::GID_PREFIX)
+        .fetch_all(&mut *step.conn())
+        .await
+        .map_err(db_error)?;
+    let min_age = events::in_doubt_after(app.settings.events.nats_timeout()).as_secs_f64();
+    let mut in_doubt = Vec::new();
+    for r in &rows {
+        let (gid, age_s): (String, f64) = (
+            r.try_get(0).map_err(db_error)?,
+            r.try_get(1).map_err(db_error)?,
+        );
+        if age_s >= min_age {
+            in_doubt.push(gid);
+        }
+    }
+    app.metrics.events.in_doubt.set(in_doubt.len() as i64);
+    let mut resolved = 0;
+    for gid in &in_doubt {
+        let Some(order_id) = events::order_of_gid(gid) else {
+            continue;
+        };
+        let in_stream = broker
+            .contains(&subject_of(order_id))
+            .await
+            .map_err(|e| ApiError::dependency(Dependency::Broker, e))?;
+        let (statement, action) = match events::in_doubt_action(in_stream) {
+            InDoubt::Commit => (events::commit_prepared_sql(gid), "commit"),
+            InDoubt::Rollback => (events::rollback_prepared_sql(gid), "rollback"),
+        };
+        exec(step.conn(), &statement).await?;
+        app.metrics
+            .events
+            .in_doubt_resolved
+            .with_label_values(&[action])
+            .inc();
+        tracing::info!(gid = %gid, action, "in-doubt prepared transaction resolved");
+        resolved += 1;
+    }
+    app.metrics.events.in_doubt.sub(resolved as i64);
+    Ok(resolved)
+}
