@@ -3,10 +3,10 @@
 //! task fed by a bounded channel.
 //!
 //! A request hands its order to the queue (waiting for a place when it is full) and blocks on its
-//! own reply channel until the batch holding it has committed. The writer takes a pooled connection
-//! per batch, like any request, so the database sees no more connections than `DB_POOL_SIZE`.
+//! own reply channel until the batch holding it has committed. The writer's connection is one of
+//! the pool's, so the database sees no more connections than `DB_POOL_SIZE`.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
 use std::time::Instant;
 
 use order_core::batch::{
@@ -20,7 +20,7 @@ use order_core::settings::CommonSettings;
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
 use diesel::{PgConnection, QueryableByName, RunQueryDsl, sql_query};
 
-use crate::db::{Db, Held, Prepare, db_error};
+use crate::db::{Conn, Db, Prepare, db_error};
 
 /// One order and where its outcome goes.
 struct Job {
@@ -72,9 +72,23 @@ impl Writer {
 }
 
 /// The writer's loop: a batch is the first order that arrives, then whatever else arrives within
-/// `PERSIST_BATCH_WAIT_MS` of it, up to `PERSIST_BATCH_MAX` orders.
+/// `PERSIST_BATCH_WAIT_MS` of it, up to `PERSIST_BATCH_MAX` orders. The writer keeps its pooled
+/// connection from one batch to the next while orders keep coming (so a batch never queues for a
+/// connection behind the requests' own statements) and gives it back when the queue runs dry.
 fn run(queue: &Receiver<Job>, config: BatchConfig, db: &Db, metrics: &BatchMetrics) {
-    while let Ok(first) = queue.recv() {
+    let mut conn: Option<Conn> = None;
+    loop {
+        let first = match queue.try_recv() {
+            Ok(job) => job,
+            Err(TryRecvError::Empty) => {
+                conn = None;
+                match queue.recv() {
+                    Ok(job) => job,
+                    Err(_) => return,
+                }
+            }
+            Err(TryRecvError::Disconnected) => return,
+        };
         let closes = Instant::now() + config.wait;
         let mut jobs = vec![first];
         while jobs.len() < config.max {
@@ -85,13 +99,13 @@ fn run(queue: &Receiver<Job>, config: BatchConfig, db: &Db, metrics: &BatchMetri
             }
         }
         metrics.orders.observe(jobs.len() as f64);
-        write(db, metrics, jobs);
+        write(db, &mut conn, metrics, jobs);
     }
 }
 
 /// Writes one batch and answers each of its orders.
-fn write(db: &Db, metrics: &BatchMetrics, jobs: Vec<Job>) {
-    let result = persist_rows(db, jobs.iter().map(|j| &j.row));
+fn write(db: &Db, conn: &mut Option<Conn>, metrics: &BatchMetrics, jobs: Vec<Job>) {
+    let result = persist_rows(db, conn, jobs.iter().map(|j| &j.row));
     let answers: Vec<Result<bool, ApiError>> = match result {
         Ok(written) => written.into_iter().map(Ok).collect(),
         Err(e) => match batch::on_batch_error(&e, jobs.len()) {
@@ -99,7 +113,7 @@ fn write(db: &Db, metrics: &BatchMetrics, jobs: Vec<Job>) {
                 metrics.fallbacks.inc();
                 tracing::warn!(error = %e, orders = jobs.len(), "persist batch refused; writing its orders one by one");
                 jobs.iter()
-                    .map(|j| persist_rows(db, [&j.row]).map(|w| w[0]))
+                    .map(|j| persist_rows(db, conn, [&j.row]).map(|w| w[0]))
                     .collect()
             }
             OnBatchError::FailEach => jobs
@@ -114,17 +128,27 @@ fn write(db: &Db, metrics: &BatchMetrics, jobs: Vec<Job>) {
     }
 }
 
-/// One `PERSIST_ORDERS` statement for `rows`, on a pooled connection (autocommit: one commit).
+/// One `PERSIST_ORDERS` statement for `rows` (autocommit: one commit), on the writer's
+/// connection, taken from the pool when it has none. A failed statement gives the connection up
+/// (it may be broken); the next batch takes a fresh one.
 fn persist_rows<'r>(
     db: &Db,
+    conn: &mut Option<Conn>,
     rows: impl IntoIterator<Item = &'r PersistRow>,
 ) -> Result<Vec<bool>, ApiError> {
     let columns = PersistColumns::of(rows);
     let len = columns.order_id.len();
-    let mut held = Held::none();
-    let mut step = db.step(&mut held, "persist_batch")?;
-    let completed = persist_orders(step.conn(), columns)?;
-    Ok(batch::written(len, &completed))
+    let held = match conn {
+        Some(held) => held,
+        None => conn.insert(db.acquire("persist_batch")?),
+    };
+    match persist_orders(held.conn(), columns) {
+        Ok(completed) => Ok(batch::written(len, &completed)),
+        Err(e) => {
+            *conn = None;
+            Err(e)
+        }
+    }
 }
 
 /// `batch::PERSIST_ORDERS` with its arrays bound; the positions of the orders written.

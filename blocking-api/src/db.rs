@@ -74,6 +74,12 @@ pub struct Conn {
     _held: HistogramTimer,
 }
 
+impl Conn {
+    pub fn conn(&mut self) -> &mut PgConnection {
+        &mut self.conn
+    }
+}
+
 /// One step's connection: the request's held transaction, or an autocommit one of its own,
 /// which goes back to the pool when the step is dropped (a held transaction stays held).
 // Lives on the stack for one step; boxing `Own` would only add an allocation per step.

@@ -3,8 +3,8 @@
 //! thread fed by a bounded queue.
 //!
 //! A request hands its order to the channel (waiting for a place when it is full) and awaits its
-//! own reply until the batch holding it has committed. The writer takes a pooled connection per
-//! batch, like any request, so the database sees no more connections than `DB_POOL_SIZE`.
+//! own reply until the batch holding it has committed. The writer's connection is one of the
+//! pool's, so the database sees no more connections than `DB_POOL_SIZE`.
 
 use order_core::batch::{
     self, BatchConfig, BatchMetrics, OnBatchError, PersistColumns, PersistRow,
@@ -14,10 +14,11 @@ use order_core::metrics::Metrics;
 use order_core::order::{OrderDocument, Outcome};
 use order_core::settings::CommonSettings;
 use sqlx::{PgConnection, Row};
+use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::db::{Db, Held, db_error};
+use crate::db::{Conn, Db, db_error};
 
 /// One order and where its outcome goes.
 struct Job {
@@ -68,9 +69,23 @@ impl Writer {
 }
 
 /// The writer's loop: a batch is the first order that arrives, then whatever else arrives within
-/// `PERSIST_BATCH_WAIT_MS` of it, up to `PERSIST_BATCH_MAX` orders.
+/// `PERSIST_BATCH_WAIT_MS` of it, up to `PERSIST_BATCH_MAX` orders. The writer keeps its pooled
+/// connection from one batch to the next while orders keep coming (so a batch never queues for a
+/// connection behind the requests' own statements) and gives it back when the queue runs dry.
 async fn run(mut queue: mpsc::Receiver<Job>, config: BatchConfig, db: &Db, metrics: &BatchMetrics) {
-    while let Some(first) = queue.recv().await {
+    let mut conn: Option<Conn> = None;
+    loop {
+        let first = match queue.try_recv() {
+            Ok(job) => job,
+            Err(TryRecvError::Empty) => {
+                conn = None;
+                match queue.recv().await {
+                    Some(job) => job,
+                    None => return,
+                }
+            }
+            Err(TryRecvError::Disconnected) => return,
+        };
         let closes = Instant::now() + config.wait;
         let mut jobs = vec![first];
         while jobs.len() < config.max {
@@ -80,13 +95,13 @@ async fn run(mut queue: mpsc::Receiver<Job>, config: BatchConfig, db: &Db, metri
             }
         }
         metrics.orders.observe(jobs.len() as f64);
-        write(db, metrics, jobs).await;
+        write(db, &mut conn, metrics, jobs).await;
     }
 }
 
 /// Writes one batch and answers each of its orders.
-async fn write(db: &Db, metrics: &BatchMetrics, jobs: Vec<Job>) {
-    let result = persist_rows(db, jobs.iter().map(|j| &j.row)).await;
+async fn write(db: &Db, conn: &mut Option<Conn>, metrics: &BatchMetrics, jobs: Vec<Job>) {
+    let result = persist_rows(db, conn, jobs.iter().map(|j| &j.row)).await;
     let answers: Vec<Result<bool, ApiError>> = match result {
         Ok(written) => written.into_iter().map(Ok).collect(),
         Err(e) => match batch::on_batch_error(&e, jobs.len()) {
@@ -95,7 +110,7 @@ async fn write(db: &Db, metrics: &BatchMetrics, jobs: Vec<Job>) {
                 tracing::warn!(error = %e, orders = jobs.len(), "persist batch refused; writing its orders one by one");
                 let mut answers = Vec::with_capacity(jobs.len());
                 for job in &jobs {
-                    answers.push(persist_rows(db, [&job.row]).await.map(|w| w[0]));
+                    answers.push(persist_rows(db, conn, [&job.row]).await.map(|w| w[0]));
                 }
                 answers
             }
@@ -111,17 +126,27 @@ async fn write(db: &Db, metrics: &BatchMetrics, jobs: Vec<Job>) {
     }
 }
 
-/// One `PERSIST_ORDERS` statement for `rows`, on a pooled connection (autocommit: one commit).
+/// One `PERSIST_ORDERS` statement for `rows` (autocommit: one commit), on the writer's
+/// connection, taken from the pool when it has none. A failed statement gives the connection up
+/// (it may be broken); the next batch takes a fresh one.
 async fn persist_rows<'r>(
     db: &Db,
+    conn: &mut Option<Conn>,
     rows: impl IntoIterator<Item = &'r PersistRow>,
 ) -> Result<Vec<bool>, ApiError> {
     let columns = PersistColumns::of(rows);
     let len = columns.order_id.len();
-    let mut held = Held::none();
-    let mut step = db.step(&mut held, "persist_batch").await?;
-    let completed = persist_orders(step.conn(), columns).await?;
-    Ok(batch::written(len, &completed))
+    let held = match conn {
+        Some(held) => held,
+        None => conn.insert(db.acquire("persist_batch").await?),
+    };
+    match persist_orders(held.conn(), columns).await {
+        Ok(completed) => Ok(batch::written(len, &completed)),
+        Err(e) => {
+            *conn = None;
+            Err(e)
+        }
+    }
 }
 
 /// `batch::PERSIST_ORDERS` with its arrays bound; the positions of the orders written.

@@ -50,6 +50,12 @@ pub struct Conn {
     _held: HistogramTimer,
 }
 
+impl Conn {
+    pub fn conn(&mut self) -> &mut PgConnection {
+        &mut self.conn
+    }
+}
+
 /// One step's connection: the request's held transaction, or an autocommit one of its own,
 /// which goes back to the pool when the step is dropped (a held transaction stays held).
 pub enum Step<'h> {

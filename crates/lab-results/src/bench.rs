@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::{Environment, Limits, MockLatencies};
@@ -538,29 +538,12 @@ pub fn targets(cells: &[BenchCell], slopes: &[MemorySlope]) -> Vec<TargetCheck> 
 impl BenchResults {
     /// Reads a bench file, refusing a newer schema it would misread.
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let results: BenchResults = serde_json::from_str(&text)
-            .with_context(|| format!("parsing bench file {}", path.display()))?;
-        if results.schema_version > BENCH_SCHEMA_VERSION {
-            bail!(
-                "{} has schema_version {}, this loadtest reads bench files up to {BENCH_SCHEMA_VERSION}",
-                path.display(),
-                results.schema_version
-            );
-        }
-        Ok(results)
+        crate::versioned::load(path.as_ref())
     }
 
     /// Writes the results as pretty JSON (creating parent folders).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+        crate::versioned::save(self, path.as_ref())
     }
 
     /// The cell of `api` at mock setting `mocks`.
@@ -572,3 +555,12 @@ impl BenchResults {
 #[cfg(test)]
 #[path = "bench_tests.rs"]
 mod tests;
+
+impl crate::versioned::Versioned for BenchResults {
+    const WHAT: &'static str = "bench file";
+    const READS_UP_TO: u32 = BENCH_SCHEMA_VERSION;
+
+    fn schema_version(&self) -> u32 {
+        self.schema_version
+    }
+}

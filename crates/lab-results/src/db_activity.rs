@@ -26,8 +26,34 @@ pub struct DbActivity {
     /// Batches the database refused and that were written one by one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persist_batch_fallbacks: Option<f64>,
+    /// pg_stat_statements over the run (the API's database): the batch writer's statements
+    /// (`WITH b AS (…`) and all the others; `None` without the extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statements: Option<StatementTimes>,
     /// How it was measured, or what could not be.
     pub detail: String,
+}
+
+/// Calls and PostgreSQL's execution time (parse, plan and commit excluded) of two groups of
+/// statements over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementTimes {
+    pub batch_calls: f64,
+    pub batch_exec_ms: f64,
+    pub other_calls: f64,
+    pub other_exec_ms: f64,
+}
+
+impl StatementTimes {
+    /// Mean execution of a batch writer's statement, ms.
+    pub fn mean_batch_ms(&self) -> Option<f64> {
+        (self.batch_calls > 0.0).then(|| self.batch_exec_ms / self.batch_calls)
+    }
+
+    /// Mean execution of every other statement, ms.
+    pub fn mean_other_ms(&self) -> Option<f64> {
+        (self.other_calls > 0.0).then(|| self.other_exec_ms / self.other_calls)
+    }
 }
 
 impl DbActivity {

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 pub mod bench;
@@ -29,7 +29,8 @@ pub mod inject;
 mod measures;
 mod money;
 mod overload;
-pub use db_activity::DbActivity;
+mod versioned;
+pub use db_activity::{DbActivity, StatementTimes};
 pub use measures::*;
 pub use money::*;
 pub use overload::*;
@@ -247,33 +248,25 @@ pub struct Environment {
 impl RunResults {
     /// Reads a results file, refusing a newer schema it would misread.
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let results: RunResults = serde_json::from_str(&text)
-            .with_context(|| format!("parsing results file {}", path.display()))?;
-        if results.schema_version > SCHEMA_VERSION {
-            bail!(
-                "{} has schema_version {}, this loadtest reads up to {SCHEMA_VERSION}",
-                path.display(),
-                results.schema_version
-            );
-        }
-        Ok(results)
+        crate::versioned::load(path.as_ref())
     }
 
     /// Writes the results as pretty JSON (creating parent folders).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+        crate::versioned::save(self, path.as_ref())
     }
 
     /// `true` when every invariant that could be checked held.
     pub fn invariants_hold(&self) -> bool {
         self.invariants.iter().all(|c| c.ok != Some(false))
+    }
+}
+
+impl crate::versioned::Versioned for RunResults {
+    const WHAT: &'static str = "results file";
+    const READS_UP_TO: u32 = SCHEMA_VERSION;
+
+    fn schema_version(&self) -> u32 {
+        self.schema_version
     }
 }

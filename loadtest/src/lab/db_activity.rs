@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lab_results::DbActivity;
+use lab_results::{DbActivity, StatementTimes};
 use sqlx::Connection;
 
 /// Long enough for the backends of the stopped API to exit and publish their statistics.
@@ -30,11 +30,23 @@ const BATCH_METRICS: [&str; 3] = [
     "persist_batch_fallbacks_total",
 ];
 
+/// pg_stat_statements of this database, in two groups: the persist batch writer's statement
+/// (`order_core::batch::PERSIST_ORDERS` begins `WITH b AS (`) and every other one.
+const STATEMENTS: &str = "\
+SELECT coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH b AS (%'), 0)::float8,
+       coalesce(sum(total_exec_time) FILTER (WHERE query LIKE 'WITH b AS (%'), 0)::float8,
+       coalesce(sum(calls) FILTER (WHERE query NOT LIKE 'WITH b AS (%'), 0)::float8,
+       coalesce(sum(total_exec_time) FILTER (WHERE query NOT LIKE 'WITH b AS (%'), 0)::float8
+  FROM pg_stat_statements
+ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())";
+
 #[derive(Debug, Clone, Copy)]
 struct Counters {
     xact_commit: f64,
     wal_sync: f64,
     wal_write: f64,
+    /// batch calls, batch ms, other calls, other ms; `None` without pg_stat_statements.
+    statements: Option<[f64; 4]>,
 }
 
 /// The readings so far; `None` when there is no database to ask, `Err` when a reading failed.
@@ -110,11 +122,22 @@ impl Probe {
             persist_batches: api(BATCH_METRICS[0]),
             persist_batch_orders: api(BATCH_METRICS[1]),
             persist_batch_fallbacks: api(BATCH_METRICS[2]),
+            statements: match (before.statements, after.statements) {
+                (Some(b), Some(a)) if a.iter().zip(&b).all(|(a, b)| a >= b) => {
+                    Some(StatementTimes {
+                        batch_calls: a[0] - b[0],
+                        batch_exec_ms: a[1] - b[1],
+                        other_calls: a[2] - b[2],
+                        other_exec_ms: a[3] - b[3],
+                    })
+                }
+                _ => None,
+            },
             detail: format!(
                 "pg_stat_database.xact_commit of the API's database and pg_stat_wal (whole cluster), \
                  read just before the first request and {} (the lab's read-only checks in between \
                  are counted too); the API's persist_batch_* counters read before and right after \
-                 the run; rates over the run's {window_s:.2} s",
+                 the run; statement execution from pg_stat_statements; rates over the run's {window_s:.2} s",
                 if stopped {
                     "once the API had stopped (its sessions publish their statistics as they end)"
                 } else {
@@ -140,11 +163,24 @@ async fn counters(database_url: &str) -> Result<Counters> {
         .fetch_one(&mut conn)
         .await
         .context("reading pg_stat_database and pg_stat_wal")?;
+    // The lab's own cluster preloads pg_stat_statements; elsewhere it may be missing.
+    let statements = match sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .execute(&mut conn)
+        .await
+    {
+        Ok(_) => sqlx::query_as::<_, (f64, f64, f64, f64)>(STATEMENTS)
+            .fetch_one(&mut conn)
+            .await
+            .ok()
+            .map(|(a, b, c, d)| [a, b, c, d]),
+        Err(_) => None,
+    };
     conn.close().await.ok();
     Ok(Counters {
         xact_commit,
         wal_sync,
         wal_write,
+        statements,
     })
 }
 

@@ -3,14 +3,18 @@
 //! round trips and flushes left unbatched predict.
 //!
 //! The ceiling (Little's law, as beside the blocking plateau: connections ÷ time each order holds
-//! one). An autocommit statement holds its pooled connection for at least one round trip and one
-//! WAL flush, `t = RTT + flush` (flush: `pg_test_fsync`'s one 8 kB write; with `commit_delay`, plus
-//! that delay). Statement execution is left out, so this is a ceiling, not an estimate.
+//! one). An autocommit statement holds its pooled connection for one round trip, its execution in
+//! PostgreSQL (pg_stat_statements' mean over the run) and one WAL flush (`pg_test_fsync`'s one 8 kB
+//! write; with `commit_delay`, plus that delay): `t = RTT + exec + flush`. reactive-api's sqlx 0.9
+//! pings every connection as it goes back to the pool, so there a pooled statement holds its
+//! connection one more round trip ([`RELEASE_ROUND_TRIPS`]). CPU and the wait for a connection are
+//! left out, so this is a ceiling, not an estimate.
 //! - Batch 1: three statements per order (reservation, `CHARGING`, persist):
 //!   `POOL ÷ (3 t)` orders/s.
 //! - Batch B > 1: two statements per order stay unbatched, on the pool less the writer's
-//!   connection, `(POOL − 1) ÷ (2 t)`; and the one writer commits at most B orders per `t`,
-//!   `B ÷ t`. The ceiling is the lower of the two.
+//!   connection (it keeps it while orders keep coming), `(POOL − 1) ÷ (2 t)`; and the one writer
+//!   commits at most B orders per batch statement, `B ÷ t_batch` (its own execution time; no
+//!   release between batches). The ceiling is the lower of the two.
 //!
 //! A row more than 15 % below its ceiling gets the reason its report shows: the API at its 1-CPU
 //! quota (the ceiling is then the CPU's, 1 CPU ÷ its CPU per order), or a harness-bound run.
@@ -48,30 +52,67 @@ pub struct Ceiling {
     pub formula: String,
 }
 
-/// See the module's doc. `flush_ms` includes any `commit_delay`.
-pub fn ceiling(batch_max: usize, rtt_ms: f64, flush_ms: f64, pool: u32) -> Ceiling {
-    let t = rtt_ms + flush_ms;
+/// Round trips a pooled statement holds its connection for beyond its own, by API: sqlx 0.9
+/// (reactive-api) pings each connection on its way back to the pool; r2d2 (blocking-api) is told
+/// not to test connections.
+pub const RELEASE_ROUND_TRIPS: &[(&str, f64)] = &[("reactive-api", 1.0), ("blocking-api", 0.0)];
+
+/// What one statement holds its connection for, ms (see the module's doc).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hold {
+    pub rtt_ms: f64,
+    /// One WAL flush, plus any `commit_delay`.
+    pub flush_ms: f64,
+    /// Mean execution of the requests' own statements (reservation, `CHARGING`, one-order persist).
+    pub exec_ms: f64,
+    /// Mean execution of the writer's batch statement.
+    pub batch_exec_ms: f64,
+    /// Extra round trips before a pooled connection is free again.
+    pub release_round_trips: f64,
+}
+
+/// See the module's doc.
+pub fn ceiling(batch_max: usize, h: &Hold, pool: u32) -> Ceiling {
+    let t = (1.0 + h.release_round_trips) * h.rtt_ms + h.exec_ms + h.flush_ms;
+    let t_text = if h.release_round_trips > 0.0 {
+        format!(
+            "({:.0} × {:.1} + {:.2} + {:.2}) ms",
+            1.0 + h.release_round_trips,
+            h.rtt_ms,
+            h.exec_ms,
+            h.flush_ms
+        )
+    } else {
+        format!(
+            "({:.1} + {:.2} + {:.2}) ms",
+            h.rtt_ms, h.exec_ms, h.flush_ms
+        )
+    };
     let pool = f64::from(pool);
     if batch_max <= 1 {
         return Ceiling {
             orders_per_s: 1000.0 * pool / (3.0 * t),
             bound: "pool",
-            formula: format!("{pool} ÷ (3 × {t:.2} ms)"),
+            formula: format!("{pool} ÷ (3 × {t_text})"),
         };
     }
     let pooled = 1000.0 * (pool - 1.0) / (2.0 * t);
-    let writer = 1000.0 * batch_max as f64 / t;
+    let t_batch = h.rtt_ms + h.batch_exec_ms + h.flush_ms;
+    let writer = 1000.0 * batch_max as f64 / t_batch;
     if writer < pooled {
         Ceiling {
             orders_per_s: writer,
             bound: "writer",
-            formula: format!("{batch_max} ÷ {t:.2} ms"),
+            formula: format!(
+                "{batch_max} ÷ ({:.1} + {:.2} + {:.2}) ms",
+                h.rtt_ms, h.batch_exec_ms, h.flush_ms
+            ),
         }
     } else {
         Ceiling {
             orders_per_s: pooled,
             bound: "pool",
-            formula: format!("{} ÷ (2 × {t:.2} ms)", pool - 1.0),
+            formula: format!("{} ÷ (2 × {t_text})", pool - 1.0),
         }
     }
 }
@@ -130,7 +171,18 @@ fn row(cell: &Cell, r: &RunResults, flush_ms: f64) -> Row {
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / 100.0)
     };
     let delay_ms = cell.commit_delay_us.map_or(0.0, |us| us as f64 / 1000.0);
-    let mut predicted = ceiling(a.persist_batch_max, a.db_rtt_ms, flush_ms + delay_ms, POOL);
+    let times = r.db_activity.as_ref().and_then(|d| d.statements.as_ref());
+    let hold = Hold {
+        rtt_ms: a.db_rtt_ms,
+        flush_ms: flush_ms + delay_ms,
+        exec_ms: times.and_then(|t| t.mean_other_ms()).unwrap_or(0.0),
+        batch_exec_ms: times.and_then(|t| t.mean_batch_ms()).unwrap_or(0.0),
+        release_round_trips: RELEASE_ROUND_TRIPS
+            .iter()
+            .find(|(api, _)| *api == r.api)
+            .map_or(0.0, |(_, n)| *n),
+    };
+    let mut predicted = ceiling(a.persist_batch_max, &hold, POOL);
     if let Some(rate) = cell
         .open_rate
         .filter(|r| f64::from(*r) < predicted.orders_per_s)
@@ -234,7 +286,8 @@ fn reason(
     if why.is_empty() {
         why.push(format!(
             "{:.0} % of the ceiling with the API at {} of its CPU quota: waits the ceiling leaves \
-             out (statement execution, the writer's own connection wait; see its report)",
+             out, such as the latency proxy's own forwarding on a busy machine and the hand-off of \
+             a released connection to its next user (see its report)",
             100.0 * ratio,
             api_cpu_share.map_or("?".to_owned(), |s| format!("{:.0} %", 100.0 * s))
         ));
@@ -344,13 +397,13 @@ pub fn table(
          order; declines and refusals too. So commits per order fall from 3 to 2 + 1/batch, never \
          below 2."
             .to_owned(),
-        format!(
-            "Ceiling: {}",
-            "an autocommit statement holds its connection at least RTT + one flush; batch 1: pool \
-             ÷ (3 × that); batch B: the lower of (pool − 1, the writer's connection) ÷ (2 × that) \
-             and B ÷ that (one writer, one batch per round trip and flush). Statement execution and \
-             CPU are left out: a row CPU-bound below its ceiling says so."
-        ),
+        "Ceiling: an autocommit statement holds its connection for RTT + its execution \
+         (pg_stat_statements' mean over the run) + one flush, and in reactive-api one more RTT \
+         (sqlx 0.9 pings each connection as it returns to the pool); batch 1: pool ÷ (3 × that); \
+         batch B: the lower of (pool − 1, the writer keeps one) ÷ (2 × that) and B ÷ (RTT + the \
+         batch statement's execution + flush), one writer, one batch at a time. CPU and the wait \
+         for a connection are left out: a row CPU-bound or harness-bound below its ceiling says so."
+            .to_owned(),
         format!(
             "Latency price: each batched order waits up to PERSIST_BATCH_WAIT_MS = {WAIT_MS} ms for \
              its batch to fill, then for the batch's one commit. Under the closed model's {} \
@@ -592,6 +645,7 @@ mod tests {
             persist_batches: Some(300.0),
             persist_batch_orders: Some(3000.0),
             persist_batch_fallbacks: Some(0.0),
+            statements: None,
             detail: String::new(),
         });
         let fig = figure();
@@ -642,18 +696,33 @@ mod tests {
 
     #[test]
     fn ceilings_from_round_trips_flushes_and_the_pool() {
-        // Batch 1 at 6.5 ms: 10 connections, 3 statements of 6.65 ms each.
-        let one = ceiling(1, 6.5, 0.15, 10);
+        let hold = |release_round_trips| Hold {
+            rtt_ms: 6.5,
+            flush_ms: 0.15,
+            exec_ms: 0.25,
+            batch_exec_ms: 1.0,
+            release_round_trips,
+        };
+        // Batch 1 at 6.5 ms: 10 connections, 3 statements of 6.9 ms each.
+        let one = ceiling(1, &hold(0.0), 10);
         assert_eq!(one.bound, "pool");
-        assert!((one.orders_per_s - 501.3).abs() < 0.1, "{one:?}");
-        // Batch 2: the one writer (2 orders per 6.65 ms) is below the pool's 9 ÷ (2 × 6.65 ms).
-        let two = ceiling(2, 6.5, 0.15, 10);
+        assert!((one.orders_per_s - 483.1).abs() < 0.1, "{one:?}");
+        // With a ping on release each statement holds its connection 13.4 ms.
+        let pinged = ceiling(1, &hold(1.0), 10);
+        assert!((pinged.orders_per_s - 248.8).abs() < 0.1, "{pinged:?}");
+        assert!(pinged.formula.contains("2 × 6.5"), "{}", pinged.formula);
+        // Batch 2: the one writer (2 orders per 7.65 ms) is below the pool's 9 ÷ (2 × 6.9 ms).
+        let two = ceiling(2, &hold(0.0), 10);
         assert_eq!(two.bound, "writer");
-        assert!((two.orders_per_s - 300.8).abs() < 0.1, "{two:?}");
+        assert!((two.orders_per_s - 261.4).abs() < 0.1, "{two:?}");
         // Batch 100: the two unbatched statements on 9 connections.
-        let hundred = ceiling(100, 6.5, 0.15, 10);
+        let hundred = ceiling(100, &hold(0.0), 10);
         assert_eq!(hundred.bound, "pool");
-        assert!((hundred.orders_per_s - 676.7).abs() < 0.1, "{hundred:?}");
-        assert!(ceiling(1, 0.0, 0.15, 10).orders_per_s > 20_000.0);
+        assert!((hundred.orders_per_s - 652.2).abs() < 0.1, "{hundred:?}");
+        let local = Hold {
+            rtt_ms: 0.0,
+            ..hold(0.0)
+        };
+        assert!((ceiling(1, &local, 10).orders_per_s - 8333.3).abs() < 0.1);
     }
 }
