@@ -11,7 +11,7 @@ use order_core::contract::ValidOrder;
 use order_core::deps::{self, GatewayPayment, PayRequest, PayResult, Recommendation, RiskRequest};
 use order_core::error::{ApiError, Dependency};
 use order_core::metrics::Metrics;
-use order_core::settings::CommonSettings;
+use order_core::settings::{CommonSettings, DepsHttp};
 
 pub struct Deps {
     http: reqwest::blocking::Client,
@@ -31,6 +31,10 @@ impl Deps {
             .timeout(settings.deps_timeout())
             .connect_timeout(settings.deps_timeout())
             .pool_idle_timeout(std::time::Duration::from_secs(90));
+        let builder = match settings.deps_http {
+            DepsHttp::Http1 => builder,
+            DepsHttp::H2c => builder.http2_prior_knowledge(),
+        };
         // The blocking client owns a runtime of its own, which may not be built on an async
         // thread: build it on a plain one.
         let http = std::thread::spawn(move || builder.build())

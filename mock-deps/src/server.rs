@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use actix_web::dev::{Server, ServerHandle};
+use actix_web::dev::{Server, ServerHandle, Service};
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 
@@ -11,7 +11,7 @@ use crate::ledger::Ledger;
 use crate::routes;
 use crate::settings::Settings;
 use crate::state::State;
-use crate::stats::Stats;
+use crate::stats::{Counters, Stats};
 
 /// Connections one worker keeps before it stops accepting. actix's default (25k) is about what the
 /// load lab reaches; the mock must never be the first thing to refuse, so leave headroom.
@@ -26,8 +26,15 @@ fn build(
     signals: bool,
 ) -> anyhow::Result<(Server, SocketAddr)> {
     let server = HttpServer::new(move || {
+        let counted = state.clone();
         App::new()
             .app_data(state.clone())
+            .wrap_fn(move |req, srv| {
+                if req.version() == actix_web::http::Version::HTTP_2 {
+                    Counters::bump(&counted.stats.http2_requests);
+                }
+                srv.call(req)
+            })
             .configure(routes::configure)
     })
     .workers(workers.max(1))
@@ -45,8 +52,9 @@ fn build(
     } else {
         server.disable_signals()
     };
+    // HTTP/1.1 and cleartext HTTP/2 (prior knowledge) on the same port: the APIs' `DEPS_HTTP`.
     let server = server
-        .bind(addr)
+        .bind_auto_h2c(addr)
         .with_context(|| format!("cannot bind mock-deps to {addr}"))?;
     let local = *server
         .addrs()

@@ -84,6 +84,8 @@ pub(crate) struct StatsStore {
     pub seller: Counters,
     pub risk: Counters,
     pub payment: Counters,
+    /// Requests of any path that arrived over HTTP/2 (cleartext, prior knowledge).
+    pub http2_requests: AtomicU64,
 }
 
 impl StatsStore {
@@ -91,6 +93,7 @@ impl StatsStore {
         self.seller.reset();
         self.risk.reset();
         self.payment.reset();
+        self.http2_requests.store(0, Relaxed);
     }
 
     pub fn snapshot(&self) -> Stats {
@@ -127,6 +130,7 @@ impl StatsStore {
                 lookups: p.lookups.load(Relaxed),
                 lookups_not_found: p.lookups_not_found.load(Relaxed),
             },
+            http2_requests: self.http2_requests.load(Relaxed),
         }
     }
 }
@@ -137,6 +141,9 @@ pub struct Stats {
     pub seller: SellerStats,
     pub risk: RiskStats,
     pub payment: PaymentStats,
+    /// Requests of any path (admin included) that arrived over HTTP/2 — the APIs' `DEPS_HTTP=h2c`.
+    #[serde(default)]
+    pub http2_requests: u64,
 }
 
 /// `GET /sellers/authorization`: `ok` (200) + `unauthorized` (401) + injected errors + hangs

@@ -10,7 +10,7 @@ use order_core::contract::ValidOrder;
 use order_core::deps::{self, GatewayPayment, PayRequest, PayResult, Recommendation, RiskRequest};
 use order_core::error::{ApiError, Dependency};
 use order_core::metrics::Metrics;
-use order_core::settings::CommonSettings;
+use order_core::settings::{CommonSettings, DepsHttp};
 
 pub struct Deps {
     http: reqwest::Client,
@@ -26,12 +26,15 @@ impl Deps {
     /// One client for the process: keep-alive connections are reused across requests, and every
     /// call is bounded by `DEPS_TIMEOUT_MS` (connect and whole response).
     pub fn new(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .timeout(settings.deps_timeout())
             .connect_timeout(settings.deps_timeout())
-            .pool_idle_timeout(std::time::Duration::from_secs(90))
-            .build()
-            .context("building the HTTP client")?;
+            .pool_idle_timeout(std::time::Duration::from_secs(90));
+        let builder = match settings.deps_http {
+            DepsHttp::Http1 => builder,
+            DepsHttp::H2c => builder.http2_prior_knowledge(),
+        };
+        let http = builder.build().context("building the HTTP client")?;
         let base = settings.deps_url.trim_end_matches('/').to_owned();
         Ok(Deps {
             http,

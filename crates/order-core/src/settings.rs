@@ -25,6 +25,25 @@ pub enum AppEnv {
     Development,
 }
 
+/// How the API talks HTTP to its dependencies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DepsHttp {
+    /// HTTP/1.1 with keep-alive: one connection per concurrent call.
+    Http1,
+    /// Cleartext HTTP/2 with prior knowledge: many concurrent calls on one connection.
+    H2c,
+}
+
+impl DepsHttp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DepsHttp::Http1 => "http1",
+            DepsHttp::H2c => "h2c",
+        }
+    }
+}
+
 #[derive(Clone, clap::Args)]
 pub struct CommonSettings {
     /// PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/orders.
@@ -42,6 +61,10 @@ pub struct CommonSettings {
     /// Timeout of every call to a dependency (connect + whole response).
     #[arg(long, env = "DEPS_TIMEOUT_MS", default_value_t = 10_000)]
     pub deps_timeout_ms: u64,
+    /// HTTP to the dependencies: http1 (keep-alive, a connection per concurrent call) or h2c
+    /// (cleartext HTTP/2, prior knowledge: calls multiplexed on one connection).
+    #[arg(long, env = "DEPS_HTTP", value_enum, default_value_t = DepsHttp::Http1)]
+    pub deps_http: DepsHttp,
     /// actix-web worker threads (event loops).
     #[arg(long, env = "HTTP_WORKERS", default_value_t = 1)]
     pub http_workers: usize,
@@ -160,6 +183,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("db_pool_size", &self.db_pool_size)
             .field("db_pool_timeout_ms", &self.db_pool_timeout_ms)
             .field("deps_timeout_ms", &self.deps_timeout_ms)
+            .field("deps_http", &self.deps_http)
             .field("http_workers", &self.http_workers)
             .field("db_tx_scope", &self.db_tx_scope)
             .field("lease_ms", &self.lease_ms)
@@ -192,6 +216,7 @@ impl CommonSettings {
             db_pool_size: 10,
             db_pool_timeout_ms: 5000,
             deps_timeout_ms: 10_000,
+            deps_http: DepsHttp::Http1,
             http_workers: 1,
             db_tx_scope: TxScope::Short,
             lease_ms: 30_000,

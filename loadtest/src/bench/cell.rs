@@ -41,6 +41,7 @@ pub(super) fn common_settings(args: &BenchArgs, api: &str) -> BTreeMap<String, S
     set("DB_POOL_SIZE", args.db_pool_size.to_string());
     set("DB_POOL_TIMEOUT_MS", "5000".to_owned());
     set("DEPS_TIMEOUT_MS", "10000".to_owned());
+    set("DEPS_HTTP", args.deps_http.clone());
     set("HTTP_WORKERS", "1".to_owned());
     set("DB_TX_SCOPE", "short".to_owned());
     set("LEASE_MS", "30000".to_owned());

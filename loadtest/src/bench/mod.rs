@@ -91,6 +91,9 @@ pub struct BenchArgs {
     /// BLOCKING_THREADS of blocking-api.
     #[arg(long, default_value_t = 200)]
     pub blocking_threads: u64,
+    /// DEPS_HTTP of every API: http1 or h2c (cleartext HTTP/2 to mock-deps).
+    #[arg(long, default_value = "http1", value_parser = ["http1", "h2c"])]
+    pub deps_http: String,
     /// DB_POOL_SIZE of every API.
     #[arg(long, default_value_t = 100)]
     pub db_pool_size: u32,
