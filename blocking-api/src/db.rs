@@ -93,7 +93,7 @@ impl Step<'_> {
     pub fn conn(&mut self) -> &mut PgConnection {
         match self {
             Step::Held(tx) => &mut tx.conn,
-            Step::Own(c) => &mut c.conn,
+            Step::Own(c) => c.conn(),
         }
     }
 }

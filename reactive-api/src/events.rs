@@ -66,19 +66,15 @@ async fn publish(app: &AppState, broker: &Broker, p: &Publication) -> Result<Ack
 }
 
 fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
-    let (m, mode) = (&app.metrics.events, app.events.mode.as_str());
+    let outcomes = results.iter().map(|r| {
+        r.as_ref()
+            .map(|ack| ack.duplicate)
+            .map_err(PublishFailure::kind)
+    });
     let elapsed = started.elapsed().as_secs_f64();
-    for r in results {
-        match r {
-            Ok(ack) => {
-                m.publish_seconds.observe(elapsed);
-                let duplicate = if ack.duplicate { "true" } else { "false" };
-                m.published.with_label_values(&[mode, duplicate]).inc();
-            }
-            Err(PublishFailure::Refused(_)) => m.failed.with_label_values(&[mode, "refused"]).inc(),
-            Err(PublishFailure::Unknown(_)) => m.failed.with_label_values(&[mode, "unknown"]).inc(),
-        }
-    }
+    app.metrics
+        .events
+        .record(app.events.mode, elapsed, outcomes);
 }
 
 async fn exec(conn: &mut PgConnection, statement: &str) -> Result<(), ApiError> {

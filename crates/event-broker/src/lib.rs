@@ -68,6 +68,14 @@ pub enum PublishFailure {
 }
 
 impl PublishFailure {
+    /// `refused` or `unknown`: the failure's kind, as the APIs' metrics label it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PublishFailure::Refused(_) => "refused",
+            PublishFailure::Unknown(_) => "unknown",
+        }
+    }
+
     fn of(e: async_nats::jetstream::context::PublishError) -> Self {
         match e.kind() {
             PublishErrorKind::TimedOut | PublishErrorKind::BrokenPipe => {

@@ -216,6 +216,27 @@ impl EventMetrics {
         }
         m
     }
+
+    /// Counts publications that took `elapsed_s` each: `Ok(duplicate)` acknowledged (timed, and
+    /// labelled with whether JetStream already had it), `Err(kind)` failed (`refused`, `unknown`).
+    pub fn record<'k>(
+        &self,
+        mode: EventsMode,
+        elapsed_s: f64,
+        outcomes: impl IntoIterator<Item = Result<bool, &'k str>>,
+    ) {
+        let mode = mode.as_str();
+        for outcome in outcomes {
+            match outcome {
+                Ok(duplicate) => {
+                    self.publish_seconds.observe(elapsed_s);
+                    let duplicate = if duplicate { "true" } else { "false" };
+                    self.published.with_label_values(&[mode, duplicate]).inc();
+                }
+                Err(kind) => self.failed.with_label_values(&[mode, kind]).inc(),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
