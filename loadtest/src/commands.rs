@@ -38,8 +38,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
                 .iter()
                 .map(RunResults::load)
                 .collect::<Result<Vec<_>>>()?;
-            let paths = lab_report::write_report(&runs, &args.out)?;
-            println!("{}", lab_report::render_markdown(&runs));
+            let (paths, summary) = lab_report::write_report(&runs, &args.out)?;
+            println!("{summary}");
             println!(
                 "report: {}\nsummary: {}",
                 paths.html.display(),
@@ -71,8 +71,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Lab(args) => {
             let (runs, out) = lab::lab(*args).await?;
-            let paths = lab_report::write_report(&runs, &out)?;
-            println!("{}", lab_report::render_markdown(&runs));
+            let (paths, summary) = lab_report::write_report(&runs, &out)?;
+            println!("{summary}");
             println!("report: {}", paths.html.display());
             Ok(verdict(&runs))
         }

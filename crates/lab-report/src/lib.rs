@@ -78,8 +78,9 @@ pub struct ReportPaths {
     pub markdown: PathBuf,
 }
 
-/// Writes `report.html` and `summary.md` into `out_dir` (created if missing).
-pub fn write_report(runs: &[RunResults], out_dir: &Path) -> Result<ReportPaths> {
+/// Writes `report.html` and `summary.md` into `out_dir` (created if missing); returns their paths
+/// and the summary's text (with goose's counts, read beside the page), for the terminal.
+pub fn write_report(runs: &[RunResults], out_dir: &Path) -> Result<(ReportPaths, String)> {
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let paths = ReportPaths {
         html: out_dir.join("report.html"),
@@ -89,9 +90,10 @@ pub fn write_report(runs: &[RunResults], out_dir: &Path) -> Result<ReportPaths> 
     let goose = goose::read(runs, out_dir);
     std::fs::write(&paths.html, html::render(runs, &goose))
         .with_context(|| format!("writing {}", paths.html.display()))?;
-    std::fs::write(&paths.markdown, markdown::render(runs, &goose))
+    let summary = markdown::render(runs, &goose);
+    std::fs::write(&paths.markdown, &summary)
         .with_context(|| format!("writing {}", paths.markdown.display()))?;
-    Ok(paths)
+    Ok((paths, summary))
 }
 
 /// The HTML report as one self-contained page (goose's reports named, not read).

@@ -333,17 +333,16 @@ fn odd_inputs_do_not_break_the_page() {
 #[test]
 fn writes_both_files() {
     let dir = std::env::temp_dir().join(format!("loadtest-report-{}", std::process::id()));
-    let paths = write_report(&fixtures::pair(), &dir).expect("report written");
+    let (paths, summary) = write_report(&fixtures::pair(), &dir).expect("report written");
     assert!(
         std::fs::read_to_string(&paths.html)
             .expect("html")
             .contains("<svg")
     );
-    assert!(
-        std::fs::read_to_string(&paths.markdown)
-            .expect("md")
-            .contains("| metric |")
-    );
+    let written = std::fs::read_to_string(&paths.markdown).expect("md");
+    assert!(written.contains("| metric |"));
+    // What the lab prints is what it wrote.
+    assert_eq!(summary, written);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -354,7 +353,7 @@ fn example_report() {
         return;
     };
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/example-report");
-    let paths = write_report(&fixtures::pair(), &out).expect("example written");
+    let (paths, _) = write_report(&fixtures::pair(), &out).expect("example written");
     let notice = "This example was rendered from the synthetic fixture in `crates/lab-report/tests/fixtures/` — it is NOT a measurement.";
     let html = std::fs::read_to_string(&paths.html)
         .expect("html")
@@ -467,7 +466,7 @@ fn hostile_strings_in_the_results_are_escaped() {
     let dir = std::env::temp_dir().join(format!("loadtest-hostile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join(file), "").expect("goose file");
-    let paths = write_report(&runs, &dir).expect("report");
+    let (paths, _) = write_report(&runs, &dir).expect("report");
     let html = std::fs::read_to_string(&paths.html).expect("html");
     fixtures::assert_offline(&html);
     assert!(!html.contains("<script") && !html.contains("<b>") && !html.contains("onload=\""));

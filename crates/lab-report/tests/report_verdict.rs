@@ -28,7 +28,7 @@ fn temp_dir(name: &str) -> PathBuf {
 fn fixture_report_renders() {
     let keep = std::env::var_os("REPORT_FIXTURE_OUT").map(PathBuf::from);
     let dir = keep.clone().unwrap_or_else(|| temp_dir("fixture-report"));
-    let paths = write_report(&fixtures::pair(), &dir).expect("report written");
+    let (paths, _) = write_report(&fixtures::pair(), &dir).expect("report written");
     let html = std::fs::read_to_string(&paths.html).expect("html");
     let md = std::fs::read_to_string(&paths.markdown).expect("md");
 
@@ -190,7 +190,7 @@ fn goose_reports_are_linked_with_their_counts_beside_ours() {
         );
         std::fs::write(dir.join(format!("{name}.json")), json).expect("json");
     }
-    let paths = write_report(&runs, &dir).expect("report");
+    let (paths, _) = write_report(&runs, &dir).expect("report");
     let html = std::fs::read_to_string(&paths.html).expect("html");
     let goose = section(&html, "goose");
     assert!(
