@@ -11,7 +11,7 @@ use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::pg::Pg;
 use diesel::pg::PgConnection;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
-use diesel::r2d2::{ConnectionManager, Pool, PooledConnection};
+use diesel::r2d2::{Pool, PooledConnection};
 use diesel::sql_types::Untyped;
 use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Timestamptz};
 use diesel::{QueryResult, QueryableByName, RunQueryDsl, sql_query};
@@ -25,7 +25,9 @@ use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
 use prometheus::HistogramTimer;
 
-type PgPool = Pool<ConnectionManager<PgConnection>>;
+use crate::connections::Manager;
+
+type PgPool = Pool<Manager>;
 
 #[derive(Clone)]
 pub struct Db {
@@ -35,7 +37,7 @@ pub struct Db {
 
 /// A transaction on a pooled connection; rolled back if dropped before [`Tx::commit`].
 pub struct Tx {
-    conn: PooledConnection<ConnectionManager<PgConnection>>,
+    conn: PooledConnection<Manager>,
     open: bool,
     _held: HistogramTimer,
 }
@@ -43,7 +45,7 @@ pub struct Tx {
 impl Tx {
     fn commit(mut self) -> Result<(), ApiError> {
         self.open = false;
-        AnsiTransactionManager::commit_transaction(&mut *self.conn).map_err(db_error)
+        AnsiTransactionManager::commit_transaction(&mut self.conn.raw).map_err(db_error)
     }
 }
 
@@ -51,7 +53,7 @@ impl Drop for Tx {
     fn drop(&mut self) {
         if self.open {
             // A failed rollback marks the connection broken; r2d2 then discards it.
-            let _ = AnsiTransactionManager::rollback_transaction(&mut *self.conn);
+            let _ = AnsiTransactionManager::rollback_transaction(&mut self.conn.raw);
         }
     }
 }
@@ -70,13 +72,13 @@ impl Held {
 /// A pooled connection in autocommit: each statement is its own transaction, with no
 /// `BEGIN`/`COMMIT` round trips (every step of the order flow is one atomic statement).
 pub struct Conn {
-    conn: PooledConnection<ConnectionManager<PgConnection>>,
+    conn: PooledConnection<Manager>,
     _held: HistogramTimer,
 }
 
 impl Conn {
     pub fn conn(&mut self) -> &mut PgConnection {
-        &mut self.conn
+        &mut self.conn.raw
     }
 }
 
@@ -92,7 +94,7 @@ pub enum Step<'h> {
 impl Step<'_> {
     pub fn conn(&mut self) -> &mut PgConnection {
         match self {
-            Step::Held(tx) => &mut tx.conn,
+            Step::Held(tx) => &mut tx.conn.raw,
             Step::Own(c) => c.conn(),
         }
     }
@@ -107,9 +109,10 @@ impl Db {
             .max_size(settings.db_pool_size)
             .min_idle(Some(0))
             .connection_timeout(settings.db_pool_timeout())
-            // sqlx in reactive-api is likewise told not to ping before every checkout.
-            .test_on_check_out(false)
-            .build_unchecked(ConnectionManager::new(url));
+            // A checkout pings only after a failure that may have lost connections
+            // (`connections.rs`); reactive-api's pool follows the same rule.
+            .test_on_check_out(true)
+            .build_unchecked(Manager::new(url));
         Ok(Db { pool, metrics })
     }
 
@@ -136,7 +139,7 @@ impl Db {
         let Conn { mut conn, _held } = self.acquire(kind)?;
         // A connection that cannot even begin is as good as none: 503, like a failed checkout,
         // and no transaction was held.
-        if let Err(e) = AnsiTransactionManager::begin_transaction(&mut *conn) {
+        if let Err(e) = AnsiTransactionManager::begin_transaction(&mut conn.raw) {
             _held.stop_and_discard();
             return Err(ApiError::DatabaseUnavailable(e.into()));
         }
@@ -176,8 +179,8 @@ impl Db {
     pub fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
         if let Some(tx) = &mut held.0 {
             tx.open = false;
-            AnsiTransactionManager::commit_transaction(&mut *tx.conn).map_err(db_error)?;
-            AnsiTransactionManager::begin_transaction(&mut *tx.conn)
+            AnsiTransactionManager::commit_transaction(&mut tx.conn.raw).map_err(db_error)?;
+            AnsiTransactionManager::begin_transaction(&mut tx.conn.raw)
                 .map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
             tx.open = true;
         }
@@ -197,7 +200,7 @@ impl Db {
                 .bind::<Text, _>(reference_id)
                 .bind::<Integer, _>(attempt)
                 .prepared()
-                .execute(&mut *c.conn)
+                .execute(c.conn())
                 .map_err(db_error)
         })();
         if let Err(e) = result {
@@ -212,7 +215,7 @@ impl Db {
         let mut conn = conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
         sql_query(sql::PING)
             .prepared()
-            .execute(&mut *conn)
+            .execute(&mut conn.raw)
             .map_err(db_error)?;
         Ok(())
     }
@@ -243,7 +246,7 @@ impl Db {
             .bind::<Double, _>(lease_seconds)
             .bind::<BigInt, _>(batch)
             .prepared()
-            .load(&mut *c.conn)
+            .load(c.conn())
             .map_err(db_error)?;
         Ok(rows
             .into_iter()
@@ -266,7 +269,7 @@ impl Db {
             .bind::<Text, _>(&key.reference_id)
             .bind::<Integer, _>(key.attempt)
             .prepared()
-            .execute(&mut *c.conn)
+            .execute(c.conn())
             .map_err(db_error)?;
         Ok(rows == 1)
     }
@@ -283,7 +286,7 @@ impl Db {
             .bind::<Text, _>(id)
             .bind::<Text, _>(seller_id)
             .prepared()
-            .get_result(&mut *c.conn)
+            .get_result(c.conn())
             .map(Some)
             .or_else(not_found_is_none)?;
         Ok(found.map(|f| f.response_body))
@@ -467,19 +470,29 @@ pub fn persist_order(
     Ok(row.completed == 1)
 }
 
-/// `url` with `options=-c name=value …` added, percent-encoded, as libpq reads it.
+/// `url` as libpq should read it: with `options=-c name=value …` added, percent-encoded, and
+/// `gssencmode=disable` unless the URL says otherwise. sqlx (reactive-api) never negotiates GSSAPI
+/// encryption; libpq's default (`prefer`) loads Kerberos at every connect, on r2d2's background
+/// threads, whose mutexes can then abort a process that exits while one connects.
 fn with_libpq_options(url: &str, options: &[(&str, String)]) -> String {
-    if options.is_empty() {
+    let mut params = Vec::new();
+    if !url.contains("gssencmode=") {
+        params.push("gssencmode=disable".to_owned());
+    }
+    if !options.is_empty() {
+        let value: Vec<String> = options.iter().map(|(k, v)| format!("-c {k}={v}")).collect();
+        let encoded = value
+            .join(" ")
+            .replace('%', "%25")
+            .replace(' ', "%20")
+            .replace('=', "%3D");
+        params.push(format!("options={encoded}"));
+    }
+    if params.is_empty() {
         return url.to_owned();
     }
-    let value: Vec<String> = options.iter().map(|(k, v)| format!("-c {k}={v}")).collect();
-    let encoded = value
-        .join(" ")
-        .replace('%', "%25")
-        .replace(' ', "%20")
-        .replace('=', "%3D");
     let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}options={encoded}")
+    format!("{url}{separator}{}", params.join("&"))
 }
 
 fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError> {
@@ -492,6 +505,7 @@ fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError>
 /// Lost connections, and what the server ends or refuses for now (a statement or lock timeout,
 /// a shutdown: judged from the message, as diesel hides the SQLSTATE), are
 /// `database_unavailable`; anything else is a bug.
+/// Every failure that may have lost its connection is noted for the pool (`connections.rs`).
 pub(crate) fn db_error(e: diesel::result::Error) -> ApiError {
     use diesel::result::{DatabaseErrorKind, Error};
     let unavailable = match &e {
@@ -503,6 +517,18 @@ pub(crate) fn db_error(e: diesel::result::Error) -> ApiError {
         Error::DatabaseError(_, info) => order_core::error::message_unavailable(info.message()),
         _ => false,
     };
+    let lost = match &e {
+        Error::DatabaseError(
+            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
+            _,
+        )
+        | Error::BrokenTransactionManager => true,
+        Error::DatabaseError(_, info) => order_core::connections::message_may_lose(info.message()),
+        _ => false,
+    };
+    if lost {
+        order_core::connections::note_possible_loss();
+    }
     if unavailable {
         ApiError::DatabaseUnavailable(e.into())
     } else {
@@ -557,11 +583,15 @@ mod tests {
         let opts = [("statement_timeout", "5000".to_owned())];
         assert_eq!(
             super::with_libpq_options("postgres://u@h/db", &opts),
-            "postgres://u@h/db?options=-c%20statement_timeout%3D5000"
+            "postgres://u@h/db?gssencmode=disable&options=-c%20statement_timeout%3D5000"
         );
         assert_eq!(
             super::with_libpq_options("postgres://u@h/db?sslmode=disable", &opts),
-            "postgres://u@h/db?sslmode=disable&options=-c%20statement_timeout%3D5000"
+            "postgres://u@h/db?sslmode=disable&gssencmode=disable&options=-c%20statement_timeout%3D5000"
+        );
+        assert_eq!(
+            super::with_libpq_options("postgres://u@h/db?gssencmode=require", &[]),
+            "postgres://u@h/db?gssencmode=require"
         );
     }
 }

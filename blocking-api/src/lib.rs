@@ -15,6 +15,7 @@
 pub mod batch;
 pub mod broker;
 pub mod clients;
+pub mod connections;
 pub mod db;
 pub mod events;
 pub mod pool;

@@ -1,10 +1,12 @@
-//! The database layer on sqlx: the SQL of `order_core::sql`, run on a `PgPool`.
+//! The database layer on sqlx: the SQL of `order_core::sql`, run on pooled `PgConnection`s
+//! (`connections.rs`: deadpool, because sqlx's own pool adds a round trip to every checkout).
 //!
 //! Mirrors blocking-api's `db.rs`: the same statements, each in autocommit (or in the request's
 //! held transaction with `DB_TX_SCOPE=request`), with every
 //! acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting, wait time, timeouts).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use order_core::contract::ValidOrder;
@@ -16,20 +18,56 @@ use order_core::recovery::ClaimedKey;
 use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
 use prometheus::HistogramTimer;
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{PgConnection, Row};
+
+use crate::connections::{self, Manager, Pool, Pooled};
 
 #[derive(Clone)]
 pub struct Db {
-    pool: PgPool,
+    pool: Pool,
+    timeout: Duration,
     metrics: Arc<Metrics>,
 }
 
-/// A transaction and the timer of how long its connection is held.
+/// A transaction and the timer of how long its connection is held. Dropped before
+/// [`Db::commit`], it is rolled back at once by a task of its own, which then returns the
+/// connection: an open transaction left on an idle pooled connection would keep its locks.
 pub struct Tx {
-    tx: Transaction<'static, Postgres>,
+    /// Always `Some` until the transaction ends (committed, or handed to the rollback task).
+    conn: Option<Pooled>,
     _held: HistogramTimer,
+}
+
+impl Tx {
+    fn conn(&mut self) -> &mut PgConnection {
+        &mut self
+            .conn
+            .as_mut()
+            .expect("an open transaction has its connection")
+            .raw
+    }
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No runtime left to roll back on: the connection is closed instead (the server ends
+            // the transaction with the session).
+            drop(deadpool::managed::Object::take(conn));
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = control(&mut conn.raw, "ROLLBACK").await {
+                connections::note_failure(&e);
+                // The transaction's state is unknown: closed, not reused.
+                drop(deadpool::managed::Object::take(conn));
+            }
+        });
+    }
 }
 
 /// With `DB_TX_SCOPE=request`, the transaction every step of a request runs in.
@@ -46,13 +84,13 @@ impl Held {
 /// A pooled connection in autocommit: each statement is its own transaction, with no
 /// `BEGIN`/`COMMIT` round trips (every step of the order flow is one atomic statement).
 pub struct Conn {
-    conn: PoolConnection<Postgres>,
+    conn: Pooled,
     _held: HistogramTimer,
 }
 
 impl Conn {
     pub fn conn(&mut self) -> &mut PgConnection {
-        &mut self.conn
+        &mut self.conn.raw
     }
 }
 
@@ -66,14 +104,15 @@ pub enum Step<'h> {
 impl Step<'_> {
     pub fn conn(&mut self) -> &mut PgConnection {
         match self {
-            Step::Held(tx) => &mut tx.tx,
+            Step::Held(tx) => tx.conn(),
             Step::Own(c) => c.conn(),
         }
     }
 }
 
 impl Db {
-    /// A lazy pool: connections open on first use, as in blocking-api's r2d2 pool. Every
+    /// A lazy pool: connections open on first use, as in blocking-api's r2d2 pool, and none is
+    /// pinged before or after a checkout (r2d2 in blocking-api is likewise told not to). Every
     /// connection starts with `CommonSettings::session_options` (startup options).
     pub fn connect(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
         let options: PgConnectOptions = settings
@@ -81,47 +120,52 @@ impl Db {
             .parse::<PgConnectOptions>()
             .context("parsing DATABASE_URL")?
             .options(settings.session_options());
-        let pool = PgPoolOptions::new()
-            .max_connections(settings.db_pool_size)
-            .min_connections(0)
-            .acquire_timeout(settings.db_pool_timeout())
-            // r2d2 in blocking-api is likewise told not to ping before every checkout.
-            .test_before_acquire(false)
-            .connect_lazy_with(options);
-        Ok(Db { pool, metrics })
+        let pool = Pool::builder(Manager::new(options))
+            .max_size(settings.db_pool_size as usize)
+            .build()
+            .context("building the connection pool")?;
+        Ok(Db {
+            pool,
+            timeout: settings.db_pool_timeout(),
+            metrics,
+        })
     }
 
     /// Open connections and idle ones, for the pool gauges.
     pub fn pool_state(&self) -> (u32, u32) {
-        (self.pool.size(), self.pool.num_idle() as u32)
+        let status = self.pool.status();
+        (status.size as u32, status.available as u32)
     }
 
     /// Takes a connection (bounded wait, measured) for autocommit statements.
     pub async fn acquire(&self, kind: &str) -> Result<Conn, ApiError> {
+        let conn = self.checkout().await?;
+        Ok(Conn {
+            conn,
+            _held: self.metrics.tx_timer(kind),
+        })
+    }
+
+    /// A connection from the pool, the wait measured (not yet counted as held).
+    async fn checkout(&self) -> Result<Pooled, ApiError> {
         let timer = self.metrics.start_acquire();
-        match self.pool.acquire().await {
-            Ok(conn) => {
-                timer.finish(false);
-                Ok(Conn {
-                    conn,
-                    _held: self.metrics.tx_timer(kind),
-                })
-            }
-            Err(e) => {
-                timer.finish(matches!(e, sqlx::Error::PoolTimedOut));
-                Err(ApiError::DatabaseUnavailable(e.into()))
-            }
-        }
+        let conn = connections::acquire(&self.pool, self.timeout).await;
+        timer.finish(matches!(conn, Err(sqlx::Error::PoolTimedOut)));
+        conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))
     }
 
     /// Takes a connection (bounded wait, measured) and opens a transaction on it.
     pub async fn begin(&self, kind: &str) -> Result<Tx, ApiError> {
-        let Conn { conn, _held } = self.acquire(kind).await?;
-        match Transaction::begin(conn, None).await {
-            Ok(tx) => Ok(Tx { tx, _held }),
+        let Conn { mut conn, _held } = self.acquire(kind).await?;
+        match control(&mut conn.raw, "BEGIN").await {
+            Ok(()) => Ok(Tx {
+                conn: Some(conn),
+                _held,
+            }),
             Err(e) => {
                 // A connection that cannot even begin is as good as none: 503, like a failed
                 // acquire, and no transaction was held.
+                connections::note_failure(&e);
                 _held.stop_and_discard();
                 Err(ApiError::DatabaseUnavailable(e.into()))
             }
@@ -146,7 +190,14 @@ impl Db {
     /// Ends a request: commits its held transaction (a no-op in short scope).
     pub async fn commit(&self, held: Held) -> Result<(), ApiError> {
         match held.0 {
-            Some(tx) => tx.tx.commit().await.map_err(db_error),
+            Some(mut tx) => {
+                // Taken out first: a transaction whose COMMIT was sent is not rolled back.
+                let mut conn = tx
+                    .conn
+                    .take()
+                    .expect("an open transaction has its connection");
+                control(&mut conn.raw, "COMMIT").await.map_err(db_error)
+            }
             None => Ok(()),
         }
     }
@@ -154,18 +205,13 @@ impl Db {
     /// Makes a request-scope transaction's work durable (`COMMIT`) and opens the next one on the
     /// same connection, which stays held: the `CHARGING` mark must be committed before the
     /// gateway sees the card, whatever the scope. A no-op in short scope (each step commits).
-    /// sqlx's `Transaction` cannot reopen on its connection, so the two statements are sent as
-    /// they are; its own bookkeeping (one open transaction) stays true.
     pub async fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
         if let Some(tx) = &mut held.0 {
-            sqlx::raw_sql("COMMIT")
-                .execute(&mut *tx.tx)
-                .await
-                .map_err(db_error)?;
-            sqlx::raw_sql("BEGIN")
-                .execute(&mut *tx.tx)
-                .await
-                .map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
+            control(tx.conn(), "COMMIT").await.map_err(db_error)?;
+            control(tx.conn(), "BEGIN").await.map_err(|e| {
+                connections::note_failure(&e);
+                ApiError::DatabaseUnavailable(e.into())
+            })?;
         }
         Ok(())
     }
@@ -182,7 +228,7 @@ impl Db {
                 .bind(seller_id)
                 .bind(reference_id)
                 .bind(attempt)
-                .execute(&mut *c.conn)
+                .execute(c.conn())
                 .await
                 .map_err(db_error)
         };
@@ -192,12 +238,9 @@ impl Db {
     }
 
     pub async fn ping(&self) -> Result<(), ApiError> {
-        let timer = self.metrics.start_acquire();
-        let conn = self.pool.acquire().await;
-        timer.finish(matches!(conn, Err(sqlx::Error::PoolTimedOut)));
-        let mut conn = conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
+        let mut conn = self.checkout().await?;
         sqlx::query(sql::PING)
-            .execute(&mut *conn)
+            .execute(&mut conn.raw)
             .await
             .map_err(db_error)?;
         Ok(())
@@ -213,7 +256,7 @@ impl Db {
         let rows = sqlx::query(sql::CLAIM_CHARGING)
             .bind(lease_seconds)
             .bind(batch)
-            .fetch_all(&mut *c.conn)
+            .fetch_all(c.conn())
             .await
             .map_err(db_error)?;
         rows.iter()
@@ -238,7 +281,7 @@ impl Db {
             .bind(&key.seller_id)
             .bind(&key.reference_id)
             .bind(key.attempt)
-            .execute(&mut *c.conn)
+            .execute(c.conn())
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() == 1)
@@ -250,7 +293,7 @@ impl Db {
         let row = sqlx::query(sql::FIND_ORDER)
             .bind(id)
             .bind(seller_id)
-            .fetch_optional(&mut *c.conn)
+            .fetch_optional(c.conn())
             .await
             .map_err(db_error)?;
         row.map(|r| r.try_get::<String, _>(0).map_err(db_error))
@@ -409,8 +452,16 @@ pub async fn persist_order(
     Ok(completed == 1)
 }
 
+/// `BEGIN`, `COMMIT` or `ROLLBACK`, sent as they are (as in blocking-api and `events.rs`;
+/// sqlx's `Transaction` needs a connection of sqlx's own pool).
+async fn control(conn: &mut PgConnection, statement: &'static str) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(statement).execute(conn).await.map(|_| ())
+}
+
 /// Pool timeouts and lost connections are `database_unavailable`; anything else is a bug.
+/// Every failure that may have lost its connection is noted for the pool (`connections.rs`).
 pub(crate) fn db_error(e: sqlx::Error) -> ApiError {
+    connections::note_failure(&e);
     let unavailable = match &e {
         sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed

@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub mod clients;
+pub mod connections;
 pub mod db;
 pub mod events;
 pub mod recovery;

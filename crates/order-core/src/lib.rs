@@ -4,7 +4,7 @@
 //! holds the parts that must therefore exist once: the HTTP contract and its validation
 //! ([`contract`]), admission control and deadlines ([`admission`]), the error enum and its status mapping ([`error`]), typed settings
 //! ([`settings`]), the SQL text both database layers run ([`sql`]; persist batching's in [`batch`]), the idempotency decision
-//! ([`idempotency`]), what recovery does with a charge left unfinished ([`recovery`]), the keyed
+//! ([`idempotency`]), when a pooled connection is tested ([`connections`]), what recovery does with a charge left unfinished ([`recovery`]), the keyed
 //! request hash ([`request_hash`]), the order document returned and replayed ([`order`]), the actix-web glue,
 //! route table and server both use ([`http`], [`server`]), the Prometheus metrics with identical
 //! names ([`metrics`]), the order event and its modes ([`events`]) and the migrations, applied by one migrator ([`migrate`]).
@@ -14,6 +14,7 @@
 
 pub mod admission;
 pub mod batch;
+pub mod connections;
 pub mod contract;
 pub mod deps;
 pub mod error;

@@ -16,6 +16,7 @@ contract_tests!(
     exhausted_pool_is_503_within_the_pool_timeout,
     no_card_number_or_cvv_anywhere,
     database_down_is_503_and_ready_says_so,
+    lost_connections_are_replaced,
 );
 
 /// (JSON pointer, replacement, field named in the error). `null` replacement removes the field.
@@ -415,4 +416,72 @@ async fn database_down_is_503_and_ready_says_so(api: Api) {
         app.post_order(TOKEN, &valid_order("down-1")).await.status(),
         201
     );
+}
+
+/// PostgreSQL ends every session of the API (a restart, a failover, a proxy's reset): an order
+/// that meets a dead pooled connection gets 503 `database_unavailable` — never more of them than
+/// the pool had connections open — and the pool replaces them: the next orders succeed.
+async fn lost_connections_are_replaced(api: Api) {
+    let app = TestApp::spawn(api).await;
+    // Concurrent orders open several pooled connections.
+    let bodies: Vec<_> = (0..4)
+        .map(|i| valid_order(&format!("lost-warm-{i}")))
+        .collect();
+    let warm =
+        futures_util::future::join_all(bodies.iter().map(|b| app.post_order(TOKEN, b))).await;
+    assert!(warm.iter().all(|r| r.status() == 201));
+    let metrics = app.get("/metrics", None).await.text().await.unwrap();
+    let open: usize = ["db_pool_connections_in_use", "db_pool_connections_idle"]
+        .iter()
+        .map(|name| {
+            metrics
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix(name)?
+                        .strip_prefix(' ')?
+                        .parse::<usize>()
+                        .ok()
+                })
+                .unwrap_or_else(|| panic!("{name} missing from:\n{metrics}"))
+        })
+        .sum();
+    assert!(open >= 1, "{metrics}");
+    let mut admin = sqlx::PgConnection::connect(&testkit::admin_url())
+        .await
+        .unwrap();
+    let kill = format!(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{}'",
+        app.db.name()
+    );
+    let killed: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(kill))
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    assert!(killed >= open as i64, "killed {killed} of {open}");
+    let mut statuses = Vec::new();
+    for i in 0..(open + 4) {
+        let response = app
+            .post_order(TOKEN, &valid_order(&format!("lost-{i}")))
+            .await;
+        let status = response.status().as_u16();
+        if status != 201 {
+            let json: serde_json::Value = response.json().await.unwrap();
+            assert_eq!(
+                (status, json["error"].as_str()),
+                (503, Some("database_unavailable"))
+            );
+        }
+        statuses.push(status);
+    }
+    let failed = statuses.iter().filter(|&&s| s != 201).count();
+    assert!(
+        failed <= open,
+        "{failed} of {statuses:?} failed; {open} were open"
+    );
+    let recovered = statuses.iter().position(|&s| s == 201);
+    assert!(
+        recovered.is_some_and(|first| statuses[first..].iter().all(|&s| s == 201)),
+        "the pool did not recover: {statuses:?}"
+    );
+    assert_eq!(app.count("orders").await, 4 + (open + 4 - failed) as i64);
 }

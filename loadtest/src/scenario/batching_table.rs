@@ -5,10 +5,9 @@
 //! The ceiling (Little's law, as beside the blocking plateau: connections ÷ time each order holds
 //! one). An autocommit statement holds its pooled connection for one round trip, its execution in
 //! PostgreSQL (pg_stat_statements' mean over the run) and one WAL flush (`pg_test_fsync`'s one 8 kB
-//! write; with `commit_delay`, plus that delay): `t = RTT + exec + flush`. reactive-api's sqlx 0.9
-//! pings every connection as it goes back to the pool, so there a pooled statement holds its
-//! connection one more round trip ([`RELEASE_ROUND_TRIPS`]). CPU and the wait for a connection are
-//! left out, so this is a ceiling, not an estimate.
+//! write; with `commit_delay`, plus that delay): `t = RTT + exec + flush`. Neither API's pool
+//! tests a connection on its way back (`order_core::connections`). CPU and the wait for a
+//! connection are left out, so this is a ceiling, not an estimate.
 //! - Batch 1: three statements per order (reservation, `CHARGING`, persist):
 //!   `POOL ÷ (3 t)` orders/s.
 //! - Batch B > 1: two statements per order stay unbatched, on the pool less the writer's
@@ -52,11 +51,6 @@ pub struct Ceiling {
     pub formula: String,
 }
 
-/// Round trips a pooled statement holds its connection for beyond its own, by API: sqlx 0.9
-/// (reactive-api) pings each connection on its way back to the pool; r2d2 (blocking-api) is told
-/// not to test connections.
-pub const RELEASE_ROUND_TRIPS: &[(&str, f64)] = &[("reactive-api", 1.0), ("blocking-api", 0.0)];
-
 /// What one statement holds its connection for, ms (see the module's doc).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hold {
@@ -67,27 +61,15 @@ pub struct Hold {
     pub exec_ms: f64,
     /// Mean execution of the writer's batch statement.
     pub batch_exec_ms: f64,
-    /// Extra round trips before a pooled connection is free again.
-    pub release_round_trips: f64,
 }
 
 /// See the module's doc.
 pub fn ceiling(batch_max: usize, h: &Hold, pool: u32) -> Ceiling {
-    let t = (1.0 + h.release_round_trips) * h.rtt_ms + h.exec_ms + h.flush_ms;
-    let t_text = if h.release_round_trips > 0.0 {
-        format!(
-            "({:.0} × {:.1} + {:.2} + {:.2}) ms",
-            1.0 + h.release_round_trips,
-            h.rtt_ms,
-            h.exec_ms,
-            h.flush_ms
-        )
-    } else {
-        format!(
-            "({:.1} + {:.2} + {:.2}) ms",
-            h.rtt_ms, h.exec_ms, h.flush_ms
-        )
-    };
+    let t = h.rtt_ms + h.exec_ms + h.flush_ms;
+    let t_text = format!(
+        "({:.1} + {:.2} + {:.2}) ms",
+        h.rtt_ms, h.exec_ms, h.flush_ms
+    );
     let pool = f64::from(pool);
     if batch_max <= 1 {
         return Ceiling {
@@ -177,10 +159,6 @@ fn row(cell: &Cell, r: &RunResults, flush_ms: f64) -> Row {
         flush_ms: flush_ms + delay_ms,
         exec_ms: times.and_then(|t| t.mean_other_ms()).unwrap_or(0.0),
         batch_exec_ms: times.and_then(|t| t.mean_batch_ms()).unwrap_or(0.0),
-        release_round_trips: RELEASE_ROUND_TRIPS
-            .iter()
-            .find(|(api, _)| *api == r.api)
-            .map_or(0.0, |(_, n)| *n),
     };
     let mut predicted = ceiling(a.persist_batch_max, &hold, POOL);
     if let Some(rate) = cell
@@ -398,8 +376,8 @@ pub fn table(
          below 2."
             .to_owned(),
         "Ceiling: an autocommit statement holds its connection for RTT + its execution \
-         (pg_stat_statements' mean over the run) + one flush, and in reactive-api one more RTT \
-         (sqlx 0.9 pings each connection as it returns to the pool); batch 1: pool ÷ (3 × that); \
+         (pg_stat_statements' mean over the run) + one flush (neither API's pool tests a \
+         connection on its way back); batch 1: pool ÷ (3 × that); \
          batch B: the lower of (pool − 1, the writer keeps one) ÷ (2 × that) and B ÷ (RTT + the \
          batch statement's execution + flush), one writer, one batch at a time. CPU and the wait \
          for a connection are left out: a row CPU-bound or harness-bound below its ceiling says so."
@@ -696,32 +674,32 @@ mod tests {
 
     #[test]
     fn ceilings_from_round_trips_flushes_and_the_pool() {
-        let hold = |release_round_trips| Hold {
+        let hold = Hold {
             rtt_ms: 6.5,
             flush_ms: 0.15,
             exec_ms: 0.25,
             batch_exec_ms: 1.0,
-            release_round_trips,
         };
         // Batch 1 at 6.5 ms: 10 connections, 3 statements of 6.9 ms each.
-        let one = ceiling(1, &hold(0.0), 10);
+        let one = ceiling(1, &hold, 10);
         assert_eq!(one.bound, "pool");
         assert!((one.orders_per_s - 483.1).abs() < 0.1, "{one:?}");
-        // With a ping on release each statement holds its connection 13.4 ms.
-        let pinged = ceiling(1, &hold(1.0), 10);
-        assert!((pinged.orders_per_s - 248.8).abs() < 0.1, "{pinged:?}");
-        assert!(pinged.formula.contains("2 × 6.5"), "{}", pinged.formula);
+        assert!(
+            one.formula.contains("(6.5 + 0.25 + 0.15)"),
+            "{}",
+            one.formula
+        );
         // Batch 2: the one writer (2 orders per 7.65 ms) is below the pool's 9 ÷ (2 × 6.9 ms).
-        let two = ceiling(2, &hold(0.0), 10);
+        let two = ceiling(2, &hold, 10);
         assert_eq!(two.bound, "writer");
         assert!((two.orders_per_s - 261.4).abs() < 0.1, "{two:?}");
         // Batch 100: the two unbatched statements on 9 connections.
-        let hundred = ceiling(100, &hold(0.0), 10);
+        let hundred = ceiling(100, &hold, 10);
         assert_eq!(hundred.bound, "pool");
         assert!((hundred.orders_per_s - 652.2).abs() < 0.1, "{hundred:?}");
         let local = Hold {
             rtt_ms: 0.0,
-            ..hold(0.0)
+            ..hold
         };
         assert!((ceiling(1, &local, 10).orders_per_s - 8333.3).abs() < 0.1);
     }
