@@ -508,26 +508,21 @@ fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError>
 /// Every failure that may have lost its connection is noted for the pool (`connections.rs`).
 pub(crate) fn db_error(e: diesel::result::Error) -> ApiError {
     use diesel::result::{DatabaseErrorKind, Error};
-    let unavailable = match &e {
+    use order_core::{connections, error::message_unavailable};
+    let (lost, unavailable) = match &e {
         Error::DatabaseError(
             DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
             _,
         )
-        | Error::BrokenTransactionManager => true,
-        Error::DatabaseError(_, info) => order_core::error::message_unavailable(info.message()),
-        _ => false,
-    };
-    let lost = match &e {
-        Error::DatabaseError(
-            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
-            _,
-        )
-        | Error::BrokenTransactionManager => true,
-        Error::DatabaseError(_, info) => order_core::connections::message_may_lose(info.message()),
-        _ => false,
+        | Error::BrokenTransactionManager => (true, true),
+        Error::DatabaseError(_, info) => (
+            connections::message_may_lose(info.message()),
+            message_unavailable(info.message()),
+        ),
+        _ => (false, false),
     };
     if lost {
-        order_core::connections::note_possible_loss();
+        connections::note_possible_loss();
     }
     if unavailable {
         ApiError::DatabaseUnavailable(e.into())
