@@ -163,11 +163,9 @@ impl Db {
                 _held,
             }),
             Err(e) => {
-                // A connection that cannot even begin is as good as none: 503, like a failed
-                // acquire, and no transaction was held.
-                connections::note_failure(&e);
+                // No transaction was held.
                 _held.stop_and_discard();
-                Err(ApiError::DatabaseUnavailable(e.into()))
+                Err(begin_failed(e))
             }
         }
     }
@@ -208,10 +206,7 @@ impl Db {
     pub async fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
         if let Some(tx) = &mut held.0 {
             control(tx.conn(), "COMMIT").await.map_err(db_error)?;
-            control(tx.conn(), "BEGIN").await.map_err(|e| {
-                connections::note_failure(&e);
-                ApiError::DatabaseUnavailable(e.into())
-            })?;
+            control(tx.conn(), "BEGIN").await.map_err(begin_failed)?;
         }
         Ok(())
     }
@@ -452,10 +447,20 @@ pub async fn persist_order(
     Ok(completed == 1)
 }
 
-/// `BEGIN`, `COMMIT` or `ROLLBACK`, sent as they are (as in blocking-api and `events.rs`;
-/// sqlx's `Transaction` needs a connection of sqlx's own pool).
-async fn control(conn: &mut PgConnection, statement: &'static str) -> Result<(), sqlx::Error> {
+/// A transaction-control statement (`BEGIN`, `COMMIT`, `ROLLBACK`, `PREPARE TRANSACTION …`), sent
+/// as it is, as in blocking-api (sqlx's `Transaction` needs a connection of sqlx's own pool).
+pub(crate) async fn control(
+    conn: &mut PgConnection,
+    statement: impl sqlx::SqlSafeStr,
+) -> Result<(), sqlx::Error> {
     sqlx::raw_sql(statement).execute(conn).await.map(|_| ())
+}
+
+/// A `BEGIN` that failed: no transaction was opened, and a connection that cannot even begin is
+/// as good as none — 503, like a failed acquire.
+fn begin_failed(e: sqlx::Error) -> ApiError {
+    connections::note_failure(&e);
+    ApiError::DatabaseUnavailable(e.into())
 }
 
 /// Pool timeouts and lost connections are `database_unavailable`; anything else is a bug.

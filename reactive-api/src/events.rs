@@ -78,10 +78,8 @@ fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailur
 }
 
 async fn exec(conn: &mut PgConnection, statement: &str) -> Result<(), ApiError> {
-    sqlx::raw_sql(AssertSqlSafe(statement.to_owned()))
-        .execute(&mut *conn)
+    db::control(conn, AssertSqlSafe(statement.to_owned()))
         .await
-        .map(|_| ())
         .map_err(db_error)
 }
 

@@ -168,6 +168,18 @@ impl TestApp {
         request.send().await.expect("GET")
     }
 
+    /// A sample's value in the API's `/metrics` (Prometheus text), if it is there.
+    pub async fn metric(&self, name: &str) -> Option<f64> {
+        let text = self
+            .get("/metrics", None)
+            .await
+            .text()
+            .await
+            .expect("GET /metrics");
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    }
+
     /// Rows in a table of the API's database.
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))

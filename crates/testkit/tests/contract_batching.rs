@@ -31,10 +31,7 @@ fn order_of(reference_id: &str, full_name: &str) -> serde_json::Value {
 
 /// A metric's value in the API's `/metrics` (0 when absent).
 async fn metric(app: &TestApp, name: &str) -> f64 {
-    let text = app.get("/metrics", None).await.text().await.unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
+    app.metric(name).await.unwrap_or(0.0)
 }
 
 async fn concurrent_orders_are_committed_in_batches_each_with_its_own_rows(api: Api) {

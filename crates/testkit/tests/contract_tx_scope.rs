@@ -41,8 +41,10 @@ async fn connections_in_use_during_payment(api: Api, scope: TxScope) -> i64 {
         assert!(Instant::now() < deadline, "the payment call never started");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let metrics = app.get("/metrics", None).await.text().await.unwrap();
-    let in_use = gauge(&metrics, "db_pool_connections_in_use");
+    let in_use = app
+        .metric("db_pool_connections_in_use")
+        .await
+        .expect("db_pool_connections_in_use in /metrics") as i64;
     assert_eq!(
         app.deps.stats().payment.in_flight,
         1,
@@ -51,13 +53,6 @@ async fn connections_in_use_during_payment(api: Api, scope: TxScope) -> i64 {
     assert_eq!(request.await.unwrap(), 201);
     assert_eq!(app.count("orders").await, 1);
     in_use
-}
-
-fn gauge(metrics: &str, name: &str) -> i64 {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("{name} missing from:\n{metrics}"))
 }
 
 async fn short_scope_holds_no_connection_during_a_remote_call(api: Api) {
