@@ -137,11 +137,10 @@ impl Db {
     /// Takes a connection (bounded wait, measured) and opens a transaction on it.
     pub fn begin(&self, kind: &str) -> Result<Tx, ApiError> {
         let Conn { mut conn, _held } = self.acquire(kind)?;
-        // A connection that cannot even begin is as good as none: 503, like a failed checkout,
-        // and no transaction was held.
         if let Err(e) = AnsiTransactionManager::begin_transaction(&mut conn.raw) {
+            // No transaction was held.
             _held.stop_and_discard();
-            return Err(ApiError::DatabaseUnavailable(e.into()));
+            return Err(begin_failed(e));
         }
         Ok(Tx {
             conn,
@@ -180,8 +179,7 @@ impl Db {
         if let Some(tx) = &mut held.0 {
             tx.open = false;
             AnsiTransactionManager::commit_transaction(&mut tx.conn.raw).map_err(db_error)?;
-            AnsiTransactionManager::begin_transaction(&mut tx.conn.raw)
-                .map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
+            AnsiTransactionManager::begin_transaction(&mut tx.conn.raw).map_err(begin_failed)?;
             tx.open = true;
         }
         Ok(())
@@ -493,6 +491,16 @@ fn with_libpq_options(url: &str, options: &[(&str, String)]) -> String {
     }
     let separator = if url.contains('?') { '&' } else { '?' };
     format!("{url}{separator}{}", params.join("&"))
+}
+
+/// A `BEGIN` that failed: no transaction was opened, and a connection that cannot even begin is
+/// as good as none — 503, like a failed checkout. A failure that may have lost the connection is
+/// noted for the pool by `db_error`, as reactive-api's `begin_failed` does.
+fn begin_failed(e: diesel::result::Error) -> ApiError {
+    match db_error(e) {
+        ApiError::Internal(cause) => ApiError::DatabaseUnavailable(cause),
+        unavailable => unavailable,
+    }
 }
 
 fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError> {

@@ -111,9 +111,10 @@ impl Step<'_> {
 }
 
 impl Db {
-    /// A lazy pool: connections open on first use, as in blocking-api's r2d2 pool, and none is
-    /// pinged before or after a checkout (r2d2 in blocking-api is likewise told not to). Every
-    /// connection starts with `CommonSettings::session_options` (startup options).
+    /// A lazy pool: connections open on first use, as in blocking-api's r2d2 pool, and a checkout
+    /// pings only after a failure that may have lost connections (`connections.rs`, the rule
+    /// blocking-api's pool follows too). Every connection starts with
+    /// `CommonSettings::session_options` (startup options).
     pub fn connect(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
         let options: PgConnectOptions = settings
             .database_url

@@ -63,13 +63,21 @@ pub struct Hold {
     pub batch_exec_ms: f64,
 }
 
+impl Hold {
+    /// A statement that executes for `exec_ms`: how long it holds its connection, ms, and that
+    /// sum written out for the formula.
+    fn of(&self, exec_ms: f64) -> (f64, String) {
+        let text = format!(
+            "({:.1} + {:.2} + {:.2}) ms",
+            self.rtt_ms, exec_ms, self.flush_ms
+        );
+        (self.rtt_ms + exec_ms + self.flush_ms, text)
+    }
+}
+
 /// See the module's doc.
 pub fn ceiling(batch_max: usize, h: &Hold, pool: u32) -> Ceiling {
-    let t = h.rtt_ms + h.exec_ms + h.flush_ms;
-    let t_text = format!(
-        "({:.1} + {:.2} + {:.2}) ms",
-        h.rtt_ms, h.exec_ms, h.flush_ms
-    );
+    let (t, t_text) = h.of(h.exec_ms);
     let pool = f64::from(pool);
     if batch_max <= 1 {
         return Ceiling {
@@ -79,16 +87,13 @@ pub fn ceiling(batch_max: usize, h: &Hold, pool: u32) -> Ceiling {
         };
     }
     let pooled = 1000.0 * (pool - 1.0) / (2.0 * t);
-    let t_batch = h.rtt_ms + h.batch_exec_ms + h.flush_ms;
+    let (t_batch, t_batch_text) = h.of(h.batch_exec_ms);
     let writer = 1000.0 * batch_max as f64 / t_batch;
     if writer < pooled {
         Ceiling {
             orders_per_s: writer,
             bound: "writer",
-            formula: format!(
-                "{batch_max} ÷ ({:.1} + {:.2} + {:.2}) ms",
-                h.rtt_ms, h.batch_exec_ms, h.flush_ms
-            ),
+            formula: format!("{batch_max} ÷ {t_batch_text}"),
         }
     } else {
         Ceiling {
