@@ -11,7 +11,7 @@ use order_core::recovery::{self, CLAIM_BATCH, ClaimedKey, Settle};
 
 use crate::db::Held;
 use crate::service;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Starts the loop on a thread of its own (it blocks on the database and the gateway).
 pub fn spawn(app: Arc<AppState>) -> std::io::Result<std::thread::JoinHandle<()>> {

@@ -12,7 +12,7 @@ use order_core::http::{
 };
 use order_core::server::Lifecycle;
 
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::{pool, service};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

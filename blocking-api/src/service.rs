@@ -20,7 +20,7 @@ use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
 use crate::db::{self, Held};
 use crate::events;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// How a reservation ended: this request owns the key, or the answer is already known.
 enum Reserved {

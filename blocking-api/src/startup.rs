@@ -1,14 +1,12 @@
 //! Builds the server from [`Settings`]: migrations, pool, HTTP client, listener.
 
-use std::sync::Arc;
-
 use order_core::admission::Admission;
-use order_core::metrics::Metrics;
 use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::CommonSettings;
 
 use crate::events::{self, Events};
+use crate::state::AppState;
 use crate::{batch, clients::Deps, db::Db, recovery, routes};
 
 /// blocking-api's settings: the shared ones, its listen address and its thread pool.
@@ -27,19 +25,6 @@ pub struct Settings {
     pub blocking_threads: usize,
     #[command(flatten)]
     pub common: CommonSettings,
-}
-
-/// What every handler shares.
-pub struct AppState {
-    pub settings: CommonSettings,
-    pub db: Db,
-    /// The persist batch writer (`PERSIST_BATCH_MAX` > 1), or nothing.
-    pub batch: batch::Writer,
-    pub deps: Deps,
-    pub metrics: Arc<Metrics>,
-    pub hash_key: RequestHashKey,
-    pub admission: Admission,
-    pub events: Events,
 }
 
 pub struct Application(Running);

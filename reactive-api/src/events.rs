@@ -22,7 +22,7 @@ use order_core::sql;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 
 use crate::db::{self, Step, db_error};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Outbox rows a relay pass publishes at most.
 pub const RELAY_BATCH: i64 = 256;

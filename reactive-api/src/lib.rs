@@ -19,5 +19,6 @@ pub mod recovery;
 pub mod routes;
 pub mod service;
 pub mod startup;
+pub mod state;
 
 pub use startup::{Application, Settings};

@@ -11,7 +11,7 @@ use order_core::recovery::{self, CLAIM_BATCH, ClaimedKey, Settle};
 
 use crate::db::Held;
 use crate::service;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Starts the loop as a task on the current runtime.
 pub fn spawn(app: Arc<AppState>) -> tokio::task::JoinHandle<()> {

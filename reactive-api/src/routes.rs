@@ -12,7 +12,7 @@ use order_core::http::{
 use order_core::server::Lifecycle;
 
 use crate::service;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     order_core::server::order_routes(cfg, create_order, get_order, ready, metrics);

@@ -1,14 +1,12 @@
 //! Builds the server from [`Settings`]: migrations, pool, HTTP client, listener.
 
-use std::sync::Arc;
-
 use order_core::admission::Admission;
-use order_core::metrics::Metrics;
 use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::{CommonSettings, REACTIVE_MAX_IN_FLIGHT};
 
 use crate::events::{self, Events};
+use crate::state::AppState;
 use crate::{batch, clients::Deps, db::Db, recovery, routes};
 
 /// reactive-api's settings: the shared ones plus its listen address.
@@ -24,19 +22,6 @@ pub struct Settings {
     pub bind_addr: String,
     #[command(flatten)]
     pub common: CommonSettings,
-}
-
-/// What every handler shares.
-pub struct AppState {
-    pub settings: CommonSettings,
-    pub db: Db,
-    /// The persist batch writer (`PERSIST_BATCH_MAX` > 1), or nothing.
-    pub batch: batch::Writer,
-    pub deps: Deps,
-    pub metrics: Arc<Metrics>,
-    pub hash_key: RequestHashKey,
-    pub admission: Admission,
-    pub events: Events,
 }
 
 pub struct Application(Running);

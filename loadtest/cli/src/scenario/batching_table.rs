@@ -566,7 +566,7 @@ mod tests {
 
     fn fixture(api: &str) -> RunResults {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("../crates/lab-report/tests/fixtures/{api}-0.json"));
+            .join(format!("../report/tests/fixtures/{api}-0.json"));
         RunResults::load(&path).expect("fixture loads")
     }
 

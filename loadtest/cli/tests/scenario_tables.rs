@@ -10,7 +10,7 @@ use loadtest::scenario::{Variant, build_table, render_html, render_markdown, var
 
 fn fixture(api: &str) -> RunResults {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../crates/lab-report/tests/fixtures/{api}-0.json"));
+        .join(format!("../report/tests/fixtures/{api}-0.json"));
     RunResults::load(&path).expect("fixture loads")
 }
 

@@ -6,7 +6,7 @@
 //! records, per run, every key whose client gave up (timeout, broken or refused connection) and
 //! never got a 201 for it from another request (a duplicate), and asks `orders` for those keys once
 //! the API is idle and before the lab empties the tables. This module keeps the keys; the lab
-//! counts their orders (`loadtest/src/gave_up.rs`).
+//! counts their orders (`loadtest/cli/src/gave_up.rs`).
 
 use std::collections::HashSet;
 use std::sync::Arc;

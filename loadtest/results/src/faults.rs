@@ -3,7 +3,7 @@
 //! (restarted by the lab with the same settings) and an immediate restart of PostgreSQL. The plan
 //! is recorded in the run's configuration; what happened, and when, are the run's events.
 //!
-//! The lab carries the plan out (`loadtest/src/lab/faults.rs`); this module parses and describes it.
+//! The lab carries the plan out (`loadtest/cli/src/lab/faults.rs`); this module parses and describes it.
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};

@@ -354,7 +354,7 @@ fn example_report() {
     };
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/example-report");
     let (paths, _) = write_report(&fixtures::pair(), &out).expect("example written");
-    let notice = "This example was rendered from the synthetic fixture in `crates/lab-report/tests/fixtures/` — it is NOT a measurement.";
+    let notice = "This example was rendered from the synthetic fixture in `loadtest/report/tests/fixtures/` — it is NOT a measurement.";
     let html = std::fs::read_to_string(&paths.html)
         .expect("html")
         .replacen(

@@ -1,7 +1,7 @@
 //! A dependency slowed down in the middle of a run — the equivalent of throttling the broker's or
 //! the gateway's container during a test — marked on the timeline. This module holds the plan as
 //! recorded in the results (and what it does to Little's law); the lab carries it out through
-//! mock-deps' admin API (`loadtest/src/inject.rs`).
+//! mock-deps' admin API (`loadtest/cli/src/inject.rs`).
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,27 @@
+//! What every handler, the recovery loop and the event relay share: one [`AppState`] per process.
+//!
+//! Its own module (not `startup`'s) so that the modules it is handed to import it from below
+//! instead of from the module that builds them.
+
+use std::sync::Arc;
+
+use order_core::admission::Admission;
+use order_core::metrics::Metrics;
+use order_core::request_hash::RequestHashKey;
+use order_core::settings::CommonSettings;
+
+use crate::events::Events;
+use crate::{batch, clients::Deps, db::Db};
+
+/// What every handler shares.
+pub struct AppState {
+    pub settings: CommonSettings,
+    pub db: Db,
+    /// The persist batch writer (`PERSIST_BATCH_MAX` > 1), or nothing.
+    pub batch: batch::Writer,
+    pub deps: Deps,
+    pub metrics: Arc<Metrics>,
+    pub hash_key: RequestHashKey,
+    pub admission: Admission,
+    pub events: Events,
+}
