@@ -17,7 +17,7 @@ use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Timestam
 use diesel::{QueryResult, QueryableByName, RunQueryDsl, sql_query};
 use order_core::contract::ValidOrder;
 use order_core::error::ApiError;
-use order_core::idempotency::{self, ExistingKey, Reservation};
+use order_core::idempotency::{self, ExistingKey, Reservation, WonKey};
 use order_core::metrics::Metrics;
 use order_core::order::{Charging, OrderDocument, Outcome, plain};
 use order_core::recovery::ClaimedKey;
@@ -238,6 +238,8 @@ impl Db {
             amount: i64,
             #[diesel(sql_type = Text)]
             pending_order: String,
+            #[diesel(sql_type = Integer)]
+            deferrals: i32,
         }
         let mut c = self.acquire("recovery")?;
         let rows: Vec<Claimed> = sql_query(sql::CLAIM_CHARGING)
@@ -255,8 +257,52 @@ impl Db {
                 gateway_key: r.gateway_key,
                 amount: r.amount,
                 pending_order: r.pending_order,
+                deferrals: r.deferrals,
             })
             .collect())
+    }
+
+    /// Recovery: puts a claimed key off for `backoff_seconds` (`sql::DEFER_KEY`).
+    pub fn defer(&self, key: &ClaimedKey, backoff_seconds: f64) -> Result<(), ApiError> {
+        let mut c = self.acquire("recovery")?;
+        sql_query(sql::DEFER_KEY)
+            .bind::<Text, _>(&key.seller_id)
+            .bind::<Text, _>(&key.reference_id)
+            .bind::<Integer, _>(key.attempt)
+            .bind::<Double, _>(backoff_seconds)
+            .prepared()
+            .execute(c.conn())
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Recovery, right before a void: whether the claim still holds (`sql::REASSERT_CLAIM`).
+    pub fn reassert_claim(&self, key: &ClaimedKey, lease_seconds: f64) -> Result<bool, ApiError> {
+        let mut c = self.acquire("recovery")?;
+        let rows = sql_query(sql::REASSERT_CLAIM)
+            .bind::<Text, _>(&key.seller_id)
+            .bind::<Text, _>(&key.reference_id)
+            .bind::<Integer, _>(key.attempt)
+            .bind::<Double, _>(lease_seconds)
+            .prepared()
+            .execute(c.conn())
+            .map_err(db_error)?;
+        Ok(rows == 1)
+    }
+
+    /// Recovery's gauge: keys in `CHARGING` put off at least once (`sql::DEFERRED_KEYS`).
+    pub fn deferred_keys(&self) -> Result<i64, ApiError> {
+        #[derive(QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = BigInt)]
+            deferred: i64,
+        }
+        let mut c = self.acquire("recovery")?;
+        let row: Count = sql_query(sql::DEFERRED_KEYS)
+            .prepared()
+            .get_result(c.conn())
+            .map_err(db_error)?;
+        Ok(row.deferred)
     }
 
     /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
@@ -295,6 +341,8 @@ impl Db {
 struct Won {
     #[diesel(sql_type = Integer)]
     attempt: i32,
+    #[diesel(sql_type = Text)]
+    key_id: String,
     #[diesel(sql_type = Text)]
     state: String,
     #[diesel(sql_type = Nullable<Text>)]
@@ -335,7 +383,13 @@ pub fn reserve(
         .map(Some)
         .or_else(not_found_is_none)?;
     if let Some(w) = won {
-        return idempotency::acquired(w.attempt, &w.state, w.gateway_key, w.pending_order);
+        return idempotency::acquired(WonKey {
+            attempt: w.attempt,
+            key_id: w.key_id,
+            state: w.state,
+            gateway_key: w.gateway_key,
+            pending_order: w.pending_order,
+        });
     }
     Ok(match find_key(conn, seller_id, reference_id)? {
         Some(existing) => Reservation::Taken(existing),
@@ -510,33 +564,48 @@ fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError>
     }
 }
 
-/// Lost connections, and what the server ends or refuses for now (a statement or lock timeout,
-/// a shutdown: judged from the message, as diesel hides the SQLSTATE), are
-/// `database_unavailable`; anything else is a bug.
-/// Every failure that may have lost its connection is noted for the pool (`connections.rs`).
+/// A server error is judged by its SQLSTATE (`order_core::db_failure`), never by its message
+/// text. diesel hides the SQLSTATE behind its error kinds, so [`sqlstate`] gives back the code of
+/// each kind it names; the others (`Unknown`: timeouts, shutdowns, deadlocks, bugs alike) are
+/// judged unknown — 503, never voided — and may have lost their connection, which is noted for
+/// the pool (`connections.rs`): each pooled connection then pays one ping.
 pub(crate) fn db_error(e: diesel::result::Error) -> ApiError {
-    use diesel::result::{DatabaseErrorKind, Error};
-    use order_core::{connections, error::message_unavailable};
-    let (lost, unavailable) = match &e {
-        Error::DatabaseError(
-            DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
-            _,
-        )
-        | Error::BrokenTransactionManager => (true, true),
-        Error::DatabaseError(_, info) => (
-            connections::message_may_lose(info.message()),
-            message_unavailable(info.message()),
-        ),
-        _ => (false, false),
+    use diesel::result::Error;
+    use order_core::db_failure::{self, DbFailure};
+    let judged = match &e {
+        Error::DatabaseError(kind, _) => {
+            let code = sqlstate(kind);
+            if code.is_none_or(order_core::connections::sqlstate_may_lose) {
+                order_core::connections::note_possible_loss();
+            }
+            db_failure::judge(code)
+        }
+        Error::BrokenTransactionManager => {
+            order_core::connections::note_possible_loss();
+            DbFailure::Transient
+        }
+        _ => DbFailure::Bug,
     };
-    if lost {
-        connections::note_possible_loss();
-    }
-    if unavailable {
-        ApiError::DatabaseUnavailable(e.into())
-    } else {
-        ApiError::Internal(e.into())
-    }
+    judged.into_api_error(e.into())
+}
+
+/// The SQLSTATE behind each of diesel's error kinds, as diesel chose the kind from it
+/// (`diesel::pg::connection::result`); `None` for the kinds that do not name one.
+fn sqlstate(kind: &diesel::result::DatabaseErrorKind) -> Option<&'static str> {
+    use diesel::result::DatabaseErrorKind as Kind;
+    Some(match kind {
+        Kind::UniqueViolation => "23505",
+        Kind::ForeignKeyViolation => "23503",
+        Kind::NotNullViolation => "23502",
+        Kind::CheckViolation => "23514",
+        Kind::RestrictViolation => "23001",
+        Kind::ExclusionViolation => "23P01",
+        Kind::SerializationFailure => "40001",
+        Kind::ReadOnlyTransaction => "25006",
+        // diesel also reports a connection libpq found broken this way, whatever the code.
+        Kind::ClosedConnection | Kind::UnableToSendCommand => "08006",
+        _ => return None,
+    })
 }
 
 /// A statement of `order_core::sql`, kept as a prepared statement on its connection. diesel

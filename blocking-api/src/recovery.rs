@@ -1,11 +1,14 @@
 //! The recovery loop, as a plain thread: every `RECONCILE_INTERVAL_MS`, and once at start-up, it
-//! claims the keys left in `CHARGING` whose lease expired, asks the gateway what became of each
-//! charge and settles it as `order_core::recovery::decide` says — an order, a stored decline, a
-//! released key, or a voided charge. Step for step the same as reactive-api's `recovery.rs`.
+//! claims the keys left in `CHARGING` whose lease expired and whose back-off has passed, asks the
+//! gateway what became of each charge and settles it as `order_core::recovery::decide` says — an
+//! order, a stored decline, a released key, or a voided charge. A key it cannot settle now is put
+//! off for a growing pause, so a pass always ends. Voids are fenced and checked (see
+//! `order_core::recovery`). Step for step the same as reactive-api's `recovery.rs`.
 
 use std::sync::Arc;
 
-use order_core::error::ApiError;
+use order_core::db_failure;
+use order_core::error::{ApiError, Dependency};
 use order_core::order::Outcome;
 use order_core::recovery::{self, CLAIM_BATCH, ClaimedKey, Settle};
 
@@ -42,26 +45,44 @@ pub fn run_pass(app: &AppState) -> usize {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::warn!(error = %e, "recovery could not claim keys; next pass will");
-                return settled;
+                break;
             }
         };
         for key in &claimed {
-            let action = settle(app, key).unwrap_or_else(|e| {
-                tracing::warn!(gateway_key = %key.gateway_key, error = %e, "recovery deferred");
-                // End the claim's lease at once so the next pass tries again.
-                app.db
-                    .release(Held::none(), &key.seller_id, &key.reference_id, key.attempt);
-                "deferred"
-            });
+            let action = match settle(app, key) {
+                Ok(action) => action,
+                Err(e) => {
+                    tracing::warn!(gateway_key = %key.gateway_key, error = %e, "recovery deferred");
+                    "deferred"
+                }
+            };
+            if matches!(action, "deferred" | "superseded") {
+                defer(app, key);
+            }
             app.metrics
                 .recovery_actions
                 .with_label_values(&[action])
                 .inc();
-            settled += usize::from(action != "deferred");
+            settled += usize::from(!matches!(action, "deferred" | "superseded"));
         }
+        // Deferred keys are not due again in this pass: it ends once fewer than a claim are due.
         if (claimed.len() as i64) < CLAIM_BATCH {
-            return settled;
+            break;
         }
+    }
+    match app.db.deferred_keys() {
+        Ok(n) => app.metrics.recovery_deferred_keys.set(n),
+        Err(e) => tracing::debug!(error = %e, "recovery could not count its deferred keys"),
+    }
+    settled
+}
+
+/// Puts a key off for its next back-off (fenced by the claim: a key another attempt owns now is
+/// left alone). If even that fails, the claim's lease runs out and a later pass claims it.
+fn defer(app: &AppState, key: &ClaimedKey) {
+    let pause = recovery::backoff(key.deferrals).as_secs_f64();
+    if let Err(e) = app.db.defer(key, pause) {
+        tracing::debug!(gateway_key = %key.gateway_key, error = %e, "could not defer; the lease will expire");
     }
 }
 
@@ -74,8 +95,9 @@ fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
             let placed = Some((&doc, key.gateway_key.as_str()));
             match finish(app, key, Outcome::created(&doc), placed) {
                 Ok(()) => "completed",
-                // A bug or a row the database refuses for good: the order cannot be made.
-                Err(ApiError::Internal(e)) => {
+                // The database refuses this order's rows for good: it can never be made. Any
+                // other failure may pass, and the key waits for the next pass.
+                Err(e) if db_failure::is_refusal(&e) => {
                     tracing::error!(gateway_key = %key.gateway_key, error = ?e, "order cannot be made");
                     void_and_refuse(app, key)?
                 }
@@ -87,7 +109,9 @@ fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
             "declined"
         }
         Settle::VoidThenRelease => {
-            app.deps.void_payment(&key.gateway_key)?;
+            if !void(app, key)? {
+                return Ok("superseded");
+            }
             app.db.release_uncharged(key)?;
             "released"
         }
@@ -114,8 +138,30 @@ fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
     Ok(action)
 }
 
+/// Voids the key's charge at the gateway, fenced like recovery's writes: `false` (nothing voided)
+/// when the claim no longer holds — another attempt owns the key, or an order was made under this
+/// charge. A void whose answer does not show the key voided is an error: the key stays
+/// `CHARGING` for the next pass.
+fn void(app: &AppState, key: &ClaimedKey) -> Result<bool, ApiError> {
+    let lease = app.settings.lease_seconds();
+    if !app.db.reassert_claim(key, lease)? {
+        tracing::warn!(gateway_key = %key.gateway_key, "stale claim or an order exists: not voided");
+        return Ok(false);
+    }
+    let after = app.deps.void_payment(&key.gateway_key)?;
+    if !recovery::void_took_effect(&after) {
+        return Err(ApiError::DependencyUnavailable {
+            dependency: Dependency::Payment,
+            cause: anyhow::anyhow!("the void did not take effect: {}", after.status),
+        });
+    }
+    Ok(true)
+}
+
 fn void_and_refuse(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
-    app.deps.void_payment(&key.gateway_key)?;
+    if !void(app, key)? {
+        return Ok("superseded");
+    }
     finish(app, key, recovery::voided_outcome(), None)?;
     Ok("voided")
 }

@@ -14,7 +14,7 @@ use order_core::admission::Ticket;
 use order_core::contract::ValidOrder;
 use order_core::deps::Recommendation;
 use order_core::error::ApiError;
-use order_core::idempotency::{self, Reservation};
+use order_core::idempotency::{self, ChargePlan, Reservation};
 use order_core::order::{self, Charging, OrderDocument, Outcome};
 use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
@@ -24,8 +24,9 @@ use crate::state::AppState;
 
 /// How a reservation ended: this request owns the key, or the answer is already known.
 enum Reserved {
-    /// The attempt number, and the charge to resume when the key was taken over in `CHARGING`.
-    Owner(i32, Option<Box<Charging>>),
+    /// The attempt number, and what it charges under: a fresh charge, or the one to resume when
+    /// the key was taken over in `CHARGING`.
+    Owner(i32, ChargePlan),
     Done(Outcome),
 }
 
@@ -49,11 +50,11 @@ pub fn create_order(
     ticket.before_reservation()?;
     let mut held = app.db.hold(app.settings.db_tx_scope)?;
     // 2. Reserve the idempotency key (or replay / refuse).
-    let (attempt, resumed) = match reserve(app, &mut held, &seller_id, &order)? {
-        Reserved::Owner(attempt, resumed) => (attempt, resumed),
+    let (attempt, plan) = match reserve(app, &mut held, &seller_id, &order)? {
+        Reserved::Owner(attempt, plan) => (attempt, plan),
         Reserved::Done(outcome) => return Ok(outcome),
     };
-    match process(app, ticket, &mut held, &seller_id, &order, attempt, resumed) {
+    match process(app, ticket, &mut held, &seller_id, &order, attempt, plan) {
         Ok(outcome) => {
             app.db.commit(held)?;
             Ok(outcome)
@@ -67,7 +68,8 @@ pub fn create_order(
     }
 }
 
-/// The stored outcome of this very request, if it completed; else `error`.
+/// A request whose card has expired: the stored outcome of this very request, if it completed;
+/// 409 while its charge is in flight (`idempotency::decide_expired`); else `error`.
 fn replay_or(
     app: &AppState,
     seller_id: &str,
@@ -78,10 +80,7 @@ fn replay_or(
     let mut step = app.db.step(&mut held, "read")?;
     let existing = db::find_key(step.conn(), seller_id, &order.request.reference_id)?;
     drop(step);
-    match existing.map(|e| idempotency::decide(e, &order.request_hash)) {
-        Some(Ok(replay)) => Ok(replay),
-        _ => Err(error),
-    }
+    idempotency::decide_expired(existing, &order.request_hash, error)
 }
 
 fn reserve(
@@ -97,8 +96,8 @@ fn reserve(
         let reservation = db::reserve(step.conn(), seller_id, order, lease)?;
         drop(step);
         match reservation {
-            Reservation::Acquired { attempt, charging } => {
-                return Ok(Reserved::Owner(attempt, charging));
+            Reservation::Acquired { attempt, plan } => {
+                return Ok(Reserved::Owner(attempt, plan));
             }
             Reservation::Taken(existing) => {
                 return idempotency::decide(existing, &order.request_hash).map(Reserved::Done);
@@ -116,13 +115,13 @@ fn process(
     seller_id: &str,
     order: &ValidOrder,
     attempt: i32,
-    resumed: Option<Box<Charging>>,
+    plan: ChargePlan,
 ) -> Result<Outcome, ApiError> {
     let reference_id = &order.request.reference_id;
-    let charging = match resumed {
+    let charging = match plan {
         // Risk approved this request in the attempt that marked the charge: never run it again.
-        Some(charging) => *charging,
-        None => {
+        ChargePlan::Resume(charging) => *charging,
+        ChargePlan::Fresh { key_id } => {
             // 3. Risk analysis, if the deadline allows.
             ticket.check_deadline()?;
             let timeout = ticket.timeout(app.settings.deps_timeout());
@@ -134,7 +133,7 @@ fn process(
             // 4a. Mark CHARGING, durably, before the gateway sees the card; past this point the
             // work always finishes, deadline or not.
             ticket.check_deadline()?;
-            let charging = Charging::new(seller_id, order, attempt);
+            let charging = Charging::new(seller_id, order, &key_id, attempt);
             mark_charging(app, held, seller_id, reference_id, attempt, &charging)?;
             charging
         }

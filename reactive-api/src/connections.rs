@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult};
 use order_core::connections;
-use order_core::error::sqlstate_unavailable;
+use order_core::db_failure::{self, DbFailure};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection};
 
@@ -111,7 +111,9 @@ pub async fn acquire(pool: &Pool, timeout: Duration) -> Result<Pooled, sqlx::Err
 fn retryable(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Io(_) => true,
-        sqlx::Error::Database(db) => db.code().is_some_and(|c| sqlstate_unavailable(&c)),
+        sqlx::Error::Database(db) => {
+            db_failure::judge(db.code().as_deref()) == DbFailure::Transient
+        }
         _ => false,
     }
 }

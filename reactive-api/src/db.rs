@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use order_core::contract::ValidOrder;
-use order_core::error::{ApiError, sqlstate_unavailable};
-use order_core::idempotency::{self, ExistingKey, Reservation};
+use order_core::db_failure::{self, DbFailure};
+use order_core::error::ApiError;
+use order_core::idempotency::{self, ExistingKey, Reservation, WonKey};
 use order_core::metrics::Metrics;
 use order_core::order::{Charging, OrderDocument, Outcome, plain};
 use order_core::recovery::ClaimedKey;
@@ -264,10 +265,53 @@ impl Db {
                     gateway_key: r.try_get(3)?,
                     amount: r.try_get(4)?,
                     pending_order: r.try_get(5)?,
+                    deferrals: r.try_get(6)?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
             .map_err(db_error)
+    }
+
+    /// Recovery: puts a claimed key off for `backoff_seconds` (`sql::DEFER_KEY`).
+    pub async fn defer(&self, key: &ClaimedKey, backoff_seconds: f64) -> Result<(), ApiError> {
+        let mut c = self.acquire("recovery").await?;
+        sqlx::query(sql::DEFER_KEY)
+            .bind(&key.seller_id)
+            .bind(&key.reference_id)
+            .bind(key.attempt)
+            .bind(backoff_seconds)
+            .execute(c.conn())
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    /// Recovery, right before a void: whether the claim still holds (`sql::REASSERT_CLAIM`).
+    pub async fn reassert_claim(
+        &self,
+        key: &ClaimedKey,
+        lease_seconds: f64,
+    ) -> Result<bool, ApiError> {
+        let mut c = self.acquire("recovery").await?;
+        let done = sqlx::query(sql::REASSERT_CLAIM)
+            .bind(&key.seller_id)
+            .bind(&key.reference_id)
+            .bind(key.attempt)
+            .bind(lease_seconds)
+            .execute(c.conn())
+            .await
+            .map_err(db_error)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Recovery's gauge: keys in `CHARGING` put off at least once (`sql::DEFERRED_KEYS`).
+    pub async fn deferred_keys(&self) -> Result<i64, ApiError> {
+        let mut c = self.acquire("recovery").await?;
+        let row = sqlx::query(sql::DEFERRED_KEYS)
+            .fetch_one(c.conn())
+            .await
+            .map_err(db_error)?;
+        row.try_get::<i64, _>(0).map_err(db_error)
     }
 
     /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
@@ -314,10 +358,17 @@ pub async fn reserve(
         .await
         .map_err(db_error)?;
     if let Some(row) = won {
-        let get = |i| row.try_get::<Option<String>, _>(i).map_err(db_error);
-        let attempt = row.try_get::<i32, _>(0).map_err(db_error)?;
-        let state = row.try_get::<String, _>(1).map_err(db_error)?;
-        return idempotency::acquired(attempt, &state, get(2)?, get(3)?);
+        let won = (|| {
+            Ok::<_, sqlx::Error>(WonKey {
+                attempt: row.try_get(0)?,
+                key_id: row.try_get(1)?,
+                state: row.try_get(2)?,
+                gateway_key: row.try_get(3)?,
+                pending_order: row.try_get(4)?,
+            })
+        })()
+        .map_err(db_error)?;
+        return idempotency::acquired(won);
     }
     Ok(match find_key(conn, seller_id, reference_id).await? {
         Some(existing) => Reservation::Taken(existing),
@@ -464,23 +515,21 @@ fn begin_failed(e: sqlx::Error) -> ApiError {
     ApiError::DatabaseUnavailable(e.into())
 }
 
-/// Pool timeouts and lost connections are `database_unavailable`; anything else is a bug.
-/// Every failure that may have lost its connection is noted for the pool (`connections.rs`).
+/// Pool timeouts and lost connections are `database_unavailable`; a server error is judged by
+/// its SQLSTATE (`order_core::db_failure`: what may pass is 503, a refusal of the rows is marked
+/// for recovery); anything else is a bug. Every failure that may have lost its connection is
+/// noted for the pool (`connections.rs`).
 pub(crate) fn db_error(e: sqlx::Error) -> ApiError {
     connections::note_failure(&e);
-    let unavailable = match &e {
+    let judged = match &e {
         sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::WorkerCrashed
-        | sqlx::Error::BeginFailed => true,
-        sqlx::Error::Database(db) => db.code().is_some_and(|c| sqlstate_unavailable(&c)),
-        _ => false,
+        | sqlx::Error::BeginFailed => DbFailure::Transient,
+        sqlx::Error::Database(db) => db_failure::judge(db.code().as_deref()),
+        _ => DbFailure::Bug,
     };
-    if unavailable {
-        ApiError::DatabaseUnavailable(e.into())
-    } else {
-        ApiError::Internal(e.into())
-    }
+    judged.into_api_error(e.into())
 }

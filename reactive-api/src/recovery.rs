@@ -1,11 +1,14 @@
 //! The recovery loop, as a tokio task: every `RECONCILE_INTERVAL_MS`, and once at start-up, it
-//! claims the keys left in `CHARGING` whose lease expired, asks the gateway what became of each
-//! charge and settles it as `order_core::recovery::decide` says — an order, a stored decline, a
-//! released key, or a voided charge. Step for step the same as blocking-api's `recovery.rs`.
+//! claims the keys left in `CHARGING` whose lease expired and whose back-off has passed, asks the
+//! gateway what became of each charge and settles it as `order_core::recovery::decide` says — an
+//! order, a stored decline, a released key, or a voided charge. A key it cannot settle now is put
+//! off for a growing pause, so a pass always ends. Voids are fenced and checked (see
+//! `order_core::recovery`). Step for step the same as blocking-api's `recovery.rs`.
 
 use std::sync::Arc;
 
-use order_core::error::ApiError;
+use order_core::db_failure;
+use order_core::error::{ApiError, Dependency};
 use order_core::order::Outcome;
 use order_core::recovery::{self, CLAIM_BATCH, ClaimedKey, Settle};
 
@@ -41,7 +44,7 @@ pub async fn run_pass(app: &AppState) -> usize {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::warn!(error = %e, "recovery could not claim keys; next pass will");
-                return settled;
+                break;
             }
         };
         for key in &claimed {
@@ -49,23 +52,36 @@ pub async fn run_pass(app: &AppState) -> usize {
                 Ok(action) => action,
                 Err(e) => {
                     tracing::warn!(gateway_key = %key.gateway_key, error = %e, "recovery deferred");
-                    // End the claim's lease at once so the next pass tries again.
-                    let (seller_id, reference_id) = (&key.seller_id, &key.reference_id);
-                    app.db
-                        .release(Held::none(), seller_id, reference_id, key.attempt)
-                        .await;
                     "deferred"
                 }
             };
+            if matches!(action, "deferred" | "superseded") {
+                defer(app, key).await;
+            }
             app.metrics
                 .recovery_actions
                 .with_label_values(&[action])
                 .inc();
-            settled += usize::from(action != "deferred");
+            settled += usize::from(!matches!(action, "deferred" | "superseded"));
         }
+        // Deferred keys are not due again in this pass: it ends once fewer than a claim are due.
         if (claimed.len() as i64) < CLAIM_BATCH {
-            return settled;
+            break;
         }
+    }
+    match app.db.deferred_keys().await {
+        Ok(n) => app.metrics.recovery_deferred_keys.set(n),
+        Err(e) => tracing::debug!(error = %e, "recovery could not count its deferred keys"),
+    }
+    settled
+}
+
+/// Puts a key off for its next back-off (fenced by the claim: a key another attempt owns now is
+/// left alone). If even that fails, the claim's lease runs out and a later pass claims it.
+async fn defer(app: &AppState, key: &ClaimedKey) {
+    let pause = recovery::backoff(key.deferrals).as_secs_f64();
+    if let Err(e) = app.db.defer(key, pause).await {
+        tracing::debug!(gateway_key = %key.gateway_key, error = %e, "could not defer; the lease will expire");
     }
 }
 
@@ -78,8 +94,9 @@ async fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiErr
             let placed = Some((&doc, key.gateway_key.as_str()));
             match finish(app, key, Outcome::created(&doc), placed).await {
                 Ok(()) => "completed",
-                // A bug or a row the database refuses for good: the order cannot be made.
-                Err(ApiError::Internal(e)) => {
+                // The database refuses this order's rows for good: it can never be made. Any
+                // other failure may pass, and the key waits for the next pass.
+                Err(e) if db_failure::is_refusal(&e) => {
                     tracing::error!(gateway_key = %key.gateway_key, error = ?e, "order cannot be made");
                     void_and_refuse(app, key).await?
                 }
@@ -91,7 +108,9 @@ async fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiErr
             "declined"
         }
         Settle::VoidThenRelease => {
-            app.deps.void_payment(&key.gateway_key).await?;
+            if !void(app, key).await? {
+                return Ok("superseded");
+            }
             app.db.release_uncharged(key).await?;
             "released"
         }
@@ -118,8 +137,30 @@ async fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiErr
     Ok(action)
 }
 
+/// Voids the key's charge at the gateway, fenced like recovery's writes: `false` (nothing voided)
+/// when the claim no longer holds — another attempt owns the key, or an order was made under this
+/// charge. A void whose answer does not show the key voided is an error: the key stays
+/// `CHARGING` for the next pass.
+async fn void(app: &AppState, key: &ClaimedKey) -> Result<bool, ApiError> {
+    let lease = app.settings.lease_seconds();
+    if !app.db.reassert_claim(key, lease).await? {
+        tracing::warn!(gateway_key = %key.gateway_key, "stale claim or an order exists: not voided");
+        return Ok(false);
+    }
+    let after = app.deps.void_payment(&key.gateway_key).await?;
+    if !recovery::void_took_effect(&after) {
+        return Err(ApiError::DependencyUnavailable {
+            dependency: Dependency::Payment,
+            cause: anyhow::anyhow!("the void did not take effect: {}", after.status),
+        });
+    }
+    Ok(true)
+}
+
 async fn void_and_refuse(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
-    app.deps.void_payment(&key.gateway_key).await?;
+    if !void(app, key).await? {
+        return Ok("superseded");
+    }
     finish(app, key, recovery::voided_outcome(), None).await?;
     Ok("voided")
 }

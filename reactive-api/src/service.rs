@@ -13,7 +13,7 @@ use order_core::admission::Ticket;
 use order_core::contract::ValidOrder;
 use order_core::deps::Recommendation;
 use order_core::error::ApiError;
-use order_core::idempotency::{self, Reservation};
+use order_core::idempotency::{self, ChargePlan, Reservation};
 use order_core::order::{self, Charging, OrderDocument, Outcome};
 use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
@@ -23,8 +23,9 @@ use crate::state::AppState;
 
 /// How a reservation ended: this request owns the key, or the answer is already known.
 enum Reserved {
-    /// The attempt number, and the charge to resume when the key was taken over in `CHARGING`.
-    Owner(i32, Option<Box<Charging>>),
+    /// The attempt number, and what it charges under: a fresh charge, or the one to resume when
+    /// the key was taken over in `CHARGING`.
+    Owner(i32, ChargePlan),
     Done(Outcome),
 }
 
@@ -49,11 +50,11 @@ pub async fn create_order(
     ticket.before_reservation()?;
     let mut held = app.db.hold(app.settings.db_tx_scope).await?;
     // 2. Reserve the idempotency key (or replay / refuse).
-    let (attempt, resumed) = match reserve(app, &mut held, &seller_id, &order).await? {
-        Reserved::Owner(attempt, resumed) => (attempt, resumed),
+    let (attempt, plan) = match reserve(app, &mut held, &seller_id, &order).await? {
+        Reserved::Owner(attempt, plan) => (attempt, plan),
         Reserved::Done(outcome) => return Ok(outcome),
     };
-    match process(app, ticket, &mut held, &seller_id, &order, attempt, resumed).await {
+    match process(app, ticket, &mut held, &seller_id, &order, attempt, plan).await {
         Ok(outcome) => {
             app.db.commit(held).await?;
             Ok(outcome)
@@ -69,7 +70,8 @@ pub async fn create_order(
     }
 }
 
-/// The stored outcome of this very request, if it completed; else `error`.
+/// A request whose card has expired: the stored outcome of this very request, if it completed;
+/// 409 while its charge is in flight (`idempotency::decide_expired`); else `error`.
 async fn replay_or(
     app: &AppState,
     seller_id: &str,
@@ -80,10 +82,7 @@ async fn replay_or(
     let mut step = app.db.step(&mut held, "read").await?;
     let existing = db::find_key(step.conn(), seller_id, &order.request.reference_id).await?;
     drop(step);
-    match existing.map(|e| idempotency::decide(e, &order.request_hash)) {
-        Some(Ok(replay)) => Ok(replay),
-        _ => Err(error),
-    }
+    idempotency::decide_expired(existing, &order.request_hash, error)
 }
 
 async fn reserve(
@@ -99,8 +98,8 @@ async fn reserve(
         let reservation = db::reserve(step.conn(), seller_id, order, lease).await?;
         drop(step);
         match reservation {
-            Reservation::Acquired { attempt, charging } => {
-                return Ok(Reserved::Owner(attempt, charging));
+            Reservation::Acquired { attempt, plan } => {
+                return Ok(Reserved::Owner(attempt, plan));
             }
             Reservation::Taken(existing) => {
                 return idempotency::decide(existing, &order.request_hash).map(Reserved::Done);
@@ -118,13 +117,13 @@ async fn process(
     seller_id: &str,
     order: &ValidOrder,
     attempt: i32,
-    resumed: Option<Box<Charging>>,
+    plan: ChargePlan,
 ) -> Result<Outcome, ApiError> {
     let reference_id = &order.request.reference_id;
-    let charging = match resumed {
+    let charging = match plan {
         // Risk approved this request in the attempt that marked the charge: never run it again.
-        Some(charging) => *charging,
-        None => {
+        ChargePlan::Resume(charging) => *charging,
+        ChargePlan::Fresh { key_id } => {
             // 3. Risk analysis, if the deadline allows.
             ticket.check_deadline()?;
             let timeout = ticket.timeout(app.settings.deps_timeout());
@@ -136,7 +135,7 @@ async fn process(
             // 4a. Mark CHARGING, durably, before the gateway sees the card; past this point the
             // work always finishes, deadline or not.
             ticket.check_deadline()?;
-            let charging = Charging::new(seller_id, order, attempt);
+            let charging = Charging::new(seller_id, order, &key_id, attempt);
             mark_charging(app, held, seller_id, reference_id, attempt, &charging).await?;
             charging
         }

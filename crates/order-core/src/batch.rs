@@ -261,11 +261,16 @@ pub fn on_batch_error(error: &ApiError, len: usize) -> OnBatchError {
 }
 
 /// The batch's failure, for one of its orders (an `ApiError` is not `Clone`): the same variant
-/// for `database_unavailable`, anything else an internal error, with the cause's text.
+/// for `database_unavailable`, anything else an internal error, with the cause's text — and
+/// still marked a refusal when the database refused the rows for good, so that recovery voids
+/// exactly what it would have voided without batching.
 pub fn failure_for_each(error: &ApiError) -> ApiError {
     let cause = anyhow::anyhow!("persist batch failed: {error:#}");
     match error {
         ApiError::DatabaseUnavailable(_) => ApiError::DatabaseUnavailable(cause),
+        refused if crate::db_failure::is_refusal(refused) => {
+            ApiError::Internal(cause.context(crate::db_failure::Refusal))
+        }
         _ => ApiError::Internal(cause),
     }
 }

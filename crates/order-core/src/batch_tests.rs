@@ -103,6 +103,10 @@ fn a_refused_batch_is_retried_one_by_one_but_an_unavailable_database_is_not() {
         ApiError::DatabaseUnavailable(_)
     ));
     assert!(matches!(failure_for_each(&internal), ApiError::Internal(_)));
+    // A refusal stays a refusal for each order, so recovery voids what it would without batching.
+    assert!(!crate::db_failure::is_refusal(&failure_for_each(&internal)));
+    let refused = crate::db_failure::DbFailure::Refused.into_api_error(anyhow::anyhow!("23514"));
+    assert!(crate::db_failure::is_refusal(&failure_for_each(&refused)));
 }
 
 #[test]

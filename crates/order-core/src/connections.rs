@@ -43,12 +43,6 @@ pub fn sqlstate_may_lose(code: &str) -> bool {
     code.starts_with("08") || code.starts_with("57P0")
 }
 
-/// The same judgement from PostgreSQL's or libpq's message text, for diesel (which hides the
-/// SQLSTATE); see `error::message_unavailable`.
-pub fn message_may_lose(message: &str) -> bool {
-    crate::error::message_unavailable(message) && !message.contains("canceling statement due to")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,11 +63,5 @@ mod tests {
         assert!(sqlstate_may_lose("08006"));
         assert!(!sqlstate_may_lose("57014"));
         assert!(!sqlstate_may_lose("55P03"));
-        assert!(message_may_lose(
-            "terminating connection due to administrator command"
-        ));
-        assert!(!message_may_lose(
-            "canceling statement due to statement timeout"
-        ));
     }
 }

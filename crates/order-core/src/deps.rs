@@ -85,12 +85,21 @@ pub struct PayResult {
     pub status: PayStatus,
 }
 
-/// The `Idempotency-Key` of a charge: `<seller_id>:<reference_id>:<attempt>`, where `attempt` is
-/// the attempt that marked the key `CHARGING`. Retries and recovery reuse the stored key, so one
-/// charge has one key however often it is asked for; only a key that recovery found uncharged and
-/// voided at the gateway is ever followed by another.
-pub fn payment_idempotency_key(seller_id: &str, reference_id: &str, attempt: i32) -> String {
-    format!("{seller_id}:{reference_id}:{attempt}")
+/// The `Idempotency-Key` of a charge: `<seller_id>:<reference_id>:<key_id>:<attempt>`, where
+/// `key_id` is the idempotency key row's own UUID (made by the database when the key is first
+/// reserved, kept across attempts) and `attempt` the attempt that marked the key `CHARGING`.
+/// Retries and recovery reuse the stored key, so one charge has one key however often it is asked
+/// for; only a key that recovery found uncharged and voided at the gateway is ever followed by
+/// another. The row's id makes the key unique for ever: a database restored from a backup, or a
+/// second database behind the same gateway, re-issues `seller:reference:1` for a new order, and
+/// the gateway would answer it with an old charge; it never re-issues a UUID.
+pub fn payment_idempotency_key(
+    seller_id: &str,
+    reference_id: &str,
+    key_id: &str,
+    attempt: i32,
+) -> String {
+    format!("{seller_id}:{reference_id}:{key_id}:{attempt}")
 }
 
 /// `GET` this path for what the gateway knows of a charge.

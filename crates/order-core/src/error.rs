@@ -202,31 +202,3 @@ impl ResponseError for ApiError {
         response.body(self.body())
     }
 }
-
-/// Whether a PostgreSQL SQLSTATE means "the database cannot serve us now" (connection
-/// exceptions, operator intervention such as a shutdown or a statement timeout, insufficient
-/// resources, a lock not granted within `lock_timeout`, a transaction ended for idling) rather
-/// than a bug.
-pub fn sqlstate_unavailable(code: &str) -> bool {
-    ["08", "53", "57"]
-        .iter()
-        .any(|class| code.starts_with(class))
-        || ["55P03", "25P03"].contains(&code)
-}
-
-/// The same judgement from PostgreSQL's message text, for drivers that do not expose the
-/// SQLSTATE (diesel). Server messages are English unless `lc_messages` says otherwise; the lab's
-/// and CI's servers use the default.
-pub fn message_unavailable(message: &str) -> bool {
-    [
-        "canceling statement due to",
-        "terminating connection",
-        "the database system is",
-        "server closed the connection",
-        "no connection to the server",
-        "could not connect",
-        "connection to server",
-    ]
-    .iter()
-    .any(|m| message.contains(m))
-}

@@ -23,16 +23,23 @@ pub struct ExistingKey {
     pub order_id: Option<String>,
 }
 
+/// What a request that won its key will charge under.
+#[derive(Debug)]
+pub enum ChargePlan {
+    /// A fresh attempt: if risk approves, a new charge under the key row's own id (`key_id`, a
+    /// UUID the database made when the key was first reserved; see
+    /// [`crate::deps::payment_idempotency_key`]).
+    Fresh { key_id: String },
+    /// The takeover of a key already in `CHARGING`: resume that charge, under its stored key.
+    /// Boxed: rare, and large next to the other variant.
+    Resume(Box<Charging>),
+}
+
 /// The result of trying to reserve a key.
 #[derive(Debug)]
 pub enum Reservation {
     /// This request owns the key; `attempt` fences out an older attempt whose lease expired.
-    /// `charging` is set when it took over a key already in `CHARGING`: it resumes that charge.
-    Acquired {
-        attempt: i32,
-        /// Boxed: rare, and large next to the other variants.
-        charging: Option<Box<Charging>>,
-    },
+    Acquired { attempt: i32, plan: ChargePlan },
     /// The key belongs to another request, or to this one already finished or still running.
     Taken(ExistingKey),
     /// The key vanished between the insert and the read (a failed attempt released it): retry.
@@ -62,27 +69,58 @@ pub fn decide(existing: ExistingKey, request_hash: &str) -> Result<Outcome, ApiE
     }
 }
 
+/// The row a won reservation returned (`sql::RESERVE_KEY`).
+#[derive(Debug, Clone)]
+pub struct WonKey {
+    pub attempt: i32,
+    pub key_id: String,
+    pub state: String,
+    pub gateway_key: Option<String>,
+    pub pending_order: Option<String>,
+}
+
 /// Reads the row a won reservation returned: a fresh attempt, or the takeover of a `CHARGING`
 /// key whose charge it resumes.
-pub fn acquired(
-    attempt: i32,
-    state: &str,
-    gateway_key: Option<String>,
-    pending_order: Option<String>,
-) -> Result<Reservation, ApiError> {
-    let charging = match (state, gateway_key, pending_order) {
-        (STATE_CHARGING, Some(gateway_key), Some(pending)) => Some(Box::new(Charging {
-            gateway_key,
-            pending: PendingOrder::from_json(&pending)?,
-        })),
+pub fn acquired(won: WonKey) -> Result<Reservation, ApiError> {
+    let plan = match (won.state.as_str(), won.gateway_key, won.pending_order) {
+        (STATE_CHARGING, Some(gateway_key), Some(pending)) => {
+            ChargePlan::Resume(Box::new(Charging {
+                gateway_key,
+                pending: PendingOrder::from_json(&pending)?,
+            }))
+        }
         (STATE_CHARGING, ..) => {
             return Err(ApiError::Internal(anyhow::anyhow!(
                 "CHARGING key without its charge"
             )));
         }
-        _ => None,
+        _ => ChargePlan::Fresh { key_id: won.key_id },
     };
-    Ok(Reservation::Acquired { attempt, charging })
+    Ok(Reservation::Acquired {
+        attempt: won.attempt,
+        plan,
+    })
+}
+
+/// A request whose card has expired since it was first sent: the stored outcome when its key
+/// completed; `request_in_progress` (409) when its key is `CHARGING` — a charge was asked for
+/// while the card was valid, and the retry (or recovery) will finish it, so a terminal 400 now
+/// would tell the client "no order" while recovery goes on to make one; else `expired`.
+pub fn decide_expired(
+    existing: Option<ExistingKey>,
+    request_hash: &str,
+    expired: ApiError,
+) -> Result<Outcome, ApiError> {
+    match existing {
+        Some(e) if e.request_hash == request_hash && e.state == STATE_CHARGING => {
+            Err(ApiError::RequestInProgress)
+        }
+        Some(e) => match decide(e, request_hash) {
+            Ok(replay) => Ok(replay),
+            Err(_) => Err(expired),
+        },
+        None => Err(expired),
+    }
 }
 
 #[cfg(test)]
@@ -128,17 +166,41 @@ mod tests {
         assert!(matches!(err, ApiError::RequestInProgress));
     }
 
+    fn won(state: &str, gateway_key: Option<&str>, pending: Option<&str>) -> WonKey {
+        WonKey {
+            attempt: 2,
+            key_id: "id-1".into(),
+            state: state.into(),
+            gateway_key: gateway_key.map(Into::into),
+            pending_order: pending.map(Into::into),
+        }
+    }
+
     #[test]
     fn a_charging_takeover_resumes_its_charge() {
-        let fresh = acquired(1, STATE_IN_PROGRESS, None, None).unwrap();
+        let fresh = acquired(won(STATE_IN_PROGRESS, None, None)).unwrap();
         assert!(matches!(
             fresh,
-            Reservation::Acquired {
-                attempt: 1,
-                charging: None
-            }
+            Reservation::Acquired { attempt: 2, plan: ChargePlan::Fresh { key_id } } if key_id == "id-1"
         ));
-        assert!(acquired(2, STATE_CHARGING, Some("k".into()), None).is_err());
-        assert!(acquired(2, STATE_CHARGING, Some("k".into()), Some("{".into())).is_err());
+        assert!(acquired(won(STATE_CHARGING, Some("k"), None)).is_err());
+        assert!(acquired(won(STATE_CHARGING, Some("k"), Some("{"))).is_err());
+    }
+
+    #[test]
+    fn an_expired_card_is_refused_unless_its_key_has_a_charge_or_an_outcome() {
+        let expired = || ApiError::invalid("card", "expired");
+        let charging = decide_expired(Some(row("a", STATE_CHARGING, None)), "a", expired());
+        assert!(matches!(charging, Err(ApiError::RequestInProgress)));
+        let done = decide_expired(Some(row("a", STATE_COMPLETED, Some(201))), "a", expired());
+        assert_eq!(done.unwrap().status, 201);
+        for existing in [
+            None,
+            Some(row("a", STATE_IN_PROGRESS, None)),
+            Some(row("b", STATE_CHARGING, None)),
+        ] {
+            let refused = decide_expired(existing, "a", expired());
+            assert!(matches!(refused, Err(ApiError::InvalidRequest { .. })));
+        }
     }
 }

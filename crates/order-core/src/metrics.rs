@@ -33,6 +33,9 @@ pub struct Metrics {
     /// Passes of the recovery loop, and what it did to each key it settled.
     pub recovery_passes: IntCounter,
     pub recovery_actions: IntCounterVec,
+    /// Keys in `CHARGING` that recovery has put off at least once (the gateway or the database
+    /// failing, or a key a person must look at), as of the last pass.
+    pub recovery_deferred_keys: IntGauge,
     /// Persist attempts repeated on a fresh connection after a database failure.
     pub persist_retries: IntCounter,
     /// Admission control: the limit, the orders admitted now, and those refused or stopped.
@@ -123,9 +126,14 @@ impl Metrics {
         let recovery_actions = IntCounterVec::new(
             Opts::new(
                 "recovery_actions_total",
-                "Keys settled by recovery: completed, declined, released, voided, deferred",
+                "Keys settled by recovery: completed, declined, released, voided, deferred, superseded",
             ),
             &["action"],
+        )
+        .unwrap();
+        let recovery_deferred_keys = IntGauge::new(
+            "recovery_deferred_keys",
+            "Keys in CHARGING that recovery has put off at least once, as of its last pass",
         )
         .unwrap();
         let persist_retries = IntCounter::new(
@@ -174,6 +182,7 @@ impl Metrics {
         reg(Box::new(dep_seconds.clone()));
         reg(Box::new(recovery_passes.clone()));
         reg(Box::new(recovery_actions.clone()));
+        reg(Box::new(recovery_deferred_keys.clone()));
         reg(Box::new(persist_retries.clone()));
         reg(Box::new(admission_limit.clone()));
         reg(Box::new(admitted.clone()));
@@ -211,6 +220,7 @@ impl Metrics {
             dep_seconds,
             recovery_passes,
             recovery_actions,
+            recovery_deferred_keys,
             persist_retries,
             admission_limit,
             admitted,

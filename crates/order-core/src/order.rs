@@ -132,13 +132,20 @@ pub struct Charging {
 }
 
 impl Charging {
-    /// A new charge for attempt `attempt` of the key. The attempt number makes the gateway key
-    /// unique per charge: after recovery found no charge and voided the key at the gateway (so a
-    /// late request under it can never charge), a later attempt charges under a new key.
-    pub fn new(seller_id: &str, order: &ValidOrder, attempt: i32) -> Self {
+    /// A new charge for attempt `attempt` of the key row `key_id`. The attempt number makes the
+    /// gateway key unique per charge of one row: after recovery found no charge and voided the key
+    /// at the gateway (so a late request under it can never charge), a later attempt charges under
+    /// a new key. The row's id makes it unique across rows, restored databases included
+    /// ([`crate::deps::payment_idempotency_key`]).
+    pub fn new(seller_id: &str, order: &ValidOrder, key_id: &str, attempt: i32) -> Self {
         let reference_id = &order.request.reference_id;
         Charging {
-            gateway_key: crate::deps::payment_idempotency_key(seller_id, reference_id, attempt),
+            gateway_key: crate::deps::payment_idempotency_key(
+                seller_id,
+                reference_id,
+                key_id,
+                attempt,
+            ),
             pending: PendingOrder::new(seller_id, order),
         }
     }
@@ -236,8 +243,9 @@ mod tests {
 
     #[test]
     fn pending_order_keeps_no_card_data_and_confirms_with_its_id() {
-        let charging = Charging::new("acme", &order(), 3);
-        assert_eq!(charging.gateway_key, "acme:ref-1:3");
+        let key_id = "7d3c0b1e-0000-4000-8000-000000000001";
+        let charging = Charging::new("acme", &order(), key_id, 3);
+        assert_eq!(charging.gateway_key, format!("acme:ref-1:{key_id}:3"));
         let stored = charging.pending.to_json();
         assert!(
             !stored.contains("4111111111111111") && !stored.contains("cvv"),

@@ -5,6 +5,15 @@
 //! recovery loop claims it (`sql::CLAIM_CHARGING`, `FOR UPDATE SKIP LOCKED`, so several instances
 //! never settle the same key), asks the gateway what became of the charge, and settles it with
 //! [`decide`]: every charge ends as exactly one order or one void.
+//!
+//! Three rules keep recovery from turning a good charge into a void:
+//! - it voids only what is known to be unmakeable: the gateway's answer says so ([`decide`]), or
+//!   the database refused the order's rows for good (`db_failure::is_refusal`); any other failure
+//!   leaves the key `CHARGING`, put off for a growing [`backoff`];
+//! - immediately before a void it re-asserts its claim (`sql::REASSERT_CLAIM`: still its attempt,
+//!   still `CHARGING`, no order under this payment key) and skips the key when that fails;
+//! - it checks the void's answer ([`void_took_effect`]): a void that did not take effect leaves
+//!   the key `CHARGING` for the next pass, never a stored `order_voided` over a live charge.
 
 use crate::deps::{GatewayPayment, PayResult, PayStatus};
 use crate::error::ApiError;
@@ -28,6 +37,29 @@ pub struct ClaimedKey {
     pub gateway_key: String,
     pub amount: i64,
     pub pending_order: String,
+    /// How often recovery has put this key off already (it sets the next [`backoff`]).
+    pub deferrals: i32,
+}
+
+/// The first pause after a key is put off; each further deferral doubles it, up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest a key is put off: an outage that ends is noticed within a minute.
+pub const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How long recovery leaves a key alone after its `deferrals`-th deferral (counted from 0):
+/// 1 s, 2 s, 4 s … capped at a minute. With 150 keys that cannot be settled, a pass tries each
+/// once and ends; the next tries them again only when their pause has passed.
+pub fn backoff(deferrals: i32) -> std::time::Duration {
+    let doublings = deferrals.clamp(0, 16) as u32;
+    FIRST_BACKOFF
+        .saturating_mul(1 << doublings)
+        .min(MAX_BACKOFF)
+}
+
+/// Whether the gateway's answer to a void shows the key voided. Anything else (a charge still
+/// live, an unknown status) means the void did not take effect.
+pub fn void_took_effect(after: &GatewayPayment) -> bool {
+    after.status == "VOIDED"
 }
 
 /// What to do with a claimed key.
@@ -92,6 +124,7 @@ mod tests {
             gateway_key: "acme:r:1".into(),
             amount: 500,
             pending_order: pending_order.into(),
+            deferrals: 0,
         }
     }
 
@@ -135,6 +168,22 @@ mod tests {
             decide(&key("{broken"), Some(&seen("SUCCESS", 500, true))),
             Settle::VoidAndRefuse(_)
         ));
+    }
+
+    #[test]
+    fn backoff_doubles_from_a_second_up_to_a_minute() {
+        let secs: Vec<u64> = [0, 1, 2, 5, 6, 7, 1000, -3]
+            .into_iter()
+            .map(|d| backoff(d).as_secs())
+            .collect();
+        assert_eq!(secs, [1, 2, 4, 32, 60, 60, 60, 1]);
+    }
+
+    #[test]
+    fn only_a_voided_answer_is_a_void() {
+        assert!(void_took_effect(&seen("VOIDED", 500, true)));
+        assert!(!void_took_effect(&seen("SUCCESS", 500, true)));
+        assert!(!void_took_effect(&seen("PENDING", 500, false)));
     }
 
     #[test]

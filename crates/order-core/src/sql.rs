@@ -4,8 +4,9 @@
 
 /// Reserves `(seller_id, reference_id)`, or takes the key over when its lease has expired: an
 /// `IN_PROGRESS` key (no charge was ever asked for: any request may have it), or a `CHARGING` key
-/// of the same request (the retry resumes that charge). Returns the attempt number, the state and,
-/// for a `CHARGING` takeover, the charge to resume; no row when the key is taken.
+/// of the same request (the retry resumes that charge). Returns the attempt number, the key row's
+/// own id (part of a fresh charge's gateway key), the state and, for a `CHARGING` takeover, the
+/// charge to resume; no row when the key is taken.
 /// `$1` seller_id, `$2` reference_id, `$3` request_hash, `$4` lease in seconds (float8).
 pub const RESERVE_KEY: &str = "\
 INSERT INTO idempotency_keys (seller_id, reference_id, request_hash, state, attempt, lease_expires_at)
@@ -19,7 +20,7 @@ ON CONFLICT (seller_id, reference_id) DO UPDATE
    AND (idempotency_keys.state = 'IN_PROGRESS'
         OR (idempotency_keys.state = 'CHARGING'
             AND idempotency_keys.request_hash = EXCLUDED.request_hash))
-RETURNING attempt, state, gateway_key, pending_order";
+RETURNING attempt, key_id::text AS key_id, state, gateway_key, pending_order";
 
 /// Reads a taken key. `$1` seller_id, `$2` reference_id.
 pub const FIND_KEY: &str = "\
@@ -58,8 +59,9 @@ UPDATE idempotency_keys
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3
    AND state IN ('IN_PROGRESS', 'CHARGING')";
 
-/// Recovery: claims up to `$2` keys left in `CHARGING` whose lease expired, as a new attempt with
-/// a lease of `$1` seconds. `SKIP LOCKED`: concurrent passes (other instances) take other keys.
+/// Recovery: claims up to `$2` keys left in `CHARGING` whose lease expired and whose back-off
+/// (`next_attempt_at`, see [`DEFER_KEY`]) has passed, as a new attempt with a lease of `$1`
+/// seconds. `SKIP LOCKED`: concurrent passes (other instances) take other keys.
 pub const CLAIM_CHARGING: &str = "\
 UPDATE idempotency_keys k
    SET attempt = k.attempt + 1,
@@ -67,12 +69,39 @@ UPDATE idempotency_keys k
        updated_at = now()
   FROM (SELECT seller_id, reference_id
           FROM idempotency_keys
-         WHERE state = 'CHARGING' AND lease_expires_at < now()
+         WHERE state = 'CHARGING' AND lease_expires_at < now() AND next_attempt_at <= now()
          ORDER BY lease_expires_at
          LIMIT $2
            FOR UPDATE SKIP LOCKED) due
  WHERE k.seller_id = due.seller_id AND k.reference_id = due.reference_id
-RETURNING k.seller_id, k.reference_id, k.attempt, k.gateway_key, k.amount, k.pending_order";
+RETURNING k.seller_id, k.reference_id, k.attempt, k.gateway_key, k.amount, k.pending_order,
+          k.deferrals";
+
+/// Recovery could not settle a claimed key now (the gateway or the database failed): its lease
+/// ends, and the next pass leaves it alone for `$4` seconds (a growing back-off,
+/// `order_core::recovery::backoff`), so that a pass always ends and an outage costs no CPU. A
+/// client's retry may still take the key over at once. Fenced by the attempt.
+/// `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` back-off in seconds (float8).
+pub const DEFER_KEY: &str = "\
+UPDATE idempotency_keys
+   SET lease_expires_at = now(), deferrals = deferrals + 1,
+       next_attempt_at = now() + make_interval(secs => $4::float8), updated_at = now()
+ WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'";
+
+/// Recovery, immediately before it voids a charge at the gateway: re-asserts its claim — still
+/// this attempt's, still `CHARGING`, no order made under this payment key — and renews the lease
+/// for `$4` seconds, so no retry can take the key over while the void is on its way. No row: the
+/// claim is stale (another attempt owns the key, or the order exists), and nothing is voided.
+/// `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` lease in seconds (float8).
+pub const REASSERT_CLAIM: &str = "\
+UPDATE idempotency_keys k
+   SET lease_expires_at = now() + make_interval(secs => $4::float8), updated_at = now()
+ WHERE k.seller_id = $1 AND k.reference_id = $2 AND k.attempt = $3 AND k.state = 'CHARGING'
+   AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.payment_key = k.gateway_key)";
+
+/// Recovery's gauge: keys in `CHARGING` that recovery has had to put off at least once.
+pub const DEFERRED_KEYS: &str = "\
+SELECT count(*) AS deferred FROM idempotency_keys WHERE state = 'CHARGING' AND deferrals > 0";
 
 /// Recovery: the gateway never charged this key (and it is now voided there): back to a fresh,
 /// expired `IN_PROGRESS` reservation, so the client's retry starts over under a new gateway key.

@@ -11,10 +11,12 @@
 mod app;
 mod database;
 mod orders;
+mod stub_gateway;
 
 pub use app::{Api, TestApp};
 pub use database::{TestDatabase, admin_url};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
+pub use stub_gateway::StubGateway;
 
 /// Polls `check` every 50 ms until it holds, failing the test after `secs` seconds with `what`.
 pub async fn eventually<F, Fut>(secs: u64, what: &str, mut check: F)
