@@ -48,10 +48,10 @@ async fn get_order(
 ) -> Result<HttpResponse, ApiError> {
     let token = seller_token(&req)?;
     let app = state.clone();
-    let body = pool::run(&state.metrics, move || {
-        service::get_order(&app, &token, &id)
-    })
-    .await?;
+    let body = state
+        .reads
+        .run(move || service::get_order(&app, &token, &id))
+        .await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(body))
@@ -62,7 +62,7 @@ async fn ready(state: web::Data<AppState>, lifecycle: web::Data<Lifecycle>) -> H
         return draining;
     }
     let app = state.clone();
-    ready_response(pool::run(&state.metrics, move || app.db.ping()).await)
+    ready_response(state.reads.run(move || app.db.ping()).await)
 }
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {
