@@ -2,7 +2,7 @@
 //! the metrics middleware, JSON fallbacks for unknown routes and methods, `/health`, `/metrics`.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -17,10 +17,13 @@ use crate::error::ApiError;
 use crate::metrics::Metrics;
 
 /// Reads a JSON request body: `application/json` only (415), at most 64 KiB (413, refused from
-/// `Content-Length` before reading when the client announces it).
+/// `Content-Length` before reading when the client announces it), all of it within `timeout`
+/// (`CLIENT_BODY_TIMEOUT_MS`, else 408 `request_timeout`). The handlers read it before admission:
+/// a client that sends its body slowly, or never, waits here holding nothing but its connection.
 pub async fn read_json_body(
     req: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
+    timeout: Duration,
 ) -> Result<Bytes, ApiError> {
     let content_type = req
         .headers()
@@ -42,7 +45,18 @@ pub async fn read_json_body(
     if announced.is_some_and(|n| n > MAX_BODY_BYTES) {
         return Err(too_large);
     }
-    let mut body = BytesMut::with_capacity(announced.unwrap_or(1024));
+    let read = read_body(payload, announced.unwrap_or(1024), too_large);
+    tokio::time::timeout(timeout, read)
+        .await
+        .unwrap_or(Err(ApiError::RequestTimeout))
+}
+
+async fn read_body(
+    mut payload: web::Payload,
+    capacity: usize,
+    too_large: ApiError,
+) -> Result<Bytes, ApiError> {
+    let mut body = BytesMut::with_capacity(capacity);
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| ApiError::invalid("body", format!("unreadable: {e}")))?;
         if body.len() + chunk.len() > MAX_BODY_BYTES {
