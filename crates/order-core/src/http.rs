@@ -76,7 +76,9 @@ pub fn seller_token(req: &HttpRequest) -> Result<String, ApiError> {
     crate::deps::token_from_header(value)
 }
 
-/// Counts every request by route pattern, method and status, times it, and tracks those in flight.
+/// Counts every request by route pattern, method and status, times it, and tracks those in flight
+/// (`http_requests_in_flight`, through an [`InFlight`] guard: a request whose client disconnects
+/// has its handler, and this future, dropped by actix, and must stop counting then too).
 pub async fn track_metrics(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -84,12 +86,10 @@ pub async fn track_metrics(
     let metrics = req.app_data::<web::Data<Arc<Metrics>>>().cloned();
     let method = method_label(req.method());
     let start = Instant::now();
-    if let Some(m) = &metrics {
-        m.in_flight.inc();
-    }
+    let in_flight = metrics.as_ref().map(|m| InFlight::enter(&m.in_flight));
     let result = next.call(req).await;
+    drop(in_flight);
     if let Some(m) = &metrics {
-        m.in_flight.dec();
         let (route, status) = match &result {
             Ok(res) => (
                 res.request()
@@ -110,6 +110,22 @@ pub async fn track_metrics(
             .observe(start.elapsed().as_secs_f64());
     }
     result
+}
+
+/// Holds `http_requests_in_flight` up by one for its lifetime, however the request ends.
+struct InFlight(prometheus::IntGauge);
+
+impl InFlight {
+    fn enter(gauge: &prometheus::IntGauge) -> Self {
+        gauge.inc();
+        InFlight(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// The `method` label: the standard methods by name, anything else `OTHER`, so that a client

@@ -1,6 +1,7 @@
-//! Clients that are slow hold nothing an order needs: the head must arrive within
-//! `CLIENT_HEADER_TIMEOUT_MS` and the body within `CLIENT_BODY_TIMEOUT_MS` (else 408), and a body
-//! is read before admission. The clients here are raw sockets, so that the test controls
+//! Clients that are slow, or that leave half-way, hold nothing an order needs: the head must
+//! arrive within `CLIENT_HEADER_TIMEOUT_MS` and the body within `CLIENT_BODY_TIMEOUT_MS` (else
+//! 408), a body is read before admission, and a request whose client is gone is no longer counted
+//! in `http_requests_in_flight`. The clients here are raw sockets, so that the test controls
 //! exactly which bytes are sent and when. Run against both APIs.
 
 use std::time::{Duration, Instant};
@@ -13,6 +14,7 @@ use tokio::net::TcpStream;
 contract_tests!(
     three_hundred_stalled_uploads_do_not_delay_an_order,
     a_head_not_received_in_time_gets_408,
+    a_client_gone_mid_request_is_no_longer_in_flight,
 );
 
 const STALLED: usize = 300;
@@ -141,4 +143,26 @@ async fn a_head_not_received_in_time_gets_408(api: Api) {
         after >= Duration::from_millis(500) && after < Duration::from_millis(3000),
         "answered after {after:?}"
     );
+}
+
+/// A client that closes its connection while its order waits for the seller: actix drops the
+/// handler, and the request must stop counting as in flight at once, not when the work ends.
+async fn a_client_gone_mid_request_is_no_longer_in_flight(api: Api) {
+    let mut mocks = MockConfig::instant();
+    mocks.seller.latency_ms = 10_000;
+    let app = TestApp::spawn_with(api, mocks, |_| {}).await;
+    let idle = in_flight(&app).await;
+    let body = serde_json::to_vec(&valid_order("gone-mid")).unwrap();
+    let mut request = head(body.len()).into_bytes();
+    request.extend_from_slice(&body);
+    let socket = send(&app, &request).await;
+    eventually(5, "the order to be in flight", || async {
+        in_flight(&app).await == idle + 1.0
+    })
+    .await;
+    drop(socket);
+    eventually(3, "the gauge to be back at its idle value", || async {
+        in_flight(&app).await == idle
+    })
+    .await;
 }
