@@ -14,6 +14,8 @@
 # The report lands in reports/compose-e2e-<UTC time>/, with the phases' times in timings.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# docker-compose.yml ships no REQUEST_HASH_KEY: .env holds one (random, written once).
+scripts/make-env.sh
 
 profile=${COMPOSE_E2E_PROFILE:-ramp-300}
 scale=${COMPOSE_E2E_SCALE:-0.5}

@@ -15,7 +15,7 @@ use order_core::settings::{CommonSettings, DepsHttp};
 
 pub struct Deps {
     http: reqwest::blocking::Client,
-    base: String,
+    base: reqwest::Url,
     /// The three per-order URLs, parsed once (not per call).
     seller_url: reqwest::Url,
     risk_url: reqwest::Url,
@@ -47,7 +47,7 @@ impl Deps {
             seller_url: parse(&base, deps::SELLER_PATH)?,
             risk_url: parse(&base, deps::RISK_PATH)?,
             pay_url: parse(&base, deps::PAY_PATH)?,
-            base,
+            base: parse(&base, "")?,
             metrics,
         })
     }
@@ -94,14 +94,14 @@ impl Deps {
 
     /// Recovery: what the gateway knows of a charge (`None`: it never saw the key).
     pub fn lookup_payment(&self, gateway_key: &str) -> Result<Option<GatewayPayment>, ApiError> {
-        let url = format!("{}{}", self.base, deps::payment_path(gateway_key));
+        let url = deps::payment_url(&self.base, gateway_key);
         let (status, body) = self.call(Dependency::Payment, self.http.get(url))?;
         deps::lookup_outcome(status, &body)
     }
 
     /// Recovery: voids a charge, or blocks a key the gateway never saw from ever charging.
     pub fn void_payment(&self, gateway_key: &str) -> Result<GatewayPayment, ApiError> {
-        let url = format!("{}{}", self.base, deps::void_path(gateway_key));
+        let url = deps::void_url(&self.base, gateway_key);
         let (status, body) = self.call(Dependency::Payment, self.http.post(url))?;
         deps::void_outcome(status, &body)
     }

@@ -1,6 +1,8 @@
-//! The bounded blocking pool every order request runs on, with its gauges (busy, queued).
+//! The bounded blocking pool every order request runs on, with its gauges (busy, queued), and
+//! the small pool of its own that the reads (`GET /orders/{id}`, `/ready`) run on instead — see
+//! [`ReadPool`] for why they must not share the orders' threads.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use actix_web::web;
 use order_core::ApiError;
@@ -44,6 +46,66 @@ impl Drop for Gauge {
     fn drop(&mut self) {
         if let Some(g) = &self.0 {
             g.dec();
+        }
+    }
+}
+
+/// The pool of the reads, `GET /orders/{id}` and `/ready`: `READ_THREADS` threads of their own.
+///
+/// Why not the order pool: with `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the default) every admitted
+/// order counts on finding a thread at once, and orders that wait on a slow gateway hold every
+/// thread for as long as it is slow. A read on that pool queued behind them (a lookup answered
+/// after the gateway's seconds, a readiness probe failing while the service works), or, once
+/// reads are many, took the threads admitted orders count on: with 64 orders waiting 4 s on the
+/// gateway, a `GET /orders/{id}` on the shared pool answered after 3.6 s (the contract test
+/// `reads_answer_while_orders_fill_every_place`, before this pool). Reads hold a thread for one query;
+/// a few threads of their own serve them, and when those are busy reads wait for each other only.
+pub struct ReadPool {
+    jobs: mpsc::Sender<Job>,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+impl ReadPool {
+    /// Starts `threads` threads (at least one); they end when the pool is dropped.
+    pub fn start(threads: usize) -> std::io::Result<Self> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        for i in 0..threads.max(1) {
+            let queue = queue.clone();
+            std::thread::Builder::new()
+                .name(format!("read-{i}"))
+                .spawn(move || {
+                    loop {
+                        // One idle thread waits for the next job, the others for the lock; the
+                        // lock is let go before the job runs. No job panics while holding it.
+                        let next = queue.lock().expect("never poisoned").recv();
+                        let Ok(job) = next else { return };
+                        job();
+                    }
+                })?;
+        }
+        Ok(ReadPool { jobs })
+    }
+
+    /// Runs `work` on one of the pool's threads.
+    pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
+    where
+        F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            let _ = answer.send(outcome);
+        });
+        let gone = || ApiError::Internal(anyhow::anyhow!("read pool: its threads are gone"));
+        self.jobs.send(job).map_err(|_| gone())?;
+        match answered.await.map_err(|_| gone())? {
+            Ok(result) => result,
+            Err(_) => Err(ApiError::Internal(anyhow::anyhow!(
+                "read pool: the read panicked"
+            ))),
         }
     }
 }

@@ -1,7 +1,8 @@
-//! HTTP handlers: admission and the body on the event loop, then the whole order handler runs as
-//! one closure on the bounded blocking pool. With `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the
-//! default) an admitted order finds a thread at once; a closure whose request waited past its
-//! deadline anyway is never started.
+//! HTTP handlers: the body (within `CLIENT_BODY_TIMEOUT_MS`), then admission, on the event loop;
+//! then the whole order handler runs as one closure on the bounded blocking pool. With
+//! `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the default) an admitted order finds a thread at once; a
+//! closure whose request waited past its deadline anyway is never started. The reads run on a
+//! pool of their own ([`pool::ReadPool`]).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
@@ -25,9 +26,10 @@ async fn create_order(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    // The body first: a client slow to send it waits holding no admission place.
+    let body = read_json_body(&req, payload, state.settings.client_body_timeout()).await?;
     let (ticket, client) = state.admission.admit(&lag).await?;
     let token = seller_token(&req)?;
-    let body = read_json_body(&req, payload).await?;
     let app = state.clone();
     // If this handler is dropped (the client left), the closure still runs to its end; `client`
     // tells it to stop if it has not reserved the key yet.
@@ -48,10 +50,10 @@ async fn get_order(
 ) -> Result<HttpResponse, ApiError> {
     let token = seller_token(&req)?;
     let app = state.clone();
-    let body = pool::run(&state.metrics, move || {
-        service::get_order(&app, &token, &id)
-    })
-    .await?;
+    let body = state
+        .reads
+        .run(move || service::get_order(&app, &token, &id))
+        .await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(body))
@@ -62,7 +64,7 @@ async fn ready(state: web::Data<AppState>, lifecycle: web::Data<Lifecycle>) -> H
         return draining;
     }
     let app = state.clone();
-    ready_response(pool::run(&state.metrics, move || app.db.ping()).await)
+    ready_response(state.reads.run(move || app.db.ping()).await)
 }
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {

@@ -6,6 +6,7 @@ use order_core::server::{Running, start};
 use order_core::settings::CommonSettings;
 
 use crate::events::{self, Events};
+use crate::pool::ReadPool;
 use crate::state::AppState;
 use crate::{batch, clients::Deps, db::Db, recovery, routes};
 
@@ -23,6 +24,9 @@ pub struct Settings {
     /// Threads of the blocking pool that runs every order request (a servlet container's 200).
     #[arg(long, env = "BLOCKING_THREADS", default_value_t = 200)]
     pub blocking_threads: usize,
+    /// Threads of the pool that `GET /orders/{id}` and `/ready` run on, apart from the orders'.
+    #[arg(long, env = "READ_THREADS", default_value_t = 4)]
+    pub read_threads: usize,
     #[command(flatten)]
     pub common: CommonSettings,
 }
@@ -45,6 +49,7 @@ impl Application {
                     db,
                     deps: Deps::new(&common, metrics.clone())?,
                     admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
+                    reads: ReadPool::start(settings.read_threads)?,
                     events,
                     metrics,
                     hash_key: RequestHashKey::from_settings(&common)?,

@@ -11,6 +11,7 @@ use order_core::request_hash::RequestHashKey;
 use order_core::settings::CommonSettings;
 
 use crate::events::Events;
+use crate::pool::ReadPool;
 use crate::{batch, clients::Deps, db::Db};
 
 /// What every handler shares.
@@ -23,5 +24,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub hash_key: RequestHashKey,
     pub admission: Admission,
+    /// The threads of `GET /orders/{id}` and `/ready`, apart from the orders'.
+    pub reads: ReadPool,
     pub events: Events,
 }

@@ -1,6 +1,8 @@
-//! HTTP handlers: each request is a future on the worker's event loop. An admitted order runs as
-//! a task of its own, so that a client that disconnects (actix then drops the handler) cannot
-//! abandon a reserved key or a charge half-way; it stops only if it has not reserved yet.
+//! HTTP handlers: each request is a future on the worker's event loop. An order's body is read
+//! (within `CLIENT_BODY_TIMEOUT_MS`) before admission, so a slow client holds no place. An
+//! admitted order runs as a task of its own, so that a client that disconnects (actix then drops
+//! the handler) cannot abandon a reserved key or a charge half-way; it stops only if it has not
+//! reserved yet.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
@@ -24,9 +26,10 @@ async fn create_order(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    // The body first: a client slow to send it waits holding no admission place.
+    let body = read_json_body(&req, payload, state.settings.client_body_timeout()).await?;
     let (ticket, client) = state.admission.admit(&lag).await?;
     let token = seller_token(&req)?;
-    let body = read_json_body(&req, payload).await?;
     let order = CreateOrderRequest::parse(&body)?.validate(&state.hash_key)?;
     let app = state.clone();
     let work =

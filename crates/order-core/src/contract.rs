@@ -118,9 +118,7 @@ impl CreateOrderRequest {
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
         let de = &mut serde_json::Deserializer::from_slice(body);
         serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let field = if path == "." { "body".to_owned() } else { path };
-            ApiError::invalid(field, redact_values(&e.inner().to_string()))
+            ApiError::invalid(field_name(e.path()), redact_values(&e.inner().to_string()))
         })
     }
 
@@ -169,6 +167,32 @@ pub fn redact_values(message: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The `field` of a parse error: the path as serde_path_to_error writes it (`payment.amount`,
+/// `items[1]`), `body` for the whole body. A key the client made up is named only if it holds no
+/// digit: the path can end inside an unknown key, and a card number sent as a key would otherwise
+/// come back in the 400. Such a key (or enum variant) is written `…`, as [`redact_values`] writes a value.
+fn field_name(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut field = String::new();
+    for segment in path {
+        if !field.is_empty() && !matches!(segment, Segment::Seq { .. }) {
+            field.push('.');
+        }
+        match segment {
+            Segment::Map { key: name } | Segment::Enum { variant: name }
+                if name.bytes().any(|b| b.is_ascii_digit()) =>
+            {
+                field.push('…')
+            }
+            other => field.push_str(&other.to_string()),
+        }
+    }
+    if field.is_empty() {
+        field.push_str("body");
+    }
+    field
 }
 
 fn check_reference_id(id: &str) -> Result<(), ApiError> {

@@ -2,6 +2,7 @@
 //! read. Both APIs' `clients` modules only move bytes; what an answer *means* is decided here, once.
 
 use serde::{Deserialize, Serialize};
+use url::Url;
 
 use crate::contract::{PaymentMethod, ValidOrder};
 use crate::error::{ApiError, Dependency};
@@ -102,14 +103,28 @@ pub fn payment_idempotency_key(
     format!("{seller_id}:{reference_id}:{key_id}:{attempt}")
 }
 
-/// `GET` this path for what the gateway knows of a charge.
-pub fn payment_path(gateway_key: &str) -> String {
-    format!("{PAYMENTS_PATH}/{gateway_key}")
+/// `GET` this URL (under `DEPS_URL`, `base`) for what the gateway knows of a charge:
+/// [`PAYMENTS_PATH`]`/<key>`, the key percent-encoded as one path segment. It begins with the
+/// seller id, which is the seller service's to choose and may hold `/`, `?` or `%`: pasted into the
+/// path as it is, it would name another path (or start a query).
+pub fn payment_url(base: &Url, gateway_key: &str) -> Url {
+    let mut url = base.clone();
+    url.path_segments_mut()
+        .expect("DEPS_URL is an http(s) URL")
+        .pop_if_empty()
+        .extend(PAYMENTS_PATH.split('/').filter(|s| !s.is_empty()))
+        .push(gateway_key);
+    url
 }
 
-/// `POST` this path to void a charge (or to block a key the gateway never saw).
-pub fn void_path(gateway_key: &str) -> String {
-    format!("{PAYMENTS_PATH}/{gateway_key}{VOID_SUFFIX}")
+/// `POST` this URL to void a charge (or to block a key the gateway never saw): [`payment_url`]
+/// then [`VOID_SUFFIX`].
+pub fn void_url(base: &Url, gateway_key: &str) -> Url {
+    let mut url = payment_url(base, gateway_key);
+    url.path_segments_mut()
+        .expect("DEPS_URL is an http(s) URL")
+        .push(VOID_SUFFIX.trim_start_matches('/'));
+    url
 }
 
 /// What the gateway knows of one idempotency key.
@@ -188,4 +203,31 @@ pub fn token_from_header(value: Option<&str>) -> Result<String, ApiError> {
     };
     let ok = !token.is_empty() && token.len() <= 128 && token.bytes().all(|b| b.is_ascii_graphic());
     ok.then(|| token.to_owned()).ok_or(ApiError::Unauthorized)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gateway_key_is_one_encoded_path_segment() {
+        let key = "shop/1?a%2f#b:ref-1:1";
+        let encoded = "shop%2F1%3Fa%252f%23b:ref-1:1";
+        for base in ["http://deps:9090", "http://deps:9090/"] {
+            let base = Url::parse(base).unwrap();
+            assert_eq!(
+                payment_url(&base, key).as_str(),
+                format!("http://deps:9090/gateway/payments/{encoded}")
+            );
+            assert_eq!(
+                void_url(&base, key).as_str(),
+                format!("http://deps:9090/gateway/payments/{encoded}/void")
+            );
+        }
+        let under_a_prefix = Url::parse("http://deps/mock/").unwrap();
+        assert_eq!(
+            payment_url(&under_a_prefix, "acme:r:1").as_str(),
+            "http://deps/mock/gateway/payments/acme:r:1"
+        );
+    }
 }

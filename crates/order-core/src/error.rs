@@ -54,6 +54,9 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("the body must be application/json")]
     UnsupportedMediaType,
+    /// The body did not arrive within `CLIENT_BODY_TIMEOUT_MS`.
+    #[error("the request body was not received in time")]
+    RequestTimeout,
     #[error("the {dependency} service failed, timed out or is unreachable")]
     DependencyUnavailable {
         dependency: Dependency,
@@ -117,6 +120,7 @@ impl ApiError {
             ApiError::RequestInProgress => "request_in_progress",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::RequestTimeout => "request_timeout",
             ApiError::DependencyUnavailable { .. } => "dependency_unavailable",
             ApiError::DatabaseUnavailable(_) => "database_unavailable",
             ApiError::Overloaded => "overloaded",
@@ -171,6 +175,7 @@ impl ResponseError for ApiError {
             ApiError::RequestInProgress => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::DependencyUnavailable { .. }
             | ApiError::DatabaseUnavailable(_)
             | ApiError::Overloaded

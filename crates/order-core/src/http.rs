@@ -2,7 +2,7 @@
 //! the metrics middleware, JSON fallbacks for unknown routes and methods, `/health`, `/metrics`.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -17,10 +17,13 @@ use crate::error::ApiError;
 use crate::metrics::Metrics;
 
 /// Reads a JSON request body: `application/json` only (415), at most 64 KiB (413, refused from
-/// `Content-Length` before reading when the client announces it).
+/// `Content-Length` before reading when the client announces it), all of it within `timeout`
+/// (`CLIENT_BODY_TIMEOUT_MS`, else 408 `request_timeout`). The handlers read it before admission:
+/// a client that sends its body slowly, or never, waits here holding nothing but its connection.
 pub async fn read_json_body(
     req: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
+    timeout: Duration,
 ) -> Result<Bytes, ApiError> {
     let content_type = req
         .headers()
@@ -42,7 +45,18 @@ pub async fn read_json_body(
     if announced.is_some_and(|n| n > MAX_BODY_BYTES) {
         return Err(too_large);
     }
-    let mut body = BytesMut::with_capacity(announced.unwrap_or(1024));
+    let read = read_body(payload, announced.unwrap_or(1024), too_large);
+    tokio::time::timeout(timeout, read)
+        .await
+        .unwrap_or(Err(ApiError::RequestTimeout))
+}
+
+async fn read_body(
+    mut payload: web::Payload,
+    capacity: usize,
+    too_large: ApiError,
+) -> Result<Bytes, ApiError> {
+    let mut body = BytesMut::with_capacity(capacity);
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| ApiError::invalid("body", format!("unreadable: {e}")))?;
         if body.len() + chunk.len() > MAX_BODY_BYTES {
@@ -62,7 +76,9 @@ pub fn seller_token(req: &HttpRequest) -> Result<String, ApiError> {
     crate::deps::token_from_header(value)
 }
 
-/// Counts every request by route pattern, method and status, times it, and tracks those in flight.
+/// Counts every request by route pattern, method and status, times it, and tracks those in flight
+/// (`http_requests_in_flight`, through an [`InFlight`] guard: a request whose client disconnects
+/// has its handler, and this future, dropped by actix, and must stop counting then too).
 pub async fn track_metrics(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -70,12 +86,10 @@ pub async fn track_metrics(
     let metrics = req.app_data::<web::Data<Arc<Metrics>>>().cloned();
     let method = method_label(req.method());
     let start = Instant::now();
-    if let Some(m) = &metrics {
-        m.in_flight.inc();
-    }
+    let in_flight = metrics.as_ref().map(|m| InFlight::enter(&m.in_flight));
     let result = next.call(req).await;
+    drop(in_flight);
     if let Some(m) = &metrics {
-        m.in_flight.dec();
         let (route, status) = match &result {
             Ok(res) => (
                 res.request()
@@ -96,6 +110,22 @@ pub async fn track_metrics(
             .observe(start.elapsed().as_secs_f64());
     }
     result
+}
+
+/// Holds `http_requests_in_flight` up by one for its lifetime, however the request ends.
+struct InFlight(prometheus::IntGauge);
+
+impl InFlight {
+    fn enter(gauge: &prometheus::IntGauge) -> Self {
+        gauge.inc();
+        InFlight(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// The `method` label: the standard methods by name, anything else `OTHER`, so that a client

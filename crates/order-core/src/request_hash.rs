@@ -14,25 +14,29 @@ use crate::settings::{AppEnv, CommonSettings};
 
 /// The public key of `APP_ENV=development`: fine on a laptop, never in production.
 const DEVELOPMENT_KEY: &str = "order-lab-development-key-not-secret";
-/// Shortest production key accepted (bytes).
+/// Shortest key accepted (bytes), in every `APP_ENV`.
 const MIN_KEY_BYTES: usize = 16;
 
 #[derive(Clone)]
 pub struct RequestHashKey(Hmac<Sha256>);
 
 impl RequestHashKey {
-    /// The key from the settings; in production a missing or short key refuses to start.
+    /// The key from the settings. A key given is used if it is long enough and refused, in every
+    /// `APP_ENV`, if it is not (a short key given by mistake must not fall back to the public one,
+    /// nor key production hashes weakly); the public development key is used only with
+    /// `APP_ENV=development` and no key given.
     pub fn from_settings(settings: &CommonSettings) -> anyhow::Result<Self> {
         let key = match (&settings.request_hash_key, settings.app_env) {
             (Some(key), _) if key.len() >= MIN_KEY_BYTES => key.as_str(),
-            (Some(_), AppEnv::Production) => {
-                anyhow::bail!("REQUEST_HASH_KEY must be at least {MIN_KEY_BYTES} bytes")
-            }
+            (Some(key), _) => anyhow::bail!(
+                "REQUEST_HASH_KEY must be at least {MIN_KEY_BYTES} bytes (it has {})",
+                key.len()
+            ),
             (None, AppEnv::Production) => anyhow::bail!(
                 "REQUEST_HASH_KEY is not set: set it to a secret shared by every instance (e.g. \
                  `openssl rand -hex 32`), or APP_ENV=development to use a public development key"
             ),
-            (_, AppEnv::Development) => DEVELOPMENT_KEY,
+            (None, AppEnv::Development) => DEVELOPMENT_KEY,
         };
         Ok(Self::new(key.as_bytes()))
     }
@@ -88,6 +92,38 @@ mod tests {
         s.app_env = AppEnv::Development;
         s.request_hash_key = None;
         assert!(RequestHashKey::from_settings(&s).is_ok());
+    }
+
+    #[test]
+    fn a_short_key_is_refused_in_every_environment() {
+        for env in [AppEnv::Production, AppEnv::Development] {
+            let mut s = CommonSettings::new("postgres://x", "http://y");
+            s.app_env = env;
+            s.request_hash_key = Some("fifteen-bytes-k".into());
+            let err = RequestHashKey::from_settings(&s).err().unwrap().to_string();
+            assert!(err.contains("at least 16 bytes"), "{env:?}: {err}");
+            s.request_hash_key = Some("sixteen-bytes-ky".into());
+            assert!(RequestHashKey::from_settings(&s).is_ok(), "{env:?}");
+        }
+    }
+
+    #[test]
+    fn the_public_key_only_in_development_with_no_key_given() {
+        let public = RequestHashKey::development().hash(b"x");
+        let mut s = CommonSettings::new("postgres://x", "http://y");
+        s.app_env = AppEnv::Development;
+        assert_eq!(
+            RequestHashKey::from_settings(&s).unwrap().hash(b"x"),
+            public
+        );
+        s.request_hash_key = Some("a-long-enough-secret".into());
+        let given = RequestHashKey::from_settings(&s).unwrap().hash(b"x");
+        assert_eq!(
+            given,
+            RequestHashKey::new(b"a-long-enough-secret").hash(b"x")
+        );
+        s.app_env = AppEnv::Production;
+        assert_eq!(RequestHashKey::from_settings(&s).unwrap().hash(b"x"), given);
     }
 
     #[test]

@@ -18,6 +18,8 @@ use crate::settings::CommonSettings;
 
 /// Listen backlog of both servers: thousands of connections can arrive at once under a ramp.
 pub const BACKLOG: u32 = 4096;
+/// How long a connection being shut down waits for the client to close it.
+pub const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Concurrent connections each actix worker accepts (actix's default is 25,000), same in both.
 pub const MAX_CONNECTIONS_PER_WORKER: usize = 25_000;
 
@@ -129,9 +131,8 @@ pub async fn start<S: Send + Sync + 'static>(
     let workers = common.http_workers;
     let running = serve(
         listener,
-        workers,
+        common,
         blocking_threads,
-        common.shutdown_grace(),
         state.clone(),
         metrics,
         routes,
@@ -145,15 +146,14 @@ pub async fn start<S: Send + Sync + 'static>(
     Ok((running, state))
 }
 
-/// Starts serving on `listener` with `workers` event loops. `blocking_threads` (blocking-api
+/// Starts serving on `listener` with `HTTP_WORKERS` event loops. `blocking_threads` (blocking-api
 /// only) is the total size of actix's blocking pool, which actix sizes per worker. Signals are
 /// handled by [`Running::run_until_stopped`] (actix's own would stop on SIGINT without draining);
-/// `grace` bounds the graceful stop.
+/// `SHUTDOWN_GRACE_MS` bounds the graceful stop.
 pub fn serve<S: Send + Sync + 'static>(
     listener: TcpListener,
-    workers: usize,
+    common: &CommonSettings,
     blocking_threads: Option<usize>,
-    grace: Duration,
     state: web::Data<S>,
     metrics: Arc<Metrics>,
     routes: fn(&mut web::ServiceConfig),
@@ -162,7 +162,8 @@ pub fn serve<S: Send + Sync + 'static>(
     let probe_metrics = metrics.clone();
     let metrics = web::Data::new(metrics);
     let lifecycle = web::Data::new(Lifecycle::default());
-    let workers = workers.max(1);
+    let workers = common.http_workers.max(1);
+    let grace = common.shutdown_grace();
     let app_lifecycle = lifecycle.clone();
     let mut server = HttpServer::new(move || {
         // Called on each worker's own event loop: the loop's lag probe runs there, and the
@@ -184,6 +185,14 @@ pub fn serve<S: Send + Sync + 'static>(
     // A client that closes its connection ends its request: actix drops the handler, which
     // tells the order's work (see `admission::ClientGuard`) that nobody waits for it.
     .h1_allow_half_closed(false)
+    // A client must send the head of its first request within CLIENT_HEADER_TIMEOUT_MS, or get
+    // 408 and lose the connection (the body's own limit is the handlers', CLIENT_BODY_TIMEOUT_MS).
+    // actix starts this timer for a connection's first request only; a later request on a kept-
+    // alive connection is bounded by the keep-alive timeout until its first byte, not after.
+    .client_request_timeout(common.client_header_timeout())
+    // actix-web's own default, said here: a connection being shut down that the client does not
+    // close within a second is dropped.
+    .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT)
     .disable_signals()
     // actix counts whole seconds: round the grace up.
     .shutdown_timeout(grace.as_millis().div_ceil(1000) as u64);

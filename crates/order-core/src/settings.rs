@@ -103,6 +103,14 @@ pub struct CommonSettings {
     /// past the charge always finishes).
     #[arg(long, env = "REQUEST_DEADLINE_MS", default_value_t = 30_000)]
     pub request_deadline_ms: u64,
+    /// Longest a client may take to send the head of its first request on a connection (actix's
+    /// client request timeout); past it the connection is answered 408 and closed.
+    #[arg(long, env = "CLIENT_HEADER_TIMEOUT_MS", default_value_t = 5000)]
+    pub client_header_timeout_ms: u64,
+    /// Longest a client may take to send an order's body once its head arrived; past it 408
+    /// `request_timeout`. The body is read before admission, so a slow client holds no place.
+    #[arg(long, env = "CLIENT_BODY_TIMEOUT_MS", default_value_t = 5000)]
+    pub client_body_timeout_ms: u64,
     /// statement_timeout, lock_timeout and idle_in_transaction_session_timeout of every database
     /// connection; 0 leaves PostgreSQL's (unbounded) defaults.
     #[arg(long, env = "DB_STATEMENT_TIMEOUT_MS", default_value_t = 5000)]
@@ -197,6 +205,8 @@ impl std::fmt::Debug for CommonSettings {
             .field("queue_timeout_ms", &self.queue_timeout_ms)
             .field("max_loop_lag_ms", &self.max_loop_lag_ms)
             .field("request_deadline_ms", &self.request_deadline_ms)
+            .field("client_header_timeout_ms", &self.client_header_timeout_ms)
+            .field("client_body_timeout_ms", &self.client_body_timeout_ms)
             .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
             .field("persist_batch_max", &self.persist_batch_max)
@@ -227,6 +237,8 @@ impl CommonSettings {
             queue_timeout_ms: 100,
             max_loop_lag_ms: 5,
             request_deadline_ms: 30_000,
+            client_header_timeout_ms: 5000,
+            client_body_timeout_ms: 5000,
             db_statement_timeout_ms: 5000,
             shutdown_grace_ms: 20_000,
             persist_batch_max: 1,
@@ -302,6 +314,14 @@ impl CommonSettings {
 
     pub fn request_deadline(&self) -> Duration {
         Duration::from_millis(self.request_deadline_ms)
+    }
+
+    pub fn client_header_timeout(&self) -> Duration {
+        Duration::from_millis(self.client_header_timeout_ms)
+    }
+
+    pub fn client_body_timeout(&self) -> Duration {
+        Duration::from_millis(self.client_body_timeout_ms)
     }
 
     pub fn shutdown_grace(&self) -> Duration {

@@ -94,6 +94,7 @@ impl TestApp {
                     bind_addr,
                     // Enough threads for the concurrency tests, few enough to start fast.
                     blocking_threads: 64,
+                    read_threads: 4,
                     common,
                 };
                 let app = blocking_api::Application::build(settings)

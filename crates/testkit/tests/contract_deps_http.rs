@@ -1,14 +1,15 @@
 //! `DEPS_HTTP`: the calls to the dependencies over HTTP/1.1 (the default) or cleartext HTTP/2,
 //! run against both APIs. mock-deps counts the requests that arrived over HTTP/2, so a client
-//! that ignored the setting would show.
+//! that ignored the setting would show. And the gateway paths that carry a charge's key encode it.
 
 use mock_deps::MockConfig;
 use order_core::settings::DepsHttp;
-use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};
+use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
 contract_tests!(
     by_default_the_dependencies_are_called_over_http1,
     with_h2c_every_dependency_call_is_http2,
+    a_seller_id_with_url_characters_is_encoded_in_gateway_paths,
 );
 
 async fn by_default_the_dependencies_are_called_over_http1(api: Api) {
@@ -35,4 +36,42 @@ async fn with_h2c_every_dependency_call_is_http2(api: Api) {
     assert_eq!(calls, 9);
     assert_eq!(stats.http2_requests, calls);
     assert_eq!(app.deps.ledger().charges, 3);
+}
+
+/// A seller id is the seller service's to choose, and it may hold characters that mean something
+/// in a URL (mock-deps hands out ids with `/`, `?` and `%`). Recovery's gateway calls put the
+/// charge's key, which starts with the seller id, in the path: encoded, the lookup finds the
+/// charge and recovery makes the order; not encoded, it asks for another path and never settles.
+async fn a_seller_id_with_url_characters_is_encoded_in_gateway_paths(api: Api) {
+    let mut mocks = MockConfig::instant();
+    mocks.payment.charged_error_rate = 1.0;
+    let app = TestApp::spawn_with(api, mocks, |s| {
+        // A lease of 2.5 s (the floor for these timeouts) and a recovery pass every 200 ms.
+        s.deps_timeout_ms = 1000;
+        s.db_pool_timeout_ms = 500;
+        s.lease_ms = 2500;
+        s.reconcile_interval_ms = 200;
+    })
+    .await;
+    let response = app
+        .post_order("sk_shop/1?a%2f", &valid_order("url-1"))
+        .await;
+    assert_eq!(
+        response.status(),
+        503,
+        "charged, then the gateway answered 500"
+    );
+    let seller: String = sqlx::query_scalar("SELECT seller_id FROM idempotency_keys")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(seller, "shop/1?a%2f");
+    eventually(
+        20,
+        "recovery to find the charge and make the order",
+        || async { app.count("orders").await == 1 },
+    )
+    .await;
+    let ledger = app.deps.ledger();
+    assert_eq!((ledger.charges, ledger.voids), (1, 0));
 }

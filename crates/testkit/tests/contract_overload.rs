@@ -16,6 +16,7 @@ contract_tests!(
     a_client_gone_after_the_reservation_still_gets_its_order_made,
     a_locked_table_ends_in_503_within_the_statement_timeout,
     the_event_loop_lag_is_measured_where_orders_arrive,
+    reads_answer_while_orders_fill_every_place,
 );
 
 async fn metrics(app: &TestApp) -> String {
@@ -243,4 +244,48 @@ async fn the_event_loop_lag_is_measured_where_orders_arrive(api: Api) {
     .await;
     let lag = lag().await;
     assert!(lag < 1.0, "an idle API's loop lag: {lag} s");
+}
+
+/// Reads do not wait behind orders: with every admission place taken by an order that waits 4 s
+/// for the gateway (in blocking-api, every thread of the order pool), `GET /orders/{id}` and
+/// `/ready` still answer at once.
+async fn reads_answer_while_orders_fill_every_place(api: Api) {
+    const PLACES: usize = 64;
+    let mut mocks = MockConfig::instant();
+    let app = TestApp::spawn_with(api, mocks, |s| s.max_in_flight = Some(PLACES)).await;
+    let created = app.post_order(TOKEN, &valid_order("read-1")).await;
+    assert_eq!(created.status(), 201);
+    let id = created.json::<serde_json::Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    mocks.payment.latency_ms = 4000;
+    app.deps.set_config(mocks);
+    let orders: Vec<_> = (0..PLACES)
+        .map(|i| {
+            let (client, url) = (app.client.clone(), format!("{}/orders", app.address));
+            let body = valid_order(&format!("fill-{i}"));
+            tokio::spawn(async move {
+                let request = client.post(url).header("Authorization", TOKEN).json(&body);
+                request.send().await.unwrap().status().as_u16()
+            })
+        })
+        .collect();
+    eventually(3, "every place to be taken", || async {
+        app.metric("orders_admitted_in_flight").await == Some(PLACES as f64)
+    })
+    .await;
+    for path in [format!("/orders/{id}"), "/ready".to_owned()] {
+        let started = Instant::now();
+        let status = app.get(&path, Some(TOKEN)).await.status();
+        let took = started.elapsed();
+        assert_eq!(status, 200, "{path}");
+        assert!(
+            took < Duration::from_secs(1),
+            "{path} answered after {took:?}"
+        );
+    }
+    for order in orders {
+        assert_eq!(order.await.unwrap(), 201, "an admitted order is made");
+    }
 }

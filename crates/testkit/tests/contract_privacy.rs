@@ -9,6 +9,7 @@ use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};
 
 contract_tests!(
     no_400_echoes_card_digits,
+    a_400_never_names_a_key_holding_card_digits,
     stored_request_hash_is_keyed,
     a_replay_is_answered_even_after_the_card_expired,
     invented_methods_do_not_grow_the_metrics,
@@ -43,6 +44,31 @@ async fn no_400_echoes_card_digits(api: Api) {
         assert!(text.contains("invalid_request"), "{text}");
         for digits in ["453957876362148", "7319"] {
             assert!(!text.contains(digits), "card digits echoed: {text}");
+        }
+    }
+    assert_eq!(app.count("idempotency_keys").await, 0);
+}
+
+/// A card number sent as a JSON key, with a value under it that does not parse: the 400 names
+/// where the error is without repeating the key.
+async fn a_400_never_names_a_key_holding_card_digits(api: Api) {
+    let app = TestApp::spawn(api).await;
+    let order = valid_order("pci-key").to_string();
+    let open = &order[..order.len() - 1];
+    for key in [NUMBER, "4539 5787 6362 1486"] {
+        let body = format!(r#"{open},"{key}":[1,}}"#);
+        let response = app
+            .post_raw(Some(TOKEN), Some("application/json"), body.into_bytes())
+            .await;
+        assert_eq!(response.status(), 400);
+        let json: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(json["error"], "invalid_request", "{json}");
+        assert_eq!(json["field"], "…", "{json}");
+        for digits in ["4539", "5787", "6362", "1486"] {
+            assert!(
+                !json.to_string().contains(digits),
+                "card digits echoed: {json}"
+            );
         }
     }
     assert_eq!(app.count("idempotency_keys").await, 0);

@@ -39,6 +39,21 @@ fn compose_file_keeps_the_comparison_fair() {
     );
 }
 
+/// The key the compose file requires comes from a `.env` that git ignores; the committed example
+/// holds no key.
+#[test]
+fn the_hash_key_comes_from_an_uncommitted_env_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ignored = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+    assert!(ignored.lines().any(|l| l == "/.env"), ".env is not ignored");
+    let example = std::fs::read_to_string(root.join(".env.example")).unwrap();
+    let keys: Vec<&str> = example
+        .lines()
+        .filter_map(|l| l.strip_prefix("REQUEST_HASH_KEY="))
+        .collect();
+    assert_eq!(keys, [""], "the example names the key and gives none");
+}
+
 #[test]
 fn interpolation_defaults() {
     assert_eq!(with_defaults("${LAB_OUT:-/reports}"), "/reports");
@@ -49,7 +64,7 @@ fn interpolation_defaults() {
 #[test]
 fn every_perturbation_is_caught() {
     type Perturb = fn(&mut Value, &mut String);
-    let cases: [(&str, Perturb); 12] = [
+    let cases: [(&str, Perturb); 14] = [
         ("mem_limit", |c, _| {
             c["services"]["reactive-api"]["mem_limit"] = "2g".into()
         }),
@@ -88,6 +103,14 @@ fn every_perturbation_is_caught() {
         }),
         ("open files not raised", |_, d| {
             *d = d.replace(r#"ENTRYPOINT ["raise-nofile"]"#, "")
+        }),
+        ("a default hash key", |c, _| {
+            c["services"]["reactive-api"]["environment"]["REQUEST_HASH_KEY"] =
+                "${REQUEST_HASH_KEY:-order-lab-compose-request-hash-key}".into()
+        }),
+        ("a fixed hash key", |c, _| {
+            c["services"]["blocking-api"]["environment"]["REQUEST_HASH_KEY"] =
+                "order-lab-compose-request-hash-key".into()
         }),
         ("default profile", |c, _| {
             c["services"]["loadtest"]["command"][9] = "${LAB_PROFILE:-ramp-150}".into()

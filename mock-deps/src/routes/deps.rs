@@ -18,8 +18,9 @@ use crate::stats::Counters;
 /// Risk analysis disapproves amounts above this many cents.
 pub const RISK_MAX_AMOUNT_CENTS: i64 = 5_000_000;
 
-/// `sk_<seller_id>`, optionally behind `Bearer `; the id is 1–32 chars of `[a-z0-9-]` and must
-/// not start with `revoked`.
+/// `sk_<seller_id>`, optionally behind `Bearer `; the id is 1–32 chars of `[a-z0-9-/?%]` and must
+/// not start with `revoked`. A seller id is the seller service's to choose: `/`, `?` and `%` are
+/// allowed so that the APIs' handling of ids that mean something in a URL can be tested.
 pub(crate) fn seller_id(authorization: Option<&str>) -> Option<&str> {
     let raw = authorization?.trim();
     let token = match raw.get(..7) {
@@ -30,7 +31,7 @@ pub(crate) fn seller_id(authorization: Option<&str>) -> Option<&str> {
     let well_formed = (1..=32).contains(&id.len())
         && id
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-/?%".contains(&b));
     (well_formed && !id.starts_with("revoked")).then_some(id)
 }
 
@@ -51,7 +52,7 @@ pub(crate) async fn seller_authorization(
     match seller_id(authorization) {
         Some(id) => {
             Counters::bump(&counters.ok);
-            // `id` is `[a-z0-9-]` only: nothing to escape.
+            // `id` is `[a-z0-9-/?%]` only: nothing to escape in JSON.
             json::owned(StatusCode::OK, format!(r#"{{"seller_id":"{id}"}}"#))
         }
         None => {
@@ -115,6 +116,7 @@ mod tests {
         assert_eq!(seller_id(Some("sk_shop-1")), Some("shop-1"));
         assert_eq!(seller_id(Some("Bearer sk_abc")), Some("abc"));
         assert_eq!(seller_id(Some("bearer  sk_abc ")), Some("abc"));
+        assert_eq!(seller_id(Some("sk_shop/1?a%2f")), Some("shop/1?a%2f"));
         assert_eq!(
             seller_id(Some(&format!("sk_{}", "a".repeat(32)))),
             Some(&*"a".repeat(32))

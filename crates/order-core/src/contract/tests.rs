@@ -167,3 +167,25 @@ proptest::proptest! {
         }
     }
 }
+
+/// A body whose unknown key holds card digits and whose value under it does not parse: the
+/// error's `field` would otherwise be that key.
+fn with_bad_value_under(key: &str) -> Vec<u8> {
+    let text = valid().to_string();
+    let open = &text[..text.len() - 1];
+    format!(r#"{open},"{key}":[1,}}"#).into_bytes()
+}
+
+#[test]
+fn a_key_holding_digits_is_never_named() {
+    for key in ["4539578763621486", "card 4539 5787 6362 1486", "x1"] {
+        let err = CreateOrderRequest::parse(&with_bad_value_under(key)).unwrap_err();
+        let field = field_of(err);
+        assert!(
+            !field.bytes().any(|b| b.is_ascii_digit()),
+            "{key:?} named as {field:?}"
+        );
+    }
+    let field = field_of(CreateOrderRequest::parse(&with_bad_value_under("extra")).unwrap_err());
+    assert_eq!(field, "extra", "a key without digits is still named");
+}

@@ -40,6 +40,10 @@ fn env_var(compose: &Value, api: &str, key: &str) -> String {
     text(&service(compose, api)["environment"][key])
 }
 
+/// `REQUEST_HASH_KEY` as the file must give it: required from the environment or `.env`, with no
+/// default (a key in a public file is no secret).
+pub const REQUIRED_HASH_KEY: &str = "${REQUEST_HASH_KEY:?";
+
 pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
     let mut bad = Vec::new();
     let mut check = |ok: bool, what: String| {
@@ -57,6 +61,13 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
         check(
             text(&s["mem_limit"]) == "1g",
             format!("{api}: mem_limit must be 1g"),
+        );
+        let key = env_var(compose, api, "REQUEST_HASH_KEY");
+        check(
+            key.starts_with(REQUIRED_HASH_KEY) && with_defaults(&key).is_empty(),
+            format!(
+                "{api}: REQUEST_HASH_KEY must be required ({REQUIRED_HASH_KEY}…}}), no default"
+            ),
         );
         let health = s["healthcheck"]["test"]
             .as_sequence()
