@@ -225,17 +225,22 @@ struct OutboxRow {
     payload: String,
 }
 
-/// One relay pass: locks up to `RELAY_BATCH` unsent rows (`SKIP LOCKED`), publishes them all,
-/// marks the acknowledged ones sent, commits. Returns how many rows it locked.
+/// One relay pass, with no transaction open across the broker: claims up to `RELAY_BATCH` unsent
+/// rows for a lease (one statement, `sql::CLAIM_OUTBOX`), gives the connection back, publishes
+/// them all, then awaits their acknowledgements together (the batch bounded by
+/// `NATS_TIMEOUT_MS`), then settles the claim: acknowledged rows sent, the others released for
+/// the next pass. Returns how many rows it claimed.
 pub fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
     let Some(broker) = &app.events.broker else {
         return Ok(0);
     };
+    let token = events::claim_token();
     let mut step = Step::Own(app.db.acquire("outbox")?);
-    let mut tx = RawTx::begin(step.conn())?;
     let rows: Vec<OutboxRow> = sql_query(sql::CLAIM_OUTBOX)
         .bind::<BigInt, _>(RELAY_BATCH)
-        .load(tx.conn())
+        .bind::<Double, _>(app.settings.outbox_claim_lease().as_secs_f64())
+        .bind::<Text, _>(&token)
+        .load(step.conn())
         .map_err(db_error)?;
     let batch: Vec<Publication> = rows
         .into_iter()
@@ -245,40 +250,42 @@ pub fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
             payload: r.payload.into(),
         })
         .collect();
-    let started = Instant::now();
-    let results = if batch.is_empty() {
-        Vec::new()
-    } else {
-        broker.publish_all(&batch)
-    };
-    record(app, started, &results);
-    let sent: Vec<&str> = batch
-        .iter()
-        .zip(&results)
-        .filter(|(_, r)| r.is_ok())
-        .map(|(p, _)| p.msg_id.as_str())
-        .collect();
-    if !sent.is_empty() {
-        sql_query(sql::MARK_OUTBOX_SENT)
+    let mut unacknowledged = 0;
+    if !batch.is_empty() {
+        drop(step);
+        let started = Instant::now();
+        let results = broker.publish_all(&batch);
+        record(app, started, &results);
+        let sent: Vec<&str> = batch
+            .iter()
+            .zip(&results)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(p, _)| p.msg_id.as_str())
+            .collect();
+        step = Step::Own(app.db.acquire("outbox")?);
+        sql_query(sql::SETTLE_OUTBOX_CLAIM)
+            .bind::<Text, _>(&token)
             .bind::<Array<Text>, _>(&sent)
-            .execute(tx.conn())
+            .execute(step.conn())
             .map_err(db_error)?;
+        unacknowledged = batch.len() - sent.len();
     }
-    let conn = tx.end("COMMIT")?;
     #[derive(QueryableByName)]
     struct Backlog {
         #[diesel(sql_type = BigInt)]
         count: i64,
     }
     let backlog: Backlog = sql_query(sql::OUTBOX_BACKLOG)
-        .get_result(conn)
+        .get_result(step.conn())
         .map_err(db_error)?;
     app.metrics.events.outbox_backlog.set(backlog.count);
-    if sent.len() < batch.len() {
-        let failed = batch.len() - sent.len();
+    if unacknowledged > 0 {
         return Err(ApiError::dependency(
             Dependency::Broker,
-            anyhow::anyhow!("{failed} of {} outbox events unacknowledged", batch.len()),
+            anyhow::anyhow!(
+                "{unacknowledged} of {} outbox events unacknowledged",
+                batch.len()
+            ),
         ));
     }
     Ok(batch.len())

@@ -196,38 +196,40 @@ pub fn spawn_relay(app: Arc<AppState>) {
     });
 }
 
-/// One relay pass: locks up to `RELAY_BATCH` unsent rows (`SKIP LOCKED`), publishes them all,
-/// marks the acknowledged ones sent, commits. Returns how many rows it locked.
+/// One relay pass, with no transaction open across the broker: claims up to `RELAY_BATCH` unsent
+/// rows for a lease (one statement, `sql::CLAIM_OUTBOX`), gives the connection back, publishes
+/// them all and awaits their acknowledgements together (the batch bounded by `NATS_TIMEOUT_MS`),
+/// then settles the claim: acknowledged rows sent, the others released for the next pass.
+/// Returns how many rows it claimed.
 pub async fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
     let Some(broker) = &app.events.broker else {
         return Ok(0);
     };
+    let token = events::claim_token();
     let mut step = Step::Own(app.db.acquire("outbox").await?);
-    let conn = step.conn();
-    exec(conn, "BEGIN").await?;
-    let batch = async {
-        let rows = sqlx::query(sql::CLAIM_OUTBOX)
-            .bind(RELAY_BATCH)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let batch: Vec<Publication> = rows
-            .iter()
-            .map(|r| {
-                Ok(Publication {
-                    msg_id: r.try_get(0)?,
-                    subject: r.try_get(1)?,
-                    payload: r.try_get::<String, _>(2)?.into(),
-                })
+    let rows = sqlx::query(sql::CLAIM_OUTBOX)
+        .bind(RELAY_BATCH)
+        .bind(app.settings.outbox_claim_lease().as_secs_f64())
+        .bind(&token)
+        .fetch_all(&mut *step.conn())
+        .await
+        .map_err(db_error)?;
+    let batch: Vec<Publication> = rows
+        .iter()
+        .map(|r| {
+            Ok(Publication {
+                msg_id: r.try_get(0)?,
+                subject: r.try_get(1)?,
+                payload: r.try_get::<String, _>(2)?.into(),
             })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(db_error)?;
+        })
+        .collect::<Result<_, sqlx::Error>>()
+        .map_err(db_error)?;
+    let mut unacknowledged = 0;
+    if !batch.is_empty() {
+        drop(step);
         let started = Instant::now();
-        let results = if batch.is_empty() {
-            Vec::new()
-        } else {
-            broker.publish_all(&batch).await
-        };
+        let results = broker.publish_all(&batch).await;
         record(app, started, &results);
         let sent: Vec<&str> = batch
             .iter()
@@ -235,36 +237,30 @@ pub async fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
             .filter(|(_, r)| r.is_ok())
             .map(|(p, _)| p.msg_id.as_str())
             .collect();
-        if !sent.is_empty() {
-            sqlx::query(sql::MARK_OUTBOX_SENT)
-                .bind(&sent)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error)?;
-        }
-        Ok::<_, ApiError>((batch.len(), sent.len()))
+        step = Step::Own(app.db.acquire("outbox").await?);
+        sqlx::query(sql::SETTLE_OUTBOX_CLAIM)
+            .bind(&token)
+            .bind(&sent)
+            .execute(&mut *step.conn())
+            .await
+            .map_err(db_error)?;
+        unacknowledged = batch.len() - sent.len();
     }
-    .await;
-    let (locked, sent) = match batch {
-        Ok(counts) => counts,
-        Err(e) => {
-            let _ = exec(conn, "ROLLBACK").await;
-            return Err(e);
-        }
-    };
-    exec(conn, "COMMIT").await?;
     let backlog: i64 = sqlx::query_scalar(sql::OUTBOX_BACKLOG)
-        .fetch_one(&mut *conn)
+        .fetch_one(&mut *step.conn())
         .await
         .map_err(db_error)?;
     app.metrics.events.outbox_backlog.set(backlog);
-    if sent < locked {
+    if unacknowledged > 0 {
         return Err(ApiError::dependency(
             Dependency::Broker,
-            anyhow::anyhow!("{} of {locked} outbox events unacknowledged", locked - sent),
+            anyhow::anyhow!(
+                "{unacknowledged} of {} outbox events unacknowledged",
+                batch.len()
+            ),
         ));
     }
-    Ok(locked)
+    Ok(batch.len())
 }
 
 /// Two-phase recovery, once per recovery pass: every prepared transaction of ours in this

@@ -11,7 +11,9 @@
 //! - `after-commit`: commit, then publish. An event whose publication fails, or whose process
 //!   dies in between, is lost — the lab counts it.
 //! - `outbox`: the event is written in the order's transaction (`order_outbox`); a relay
-//!   publishes it (`Nats-Msg-Id` = event id) and marks it sent: at least once, never lost.
+//!   publishes it (`Nats-Msg-Id` = event id) and marks it sent: at least once, never lost. The
+//!   relay claims rows with a lease and publishes with no transaction open, so a broker slower
+//!   than `DB_STATEMENT_TIMEOUT_MS` (which also ends idle transactions) still drains the backlog.
 //!
 //! The event carries the order id, seller, reference id, amount and creation time — no card
 //! data, no customer.
@@ -106,6 +108,12 @@ pub fn prepared_gid(order_id: &str) -> Option<String> {
 pub fn order_of_gid(gid: &str) -> Option<&str> {
     let order_id = gid.strip_prefix(GID_PREFIX)?;
     prepared_gid(order_id).map(|_| order_id)
+}
+
+/// A fresh token for an outbox relay's claim (`sql::CLAIM_OUTBOX`): its settlement touches only
+/// rows still under it.
+pub fn claim_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// `PREPARE TRANSACTION`, `COMMIT PREPARED`, `ROLLBACK PREPARED` for a gid of [`prepared_gid`].

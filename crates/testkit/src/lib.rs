@@ -12,7 +12,7 @@ mod app;
 mod database;
 mod orders;
 
-pub use app::{Api, TestApp};
+pub use app::{Api, TestApp, build, start_nats};
 pub use database::{TestDatabase, admin_url};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
 

@@ -1,0 +1,81 @@
+//! The order event under a hostile broker: acknowledgements slower than the database lets a
+//! transaction sit idle (the outbox must still drain, each event sent once). The broker is slowed by a latency proxy between the API and its own
+//! `nats-server`; the test's own NATS client is not slowed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use order_core::events::EventsMode;
+use order_core::settings::CommonSettings;
+use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
+
+contract_tests!(outbox_drains_a_backlog_whose_acks_outlast_the_statement_timeout,);
+
+/// A broker round trip (a publication's acknowledgement) three times `DB_STATEMENT_TIMEOUT_MS`,
+/// well within `NATS_TIMEOUT_MS`.
+const BROKER_RTT: Duration = Duration::from_millis(1500);
+
+fn slow_broker(s: &mut CommonSettings) {
+    s.deps_timeout_ms = 1000;
+    s.db_pool_timeout_ms = 500;
+    s.lease_ms = 2500;
+    s.reconcile_interval_ms = 200;
+    s.db_statement_timeout_ms = 500;
+    s.events.nats_timeout_ms = 5000;
+    s.events.outbox_poll_ms = 20;
+}
+
+async fn unsent(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM order_outbox WHERE sent_at IS NULL")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn one_event_per_order(app: &TestApp) -> bool {
+    let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM orders")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    let expected: BTreeMap<String, u64> = ids
+        .iter()
+        .map(|id| (event_broker::subject_of(id), 1))
+        .collect();
+    !ids.is_empty() && app.broker().census().await.unwrap_or_default() == expected
+}
+
+/// A backlog built while the broker refused everything, then relayed through a broker whose
+/// every acknowledgement outlasts `statement_timeout` and `idle_in_transaction_session_timeout`:
+/// a relay that held its transaction across the publication would lose its session each pass,
+/// mark nothing sent and publish the same events for ever.
+async fn outbox_drains_a_backlog_whose_acks_outlast_the_statement_timeout(api: Api) {
+    let app = TestApp::spawn_with_slow_broker(api, EventsMode::Outbox, slow_broker).await;
+    app.broker().delete_stream().await.unwrap();
+    for i in 0..5 {
+        let r = app
+            .post_order(TOKEN, &valid_order(&format!("slow-{i}")))
+            .await;
+        assert_eq!(r.status(), 201, "{:?}", r.text().await);
+    }
+    assert_eq!(
+        unsent(&app).await,
+        5,
+        "kept until the broker acknowledges them"
+    );
+    app.set_broker_rtt(BROKER_RTT);
+    app.broker().ensure_stream().await.unwrap();
+    eventually(30, "the relay marking the backlog sent", || async {
+        unsent(&app).await == 0
+    })
+    .await;
+    eventually(10, "one event per order in the stream", || async {
+        one_event_per_order(&app).await
+    })
+    .await;
+    // Sent once each: JetStream saw no second copy of any of them.
+    let published = |duplicate: &str| {
+        format!("events_published_total{{duplicate=\"{duplicate}\",mode=\"outbox\"}}")
+    };
+    assert_eq!(app.metric(&published("false")).await, Some(5.0));
+    assert_eq!(app.metric(&published("true")).await.unwrap_or(0.0), 0.0);
+}
