@@ -172,6 +172,9 @@ UPDATE order_outbox
 /// Outbox backlog: events not sent yet.
 pub const OUTBOX_BACKLOG: &str = "SELECT count(*) FROM order_outbox WHERE sent_at IS NULL";
 
+/// Two-phase, at start-up: how many transactions the server may keep prepared (0: none).
+pub const MAX_PREPARED_TRANSACTIONS: &str = "SHOW max_prepared_transactions";
+
 /// Two-phase recovery: this database's prepared transactions of ours (`$1` gid prefix), with
 /// their age in seconds. Gids are cluster-wide; a prepared transaction can only be finished
 /// from its own database.

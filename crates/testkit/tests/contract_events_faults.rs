@@ -1,15 +1,20 @@
-//! The order event under a hostile broker: acknowledgements slower than the database lets a
-//! transaction sit idle (the outbox must still drain, each event sent once). The broker is slowed by a latency proxy between the API and its own
+//! The order event under a hostile broker and database: acknowledgements slower than the
+//! database lets a transaction sit idle (the outbox must still drain, each event sent once),
+//! and a PostgreSQL without prepared transactions (two-phase refuses to start). The broker is slowed by a latency proxy between the API and its own
 //! `nats-server`; the test's own NATS client is not slowed.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use labkit::pg::EphemeralPostgres;
 use order_core::events::EventsMode;
 use order_core::settings::CommonSettings;
 use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
-contract_tests!(outbox_drains_a_backlog_whose_acks_outlast_the_statement_timeout,);
+contract_tests!(
+    outbox_drains_a_backlog_whose_acks_outlast_the_statement_timeout,
+    two_phase_refuses_to_start_without_prepared_transactions,
+);
 
 /// A broker round trip (a publication's acknowledgement) three times `DB_STATEMENT_TIMEOUT_MS`,
 /// well within `NATS_TIMEOUT_MS`.
@@ -78,4 +83,33 @@ async fn outbox_drains_a_backlog_whose_acks_outlast_the_statement_timeout(api: A
     };
     assert_eq!(app.metric(&published("false")).await, Some(5.0));
     assert_eq!(app.metric(&published("true")).await.unwrap_or(0.0), 0.0);
+}
+
+/// A PostgreSQL started with `max_prepared_transactions = 0` (every `PREPARE TRANSACTION`
+/// fails there, after the charge): the API refuses to start, naming the setting.
+async fn two_phase_refuses_to_start_without_prepared_transactions(api: Api) {
+    let pg = tokio::task::spawn_blocking(|| {
+        EphemeralPostgres::start_with_settings(&[("max_prepared_transactions", "0")])
+    })
+    .await
+    .unwrap()
+    .expect("starting a PostgreSQL without prepared transactions");
+    let nats = testkit::start_nats().await;
+    let settings = |mode: EventsMode| {
+        let mut s = CommonSettings::new(pg.url(), "http://127.0.0.1:9");
+        s.max_loop_lag_ms = 0;
+        s.events.events_mode = mode;
+        s.events.nats_url = nats.url();
+        s
+    };
+    let refused = testkit::build(api, settings(EventsMode::TwoPhase)).await;
+    let why = format!(
+        "{:#}",
+        refused.expect_err("two-phase started without PREPARE")
+    );
+    assert!(why.contains("max_prepared_transactions"), "{why}");
+    // The other modes need no prepared transaction.
+    testkit::build(api, settings(EventsMode::Outbox))
+        .await
+        .expect("outbox starts on the same server");
 }
