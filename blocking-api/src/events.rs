@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use diesel::pg::PgConnection;
-use diesel::sql_types::{Array, BigInt, Double, Text};
+use diesel::sql_types::{Array, BigInt, Bool, Double, Text};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use event_broker::{Ack, Publication, PublishFailure};
 use order_core::error::{ApiError, Dependency};
@@ -157,7 +157,8 @@ pub fn persist_order(
 
 /// Two-phase, after `PREPARE TRANSACTION`: publish; `COMMIT PREPARED` on the acknowledgement,
 /// `ROLLBACK PREPARED` when the broker refused; with no answer, the stream decides. If even that
-/// cannot be asked, the transaction stays prepared (in doubt) for recovery. Every path but the
+/// cannot be asked, the transaction stays prepared (in doubt) for recovery. A transaction that
+/// recovery finished first is answered as it was finished ([`finish`]). Every path but the
 /// commit answers 503 `dependency_unavailable` (broker): the key stays `CHARGING` for a retry.
 fn finish_prepared(
     app: &AppState,
@@ -166,20 +167,71 @@ fn finish_prepared(
     gid: &str,
     ev: &OrderCreated,
 ) -> Result<(), ApiError> {
-    let failure = match publish(app, broker, &publication(ev)) {
-        Ok(_) => return exec(conn, &events::commit_prepared_sql(gid)),
-        Err(f) => f,
+    let (action, failure) = match publish(app, broker, &publication(ev)) {
+        Ok(_) => (InDoubt::Commit, None),
+        Err(failure) => {
+            let in_stream = match &failure {
+                PublishFailure::Refused(_) => Ok(false),
+                PublishFailure::Unknown(_) => {
+                    broker.contains(&event_broker::subject_of(&ev.order_id))
+                }
+            };
+            match in_stream {
+                Ok(found) => (events::in_doubt_action(found), Some(failure)),
+                Err(e) => {
+                    tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it");
+                    return Err(ApiError::dependency(Dependency::Broker, failure));
+                }
+            }
+        }
     };
-    let in_stream = match &failure {
-        PublishFailure::Refused(_) => Ok(false),
-        PublishFailure::Unknown(_) => broker.contains(&event_broker::subject_of(&ev.order_id)),
-    };
-    match in_stream {
-        Ok(true) => return exec(conn, &events::commit_prepared_sql(gid)),
-        Ok(false) => exec(conn, &events::rollback_prepared_sql(gid))?,
-        Err(e) => tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it"),
+    match finish(conn, gid, action)?.unwrap_or(action) {
+        InDoubt::Commit => Ok(()),
+        InDoubt::Rollback => Err(ApiError::dependency(
+            Dependency::Broker,
+            failure.map_or_else(
+                || anyhow::anyhow!("rolled back by recovery before the event's acknowledgement"),
+                anyhow::Error::from,
+            ),
+        )),
     }
-    Err(ApiError::dependency(Dependency::Broker, failure))
+}
+
+/// `COMMIT PREPARED` or `ROLLBACK PREPARED` (`action`). `Ok(None)`: done as asked. When it fails,
+/// reads back what happened (`sql::PREPARED_OUTCOME`): `Ok(Some(outcome))` when someone else (the
+/// live request, recovery) had already finished it — committed if its order is there, rolled
+/// back if not (`events::finished_elsewhere`); the failure stands only while it is still prepared.
+/// (diesel does not expose the SQLSTATE, `42704`, of the lost race; reading back needs none.)
+fn finish(
+    conn: &mut PgConnection,
+    gid: &str,
+    action: InDoubt,
+) -> Result<Option<InDoubt>, ApiError> {
+    #[derive(QueryableByName)]
+    struct Outcome {
+        #[diesel(sql_type = Bool)]
+        still_prepared: bool,
+        #[diesel(sql_type = Bool)]
+        order_made: bool,
+    }
+    let statement = match action {
+        InDoubt::Commit => events::commit_prepared_sql(gid),
+        InDoubt::Rollback => events::rollback_prepared_sql(gid),
+    };
+    let Err(failure) = exec(conn, &statement) else {
+        return Ok(None);
+    };
+    let outcome: Result<Outcome, _> = sql_query(sql::PREPARED_OUTCOME)
+        .bind::<Text, _>(gid)
+        .bind::<Text, _>(events::order_of_gid(gid).unwrap_or_default())
+        .get_result(conn);
+    match outcome.map(|o| events::finished_elsewhere(o.still_prepared, o.order_made)) {
+        Ok(Some(outcome)) => {
+            tracing::info!(gid, ?outcome, "prepared transaction finished elsewhere");
+            Ok(Some(outcome))
+        }
+        _ => Err(failure),
+    }
 }
 
 /// `after-commit`: publishes the event of an order whose transaction has committed. A failure
@@ -322,11 +374,15 @@ pub fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
         let in_stream = broker
             .contains(&subject)
             .map_err(|e| ApiError::dependency(Dependency::Broker, e))?;
-        let (statement, action) = match events::in_doubt_action(in_stream) {
-            InDoubt::Commit => (events::commit_prepared_sql(&p.gid), "commit"),
-            InDoubt::Rollback => (events::rollback_prepared_sql(&p.gid), "rollback"),
+        let action = events::in_doubt_action(in_stream);
+        if finish(step.conn(), &p.gid, action)?.is_some() {
+            app.metrics.events.in_doubt.dec(); // its request finished it meanwhile
+            continue;
+        }
+        let action = match action {
+            InDoubt::Commit => "commit",
+            InDoubt::Rollback => "rollback",
         };
-        exec(step.conn(), &statement)?;
         app.metrics
             .events
             .in_doubt_resolved

@@ -141,7 +141,8 @@ pub async fn persist_order(
 
 /// Two-phase, after `PREPARE TRANSACTION`: publish; `COMMIT PREPARED` on the acknowledgement,
 /// `ROLLBACK PREPARED` when the broker refused; with no answer, the stream decides. If even that
-/// cannot be asked, the transaction stays prepared (in doubt) for recovery. Every path but the
+/// cannot be asked, the transaction stays prepared (in doubt) for recovery. A transaction that
+/// recovery finished first is answered as it was finished ([`finish`]). Every path but the
 /// commit answers 503 `dependency_unavailable` (broker): the key stays `CHARGING` for a retry.
 async fn finish_prepared(
     app: &AppState,
@@ -150,20 +151,62 @@ async fn finish_prepared(
     gid: &str,
     ev: &OrderCreated,
 ) -> Result<(), ApiError> {
-    let failure = match publish(app, broker, &publication(ev)).await {
-        Ok(_) => return exec(conn, &events::commit_prepared_sql(gid)).await,
-        Err(f) => f,
+    let (action, failure) = match publish(app, broker, &publication(ev)).await {
+        Ok(_) => (InDoubt::Commit, None),
+        Err(failure) => {
+            let in_stream = match &failure {
+                PublishFailure::Refused(_) => Ok(false),
+                PublishFailure::Unknown(_) => broker.contains(&subject_of(&ev.order_id)).await,
+            };
+            match in_stream {
+                Ok(found) => (events::in_doubt_action(found), Some(failure)),
+                Err(e) => {
+                    tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it");
+                    return Err(ApiError::dependency(Dependency::Broker, failure));
+                }
+            }
+        }
     };
-    let in_stream = match &failure {
-        PublishFailure::Refused(_) => Ok(false),
-        PublishFailure::Unknown(_) => broker.contains(&subject_of(&ev.order_id)).await,
-    };
-    match in_stream {
-        Ok(true) => return exec(conn, &events::commit_prepared_sql(gid)).await,
-        Ok(false) => exec(conn, &events::rollback_prepared_sql(gid)).await?,
-        Err(e) => tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it"),
+    match finish(conn, gid, action).await?.unwrap_or(action) {
+        InDoubt::Commit => Ok(()),
+        InDoubt::Rollback => Err(ApiError::dependency(
+            Dependency::Broker,
+            failure.map_or_else(
+                || anyhow::anyhow!("rolled back by recovery before the event's acknowledgement"),
+                anyhow::Error::from,
+            ),
+        )),
     }
-    Err(ApiError::dependency(Dependency::Broker, failure))
+}
+
+/// `COMMIT PREPARED` or `ROLLBACK PREPARED` (`action`). `Ok(None)`: done as asked. When it fails,
+/// reads back what happened (`sql::PREPARED_OUTCOME`): `Ok(Some(outcome))` when someone else (the
+/// live request, recovery) had already finished it — committed if its order is there, rolled
+/// back if not (`events::finished_elsewhere`); the failure stands only while it is still prepared.
+async fn finish(
+    conn: &mut PgConnection,
+    gid: &str,
+    action: InDoubt,
+) -> Result<Option<InDoubt>, ApiError> {
+    let statement = match action {
+        InDoubt::Commit => events::commit_prepared_sql(gid),
+        InDoubt::Rollback => events::rollback_prepared_sql(gid),
+    };
+    let Err(failure) = exec(conn, &statement).await else {
+        return Ok(None);
+    };
+    let outcome: Result<(bool, bool), _> = sqlx::query_as(sql::PREPARED_OUTCOME)
+        .bind(gid)
+        .bind(events::order_of_gid(gid).unwrap_or_default())
+        .fetch_one(&mut *conn)
+        .await;
+    match outcome.map(|(prepared, made)| events::finished_elsewhere(prepared, made)) {
+        Ok(Some(outcome)) => {
+            tracing::info!(gid, ?outcome, "prepared transaction finished elsewhere");
+            Ok(Some(outcome))
+        }
+        _ => Err(failure),
+    }
 }
 
 /// `after-commit`: publishes the event of an order whose transaction has committed. A failure
@@ -297,11 +340,15 @@ pub async fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
             .contains(&subject_of(order_id))
             .await
             .map_err(|e| ApiError::dependency(Dependency::Broker, e))?;
-        let (statement, action) = match events::in_doubt_action(in_stream) {
-            InDoubt::Commit => (events::commit_prepared_sql(gid), "commit"),
-            InDoubt::Rollback => (events::rollback_prepared_sql(gid), "rollback"),
+        let action = events::in_doubt_action(in_stream);
+        if finish(step.conn(), gid, action).await?.is_some() {
+            app.metrics.events.in_doubt.dec(); // its request finished it meanwhile
+            continue;
+        }
+        let action = match action {
+            InDoubt::Commit => "commit",
+            InDoubt::Rollback => "rollback",
         };
-        exec(step.conn(), &statement).await?;
         app.metrics
             .events
             .in_doubt_resolved

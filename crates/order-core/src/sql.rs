@@ -172,6 +172,12 @@ UPDATE order_outbox
 /// Outbox backlog: events not sent yet.
 pub const OUTBOX_BACKLOG: &str = "SELECT count(*) FROM order_outbox WHERE sent_at IS NULL";
 
+/// Two-phase, after a `COMMIT`/`ROLLBACK PREPARED` of gid `$1` failed: whether it is still
+/// prepared, and whether its order `$2` exists (what a finish by someone else left).
+pub const PREPARED_OUTCOME: &str = "\
+SELECT EXISTS (SELECT 1 FROM pg_prepared_xacts WHERE gid = $1::text) AS still_prepared,
+       EXISTS (SELECT 1 FROM orders WHERE id = $2::text) AS order_made";
+
 /// Two-phase, at start-up: how many transactions the server may keep prepared (0: none).
 pub const MAX_PREPARED_TRANSACTIONS: &str = "SHOW max_prepared_transactions";
 

@@ -1,6 +1,8 @@
 //! The order event under a hostile broker and database: acknowledgements slower than the
 //! database lets a transaction sit idle (the outbox must still drain, each event sent once),
-//! and a PostgreSQL without prepared transactions (two-phase refuses to start). The broker is slowed by a latency proxy between the API and its own
+//! a prepared transaction finished by someone else while its request waits for the broker (the
+//! request answers what happened), and a PostgreSQL without prepared transactions (two-phase
+//! refuses to start). The broker is slowed by a latency proxy between the API and its own
 //! `nats-server`; the test's own NATS client is not slowed.
 
 use std::collections::BTreeMap;
@@ -13,6 +15,8 @@ use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
 contract_tests!(
     outbox_drains_a_backlog_whose_acks_outlast_the_statement_timeout,
+    two_phase_answers_201_when_its_prepared_transaction_was_committed_elsewhere,
+    two_phase_answers_503_when_its_prepared_transaction_was_rolled_back_elsewhere,
     two_phase_refuses_to_start_without_prepared_transactions,
 );
 
@@ -83,6 +87,74 @@ async fn outbox_drains_a_backlog_whose_acks_outlast_the_statement_timeout(api: A
     };
     assert_eq!(app.metric(&published("false")).await, Some(5.0));
     assert_eq!(app.metric(&published("true")).await.unwrap_or(0.0), 0.0);
+}
+
+async fn prepared_gids(app: &TestApp) -> Vec<String> {
+    sqlx::query_scalar("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Posts an order through a slow broker and, while the request waits for the acknowledgement,
+/// finishes its prepared transaction with `finish` (as another instance's recovery would).
+async fn race_the_prepared_transaction(app: &TestApp, finish: fn(&str) -> String) -> (u16, String) {
+    app.set_broker_rtt(BROKER_RTT);
+    let finisher = async {
+        eventually(10, "the order's transaction prepared", || async {
+            prepared_gids(app).await.len() == 1
+        })
+        .await;
+        let gid = prepared_gids(app).await.remove(0);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(finish(&gid)))
+            .execute(&app.pool)
+            .await
+            .unwrap();
+    };
+    let order = valid_order("2pc-elsewhere");
+    let (r, ()) = tokio::join!(app.post_order(TOKEN, &order), finisher);
+    let status = r.status().as_u16();
+    (status, r.text().await.unwrap())
+}
+
+async fn two_phase_answers_201_when_its_prepared_transaction_was_committed_elsewhere(api: Api) {
+    let app = TestApp::spawn_with_slow_broker(api, EventsMode::TwoPhase, slow_broker).await;
+    let (status, body) =
+        race_the_prepared_transaction(&app, order_core::events::commit_prepared_sql).await;
+    assert_eq!(status, 201, "the order was made: {body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM orders")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(ids, [doc["id"].as_str().unwrap()]);
+    assert_eq!(app.deps.ledger_with_detail().keys_charged_more_than_once, 0);
+}
+
+async fn two_phase_answers_503_when_its_prepared_transaction_was_rolled_back_elsewhere(api: Api) {
+    let app = TestApp::spawn_with_slow_broker(api, EventsMode::TwoPhase, slow_broker).await;
+    let (status, body) =
+        race_the_prepared_transaction(&app, order_core::events::rollback_prepared_sql).await;
+    assert_eq!(status, 503, "{body}");
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(error["error"], "dependency_unavailable", "{body}");
+    assert_eq!(error["dependency"], "broker", "{body}");
+    assert_eq!(app.count("orders").await, 0);
+    let state: String = sqlx::query_scalar("SELECT state FROM idempotency_keys")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "CHARGING", "the charge is kept for the retry");
+    // Recovery settles the kept charge (it may hold the key while it does): a retry then
+    // replays the order.
+    app.set_broker_rtt(Duration::ZERO);
+    let retry = valid_order("2pc-elsewhere");
+    eventually(20, "the order made and replayed", || async {
+        app.post_order(TOKEN, &retry).await.status() == 201
+    })
+    .await;
+    assert_eq!(app.count("orders").await, 1);
+    assert_eq!(app.deps.ledger_with_detail().keys_charged_more_than_once, 0);
 }
 
 /// A PostgreSQL started with `max_prepared_transactions = 0` (every `PREPARE TRANSACTION`
