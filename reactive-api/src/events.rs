@@ -4,14 +4,14 @@
 //!   outbox row in one transaction (`outbox`), or prepared, published, then committed
 //!   (`two-phase`: the connection is held until the broker answers);
 //! - [`after_commit`]: the publication after the order's commit (`after-commit`);
-//! - [`spawn_relay`]: the outbox relay, a task;
 //! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
+//!
+//! The outbox relay, a task, is `outbox.rs`.
 //!
 //! Transactions are opened with a plain `BEGIN` on the step's autocommit connection, as in
 //! blocking-api. The order's work runs as a task of its own (see `routes.rs`), never cancelled
 //! half-way, so every `BEGIN` here reaches its `COMMIT`, `PREPARE` or `ROLLBACK`.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use event_broker::{Ack, Broker, Publication, PublishFailure, subject_of};
@@ -23,9 +23,6 @@ use sqlx::{AssertSqlSafe, PgConnection, Row};
 
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
-
-/// Outbox rows a relay pass publishes at most.
-pub const RELAY_BATCH: i64 = 256;
 
 /// How long the API waits at start-up for NATS and its JetStream to be usable.
 const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
@@ -65,7 +62,7 @@ async fn publish(app: &AppState, broker: &Broker, p: &Publication) -> Result<Ack
     result
 }
 
-fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
+pub(crate) fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
     let outcomes = results.iter().map(|r| {
         r.as_ref()
             .map(|ack| ack.duplicate)
@@ -217,93 +214,6 @@ pub async fn after_commit(app: &AppState, doc: &OrderDocument) {
     {
         tracing::warn!(order_id = %doc.id, error = %e, "order event lost (after-commit)");
     }
-}
-
-/// `outbox`: starts the relay as a task; a no-op in the other modes.
-pub fn spawn_relay(app: Arc<AppState>) {
-    if app.events.mode != EventsMode::Outbox {
-        return;
-    }
-    tokio::spawn(async move {
-        let idle = app.settings.events.outbox_poll();
-        loop {
-            match relay_pass(&app).await {
-                Ok(n) if n as i64 == RELAY_BATCH => {}
-                Ok(_) => tokio::time::sleep(idle).await,
-                Err(e) => {
-                    tracing::warn!(error = %e, "outbox relay pass failed; retrying");
-                    tokio::time::sleep(idle.max(Duration::from_millis(500))).await;
-                }
-            }
-        }
-    });
-}
-
-/// One relay pass, with no transaction open across the broker: claims up to `RELAY_BATCH` unsent
-/// rows for a lease (one statement, `sql::CLAIM_OUTBOX`), gives the connection back, publishes
-/// them all and awaits their acknowledgements together (the batch bounded by `NATS_TIMEOUT_MS`),
-/// then settles the claim: acknowledged rows sent, the others released for the next pass.
-/// Returns how many rows it claimed.
-pub async fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
-    let Some(broker) = &app.events.broker else {
-        return Ok(0);
-    };
-    let token = events::claim_token();
-    let mut step = Step::Own(app.db.acquire("outbox").await?);
-    let rows = sqlx::query(sql::CLAIM_OUTBOX)
-        .bind(RELAY_BATCH)
-        .bind(app.settings.outbox_claim_lease().as_secs_f64())
-        .bind(&token)
-        .fetch_all(&mut *step.conn())
-        .await
-        .map_err(db_error)?;
-    let batch: Vec<Publication> = rows
-        .iter()
-        .map(|r| {
-            Ok(Publication {
-                msg_id: r.try_get(0)?,
-                subject: r.try_get(1)?,
-                payload: r.try_get::<String, _>(2)?.into(),
-            })
-        })
-        .collect::<Result<_, sqlx::Error>>()
-        .map_err(db_error)?;
-    let mut unacknowledged = 0;
-    if !batch.is_empty() {
-        drop(step);
-        let started = Instant::now();
-        let results = broker.publish_all(&batch).await;
-        record(app, started, &results);
-        let sent: Vec<&str> = batch
-            .iter()
-            .zip(&results)
-            .filter(|(_, r)| r.is_ok())
-            .map(|(p, _)| p.msg_id.as_str())
-            .collect();
-        step = Step::Own(app.db.acquire("outbox").await?);
-        sqlx::query(sql::SETTLE_OUTBOX_CLAIM)
-            .bind(&token)
-            .bind(&sent)
-            .execute(&mut *step.conn())
-            .await
-            .map_err(db_error)?;
-        unacknowledged = batch.len() - sent.len();
-    }
-    let backlog: i64 = sqlx::query_scalar(sql::OUTBOX_BACKLOG)
-        .fetch_one(&mut *step.conn())
-        .await
-        .map_err(db_error)?;
-    app.metrics.events.outbox_backlog.set(backlog);
-    if unacknowledged > 0 {
-        return Err(ApiError::dependency(
-            Dependency::Broker,
-            anyhow::anyhow!(
-                "{unacknowledged} of {} outbox events unacknowledged",
-                batch.len()
-            ),
-        ));
-    }
-    Ok(batch.len())
 }
 
 /// Two-phase recovery, once per recovery pass: every prepared transaction of ours in this
