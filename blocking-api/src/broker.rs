@@ -62,12 +62,14 @@ impl BlockingBroker {
         })
     }
 
-    /// Publishes and waits for JetStream's acknowledgement (bounded by `NATS_TIMEOUT_MS`).
+    /// Publishes and waits for JetStream's acknowledgement (bounded by `NATS_TIMEOUT_MS` from the
+    /// send).
     pub fn publish(&self, p: &Publication) -> Result<Ack, PublishFailure> {
         self.handle.block_on(self.inner.publish(p))
     }
 
-    /// Publishes every message, then waits for every acknowledgement.
+    /// Publishes every message, then waits for all acknowledgements at once; the batch ends
+    /// within `NATS_TIMEOUT_MS` as a whole.
     pub fn publish_all(&self, ps: &[Publication]) -> Vec<Result<Ack, PublishFailure>> {
         self.handle.block_on(self.inner.publish_all(ps))
     }

@@ -4,14 +4,14 @@
 //!   outbox row in one transaction (`outbox`), or prepared, published, then committed
 //!   (`two-phase`: the connection is held until the broker answers);
 //! - [`after_commit`]: the publication after the order's commit (`after-commit`);
-//! - [`spawn_relay`]: the outbox relay, a thread;
 //! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
+//!
+//! The outbox relay, a thread, is `outbox.rs`.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use diesel::pg::PgConnection;
-use diesel::sql_types::{Array, BigInt, Double, Text};
+use diesel::sql_types::{Bool, Double, Text};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use event_broker::{Ack, Publication, PublishFailure};
 use order_core::error::{ApiError, Dependency};
@@ -22,9 +22,6 @@ use order_core::sql;
 use crate::broker::BlockingBroker;
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
-
-/// Outbox rows a relay pass publishes at most.
-pub const RELAY_BATCH: i64 = 256;
 
 /// The mode and, unless it is `off`, the broker.
 pub struct Events {
@@ -65,7 +62,7 @@ fn publish(
     result
 }
 
-fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
+pub(crate) fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
     let outcomes = results.iter().map(|r| {
         r.as_ref()
             .map(|ack| ack.duplicate)
@@ -157,7 +154,8 @@ pub fn persist_order(
 
 /// Two-phase, after `PREPARE TRANSACTION`: publish; `COMMIT PREPARED` on the acknowledgement,
 /// `ROLLBACK PREPARED` when the broker refused; with no answer, the stream decides. If even that
-/// cannot be asked, the transaction stays prepared (in doubt) for recovery. Every path but the
+/// cannot be asked, the transaction stays prepared (in doubt) for recovery. A transaction that
+/// recovery finished first is answered as it was finished ([`finish`]). Every path but the
 /// commit answers 503 `dependency_unavailable` (broker): the key stays `CHARGING` for a retry.
 fn finish_prepared(
     app: &AppState,
@@ -166,20 +164,71 @@ fn finish_prepared(
     gid: &str,
     ev: &OrderCreated,
 ) -> Result<(), ApiError> {
-    let failure = match publish(app, broker, &publication(ev)) {
-        Ok(_) => return exec(conn, &events::commit_prepared_sql(gid)),
-        Err(f) => f,
+    let (action, failure) = match publish(app, broker, &publication(ev)) {
+        Ok(_) => (InDoubt::Commit, None),
+        Err(failure) => {
+            let in_stream = match &failure {
+                PublishFailure::Refused(_) => Ok(false),
+                PublishFailure::Unknown(_) => {
+                    broker.contains(&event_broker::subject_of(&ev.order_id))
+                }
+            };
+            match in_stream {
+                Ok(found) => (events::in_doubt_action(found), Some(failure)),
+                Err(e) => {
+                    tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it");
+                    return Err(ApiError::dependency(Dependency::Broker, failure));
+                }
+            }
+        }
     };
-    let in_stream = match &failure {
-        PublishFailure::Refused(_) => Ok(false),
-        PublishFailure::Unknown(_) => broker.contains(&event_broker::subject_of(&ev.order_id)),
-    };
-    match in_stream {
-        Ok(true) => return exec(conn, &events::commit_prepared_sql(gid)),
-        Ok(false) => exec(conn, &events::rollback_prepared_sql(gid))?,
-        Err(e) => tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it"),
+    match finish(conn, gid, action)?.unwrap_or(action) {
+        InDoubt::Commit => Ok(()),
+        InDoubt::Rollback => Err(ApiError::dependency(
+            Dependency::Broker,
+            failure.map_or_else(
+                || anyhow::anyhow!("rolled back by recovery before the event's acknowledgement"),
+                anyhow::Error::from,
+            ),
+        )),
     }
-    Err(ApiError::dependency(Dependency::Broker, failure))
+}
+
+/// `COMMIT PREPARED` or `ROLLBACK PREPARED` (`action`). `Ok(None)`: done as asked. When it fails,
+/// reads back what happened (`sql::PREPARED_OUTCOME`): `Ok(Some(outcome))` when someone else (the
+/// live request, recovery) had already finished it — committed if its order is there, rolled
+/// back if not (`events::finished_elsewhere`); the failure stands only while it is still prepared.
+/// (diesel does not expose the SQLSTATE, `42704`, of the lost race; reading back needs none.)
+fn finish(
+    conn: &mut PgConnection,
+    gid: &str,
+    action: InDoubt,
+) -> Result<Option<InDoubt>, ApiError> {
+    #[derive(QueryableByName)]
+    struct Outcome {
+        #[diesel(sql_type = Bool)]
+        still_prepared: bool,
+        #[diesel(sql_type = Bool)]
+        order_made: bool,
+    }
+    let statement = match action {
+        InDoubt::Commit => events::commit_prepared_sql(gid),
+        InDoubt::Rollback => events::rollback_prepared_sql(gid),
+    };
+    let Err(failure) = exec(conn, &statement) else {
+        return Ok(None);
+    };
+    let outcome: Result<Outcome, _> = sql_query(sql::PREPARED_OUTCOME)
+        .bind::<Text, _>(gid)
+        .bind::<Text, _>(events::order_of_gid(gid).unwrap_or_default())
+        .get_result(conn);
+    match outcome.map(|o| events::finished_elsewhere(o.still_prepared, o.order_made)) {
+        Ok(Some(outcome)) => {
+            tracing::info!(gid, ?outcome, "prepared transaction finished elsewhere");
+            Ok(Some(outcome))
+        }
+        _ => Err(failure),
+    }
 }
 
 /// `after-commit`: publishes the event of an order whose transaction has committed. A failure
@@ -190,98 +239,6 @@ pub fn after_commit(app: &AppState, doc: &OrderDocument) {
     {
         tracing::warn!(order_id = %doc.id, error = %e, "order event lost (after-commit)");
     }
-}
-
-/// `outbox`: starts the relay on a thread of its own; a no-op in the other modes.
-pub fn spawn_relay(app: Arc<AppState>) -> std::io::Result<()> {
-    if app.events.mode != EventsMode::Outbox {
-        return Ok(());
-    }
-    std::thread::Builder::new()
-        .name("outbox-relay".into())
-        .spawn(move || {
-            let idle = app.settings.events.outbox_poll();
-            loop {
-                match relay_pass(&app) {
-                    Ok(n) if n as i64 == RELAY_BATCH => {}
-                    Ok(_) => std::thread::sleep(idle),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "outbox relay pass failed; retrying");
-                        std::thread::sleep(idle.max(Duration::from_millis(500)));
-                    }
-                }
-            }
-        })?;
-    Ok(())
-}
-
-#[derive(QueryableByName)]
-struct OutboxRow {
-    #[diesel(sql_type = Text)]
-    event_id: String,
-    #[diesel(sql_type = Text)]
-    subject: String,
-    #[diesel(sql_type = Text)]
-    payload: String,
-}
-
-/// One relay pass: locks up to `RELAY_BATCH` unsent rows (`SKIP LOCKED`), publishes them all,
-/// marks the acknowledged ones sent, commits. Returns how many rows it locked.
-pub fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
-    let Some(broker) = &app.events.broker else {
-        return Ok(0);
-    };
-    let mut step = Step::Own(app.db.acquire("outbox")?);
-    let mut tx = RawTx::begin(step.conn())?;
-    let rows: Vec<OutboxRow> = sql_query(sql::CLAIM_OUTBOX)
-        .bind::<BigInt, _>(RELAY_BATCH)
-        .load(tx.conn())
-        .map_err(db_error)?;
-    let batch: Vec<Publication> = rows
-        .into_iter()
-        .map(|r| Publication {
-            subject: r.subject,
-            msg_id: r.event_id,
-            payload: r.payload.into(),
-        })
-        .collect();
-    let started = Instant::now();
-    let results = if batch.is_empty() {
-        Vec::new()
-    } else {
-        broker.publish_all(&batch)
-    };
-    record(app, started, &results);
-    let sent: Vec<&str> = batch
-        .iter()
-        .zip(&results)
-        .filter(|(_, r)| r.is_ok())
-        .map(|(p, _)| p.msg_id.as_str())
-        .collect();
-    if !sent.is_empty() {
-        sql_query(sql::MARK_OUTBOX_SENT)
-            .bind::<Array<Text>, _>(&sent)
-            .execute(tx.conn())
-            .map_err(db_error)?;
-    }
-    let conn = tx.end("COMMIT")?;
-    #[derive(QueryableByName)]
-    struct Backlog {
-        #[diesel(sql_type = BigInt)]
-        count: i64,
-    }
-    let backlog: Backlog = sql_query(sql::OUTBOX_BACKLOG)
-        .get_result(conn)
-        .map_err(db_error)?;
-    app.metrics.events.outbox_backlog.set(backlog.count);
-    if sent.len() < batch.len() {
-        let failed = batch.len() - sent.len();
-        return Err(ApiError::dependency(
-            Dependency::Broker,
-            anyhow::anyhow!("{failed} of {} outbox events unacknowledged", batch.len()),
-        ));
-    }
-    Ok(batch.len())
 }
 
 /// Two-phase recovery, once per recovery pass: every prepared transaction of ours in this
@@ -315,11 +272,15 @@ pub fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
         let in_stream = broker
             .contains(&subject)
             .map_err(|e| ApiError::dependency(Dependency::Broker, e))?;
-        let (statement, action) = match events::in_doubt_action(in_stream) {
-            InDoubt::Commit => (events::commit_prepared_sql(&p.gid), "commit"),
-            InDoubt::Rollback => (events::rollback_prepared_sql(&p.gid), "rollback"),
+        let action = events::in_doubt_action(in_stream);
+        if finish(step.conn(), &p.gid, action)?.is_some() {
+            app.metrics.events.in_doubt.dec(); // its request finished it meanwhile
+            continue;
+        }
+        let action = match action {
+            InDoubt::Commit => "commit",
+            InDoubt::Rollback => "rollback",
         };
-        exec(step.conn(), &statement)?;
         app.metrics
             .events
             .in_doubt_resolved

@@ -18,6 +18,7 @@ pub mod clients;
 pub mod connections;
 pub mod db;
 pub mod events;
+pub mod outbox;
 pub mod pool;
 pub mod recovery;
 pub mod routes;

@@ -5,10 +5,10 @@ use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::CommonSettings;
 
-use crate::events::{self, Events};
+use crate::events::Events;
 use crate::pool::ReadPool;
 use crate::state::AppState;
-use crate::{batch, clients::Deps, db::Db, recovery, routes};
+use crate::{batch, clients::Deps, db::Db, outbox, recovery, routes};
 
 /// blocking-api's settings: the shared ones, its listen address and its thread pool.
 #[derive(Debug, Clone, clap::Parser)]
@@ -60,7 +60,7 @@ impl Application {
         )
         .await?;
         let app = state.into_inner();
-        events::spawn_relay(app.clone())?;
+        outbox::spawn_relay(app.clone())?;
         recovery::spawn(app)?;
         Ok(Application(running))
     }

@@ -4,14 +4,14 @@
 //!   outbox row in one transaction (`outbox`), or prepared, published, then committed
 //!   (`two-phase`: the connection is held until the broker answers);
 //! - [`after_commit`]: the publication after the order's commit (`after-commit`);
-//! - [`spawn_relay`]: the outbox relay, a task;
 //! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
+//!
+//! The outbox relay, a task, is `outbox.rs`.
 //!
 //! Transactions are opened with a plain `BEGIN` on the step's autocommit connection, as in
 //! blocking-api. The order's work runs as a task of its own (see `routes.rs`), never cancelled
 //! half-way, so every `BEGIN` here reaches its `COMMIT`, `PREPARE` or `ROLLBACK`.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use event_broker::{Ack, Broker, Publication, PublishFailure, subject_of};
@@ -23,9 +23,6 @@ use sqlx::{AssertSqlSafe, PgConnection, Row};
 
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
-
-/// Outbox rows a relay pass publishes at most.
-pub const RELAY_BATCH: i64 = 256;
 
 /// How long the API waits at start-up for NATS and its JetStream to be usable.
 const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
@@ -65,7 +62,7 @@ async fn publish(app: &AppState, broker: &Broker, p: &Publication) -> Result<Ack
     result
 }
 
-fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
+pub(crate) fn record(app: &AppState, started: Instant, results: &[Result<Ack, PublishFailure>]) {
     let outcomes = results.iter().map(|r| {
         r.as_ref()
             .map(|ack| ack.duplicate)
@@ -141,7 +138,8 @@ pub async fn persist_order(
 
 /// Two-phase, after `PREPARE TRANSACTION`: publish; `COMMIT PREPARED` on the acknowledgement,
 /// `ROLLBACK PREPARED` when the broker refused; with no answer, the stream decides. If even that
-/// cannot be asked, the transaction stays prepared (in doubt) for recovery. Every path but the
+/// cannot be asked, the transaction stays prepared (in doubt) for recovery. A transaction that
+/// recovery finished first is answered as it was finished ([`finish`]). Every path but the
 /// commit answers 503 `dependency_unavailable` (broker): the key stays `CHARGING` for a retry.
 async fn finish_prepared(
     app: &AppState,
@@ -150,20 +148,62 @@ async fn finish_prepared(
     gid: &str,
     ev: &OrderCreated,
 ) -> Result<(), ApiError> {
-    let failure = match publish(app, broker, &publication(ev)).await {
-        Ok(_) => return exec(conn, &events::commit_prepared_sql(gid)).await,
-        Err(f) => f,
+    let (action, failure) = match publish(app, broker, &publication(ev)).await {
+        Ok(_) => (InDoubt::Commit, None),
+        Err(failure) => {
+            let in_stream = match &failure {
+                PublishFailure::Refused(_) => Ok(false),
+                PublishFailure::Unknown(_) => broker.contains(&subject_of(&ev.order_id)).await,
+            };
+            match in_stream {
+                Ok(found) => (events::in_doubt_action(found), Some(failure)),
+                Err(e) => {
+                    tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it");
+                    return Err(ApiError::dependency(Dependency::Broker, failure));
+                }
+            }
+        }
     };
-    let in_stream = match &failure {
-        PublishFailure::Refused(_) => Ok(false),
-        PublishFailure::Unknown(_) => broker.contains(&subject_of(&ev.order_id)).await,
-    };
-    match in_stream {
-        Ok(true) => return exec(conn, &events::commit_prepared_sql(gid)).await,
-        Ok(false) => exec(conn, &events::rollback_prepared_sql(gid)).await?,
-        Err(e) => tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it"),
+    match finish(conn, gid, action).await?.unwrap_or(action) {
+        InDoubt::Commit => Ok(()),
+        InDoubt::Rollback => Err(ApiError::dependency(
+            Dependency::Broker,
+            failure.map_or_else(
+                || anyhow::anyhow!("rolled back by recovery before the event's acknowledgement"),
+                anyhow::Error::from,
+            ),
+        )),
     }
-    Err(ApiError::dependency(Dependency::Broker, failure))
+}
+
+/// `COMMIT PREPARED` or `ROLLBACK PREPARED` (`action`). `Ok(None)`: done as asked. When it fails,
+/// reads back what happened (`sql::PREPARED_OUTCOME`): `Ok(Some(outcome))` when someone else (the
+/// live request, recovery) had already finished it — committed if its order is there, rolled
+/// back if not (`events::finished_elsewhere`); the failure stands only while it is still prepared.
+async fn finish(
+    conn: &mut PgConnection,
+    gid: &str,
+    action: InDoubt,
+) -> Result<Option<InDoubt>, ApiError> {
+    let statement = match action {
+        InDoubt::Commit => events::commit_prepared_sql(gid),
+        InDoubt::Rollback => events::rollback_prepared_sql(gid),
+    };
+    let Err(failure) = exec(conn, &statement).await else {
+        return Ok(None);
+    };
+    let outcome: Result<(bool, bool), _> = sqlx::query_as(sql::PREPARED_OUTCOME)
+        .bind(gid)
+        .bind(events::order_of_gid(gid).unwrap_or_default())
+        .fetch_one(&mut *conn)
+        .await;
+    match outcome.map(|(prepared, made)| events::finished_elsewhere(prepared, made)) {
+        Ok(Some(outcome)) => {
+            tracing::info!(gid, ?outcome, "prepared transaction finished elsewhere");
+            Ok(Some(outcome))
+        }
+        _ => Err(failure),
+    }
 }
 
 /// `after-commit`: publishes the event of an order whose transaction has committed. A failure
@@ -174,97 +214,6 @@ pub async fn after_commit(app: &AppState, doc: &OrderDocument) {
     {
         tracing::warn!(order_id = %doc.id, error = %e, "order event lost (after-commit)");
     }
-}
-
-/// `outbox`: starts the relay as a task; a no-op in the other modes.
-pub fn spawn_relay(app: Arc<AppState>) {
-    if app.events.mode != EventsMode::Outbox {
-        return;
-    }
-    tokio::spawn(async move {
-        let idle = app.settings.events.outbox_poll();
-        loop {
-            match relay_pass(&app).await {
-                Ok(n) if n as i64 == RELAY_BATCH => {}
-                Ok(_) => tokio::time::sleep(idle).await,
-                Err(e) => {
-                    tracing::warn!(error = %e, "outbox relay pass failed; retrying");
-                    tokio::time::sleep(idle.max(Duration::from_millis(500))).await;
-                }
-            }
-        }
-    });
-}
-
-/// One relay pass: locks up to `RELAY_BATCH` unsent rows (`SKIP LOCKED`), publishes them all,
-/// marks the acknowledged ones sent, commits. Returns how many rows it locked.
-pub async fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
-    let Some(broker) = &app.events.broker else {
-        return Ok(0);
-    };
-    let mut step = Step::Own(app.db.acquire("outbox").await?);
-    let conn = step.conn();
-    exec(conn, "BEGIN").await?;
-    let batch = async {
-        let rows = sqlx::query(sql::CLAIM_OUTBOX)
-            .bind(RELAY_BATCH)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let batch: Vec<Publication> = rows
-            .iter()
-            .map(|r| {
-                Ok(Publication {
-                    msg_id: r.try_get(0)?,
-                    subject: r.try_get(1)?,
-                    payload: r.try_get::<String, _>(2)?.into(),
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(db_error)?;
-        let started = Instant::now();
-        let results = if batch.is_empty() {
-            Vec::new()
-        } else {
-            broker.publish_all(&batch).await
-        };
-        record(app, started, &results);
-        let sent: Vec<&str> = batch
-            .iter()
-            .zip(&results)
-            .filter(|(_, r)| r.is_ok())
-            .map(|(p, _)| p.msg_id.as_str())
-            .collect();
-        if !sent.is_empty() {
-            sqlx::query(sql::MARK_OUTBOX_SENT)
-                .bind(&sent)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error)?;
-        }
-        Ok::<_, ApiError>((batch.len(), sent.len()))
-    }
-    .await;
-    let (locked, sent) = match batch {
-        Ok(counts) => counts,
-        Err(e) => {
-            let _ = exec(conn, "ROLLBACK").await;
-            return Err(e);
-        }
-    };
-    exec(conn, "COMMIT").await?;
-    let backlog: i64 = sqlx::query_scalar(sql::OUTBOX_BACKLOG)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    app.metrics.events.outbox_backlog.set(backlog);
-    if sent < locked {
-        return Err(ApiError::dependency(
-            Dependency::Broker,
-            anyhow::anyhow!("{} of {locked} outbox events unacknowledged", locked - sent),
-        ));
-    }
-    Ok(locked)
 }
 
 /// Two-phase recovery, once per recovery pass: every prepared transaction of ours in this
@@ -301,11 +250,15 @@ pub async fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
             .contains(&subject_of(order_id))
             .await
             .map_err(|e| ApiError::dependency(Dependency::Broker, e))?;
-        let (statement, action) = match events::in_doubt_action(in_stream) {
-            InDoubt::Commit => (events::commit_prepared_sql(gid), "commit"),
-            InDoubt::Rollback => (events::rollback_prepared_sql(gid), "rollback"),
+        let action = events::in_doubt_action(in_stream);
+        if finish(step.conn(), gid, action).await?.is_some() {
+            app.metrics.events.in_doubt.dec(); // its request finished it meanwhile
+            continue;
+        }
+        let action = match action {
+            InDoubt::Commit => "commit",
+            InDoubt::Rollback => "rollback",
         };
-        exec(step.conn(), &statement).await?;
         app.metrics
             .events
             .in_doubt_resolved

@@ -15,6 +15,7 @@ pub mod clients;
 pub mod connections;
 pub mod db;
 pub mod events;
+pub mod outbox;
 pub mod recovery;
 pub mod routes;
 pub mod service;

@@ -5,9 +5,9 @@ use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::{CommonSettings, REACTIVE_MAX_IN_FLIGHT};
 
-use crate::events::{self, Events};
+use crate::events::Events;
 use crate::state::AppState;
-use crate::{batch, clients::Deps, db::Db, recovery, routes};
+use crate::{batch, clients::Deps, db::Db, outbox, recovery, routes};
 
 /// reactive-api's settings: the shared ones plus its listen address.
 #[derive(Debug, Clone, clap::Parser)]
@@ -52,7 +52,7 @@ impl Application {
         )
         .await?;
         let app = state.into_inner();
-        events::spawn_relay(app.clone());
+        outbox::spawn_relay(app.clone());
         recovery::spawn(app);
         Ok(Application(running))
     }

@@ -90,12 +90,16 @@ impl PublishFailure {
 #[derive(Clone)]
 pub struct Broker {
     js: Context,
+    /// `NATS_TIMEOUT_MS`: the bound of one publication (or one batch) as a whole, and of one
+    /// look-up.
+    timeout: Duration,
 }
 
 impl Broker {
     /// Connects to `url` (reconnecting by itself from then on) and makes sure the stream exists,
     /// trying for at most `patience` (the broker may start after the API). Every JetStream call
-    /// (a publication's acknowledgement included) is bounded by `timeout`.
+    /// is bounded by `timeout`: a publication from its send to its acknowledgement, a batch of
+    /// them as a whole, a look-up.
     pub async fn connect(url: &str, timeout: Duration, patience: Duration) -> anyhow::Result<Self> {
         let client = async_nats::ConnectOptions::new()
             .connection_timeout(timeout)
@@ -107,7 +111,7 @@ impl Broker {
             .timeout(timeout)
             .ack_timeout(timeout)
             .build(client);
-        let broker = Broker { js };
+        let broker = Broker { js, timeout };
         let deadline = Instant::now() + patience;
         loop {
             match broker.ensure_stream().await {
@@ -144,46 +148,52 @@ impl Broker {
         Ok(())
     }
 
-    /// Publishes one message and waits for JetStream's acknowledgement.
+    /// Publishes one message and waits for JetStream's acknowledgement, within the timeout as
+    /// a whole (the send may wait for room among the acknowledgements in flight; that wait is
+    /// inside the bound too, which two-phase's in-doubt age relies on).
     pub async fn publish(&self, p: &Publication) -> Result<Ack, PublishFailure> {
-        let pending = self
-            .js
-            .send_publish(p.subject.clone(), message(p))
-            .await
-            .map_err(PublishFailure::of)?;
-        let ack = pending.await.map_err(PublishFailure::of)?;
-        Ok(Ack {
-            sequence: ack.sequence,
-            duplicate: ack.duplicate,
-        })
+        let mut results = self.publish_all(std::slice::from_ref(p)).await;
+        results.pop().expect("one result per publication")
     }
 
-    /// Publishes every message, then waits for all acknowledgements (one round trip for the
-    /// batch, not one per message); the results are in the same order.
+    /// Publishes every message, then waits for all acknowledgements at once (one round trip
+    /// for the batch, not one per message, however slow the broker); the whole batch ends
+    /// within the timeout, and whatever is unacknowledged by then is `Unknown`. The results are
+    /// in the same order.
     pub async fn publish_all(&self, ps: &[Publication]) -> Vec<Result<Ack, PublishFailure>> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
         let mut pending = Vec::with_capacity(ps.len());
         for p in ps {
-            pending.push(self.js.send_publish(p.subject.clone(), message(p)).await);
-        }
-        let mut out = Vec::with_capacity(ps.len());
-        for sent in pending {
-            out.push(match sent {
-                Ok(ack) => ack
-                    .await
-                    .map(|a| Ack {
-                        sequence: a.sequence,
-                        duplicate: a.duplicate,
-                    })
-                    .map_err(PublishFailure::of),
-                Err(e) => Err(PublishFailure::of(e)),
+            let send = self.js.send_publish(p.subject.clone(), message(p));
+            pending.push(match tokio::time::timeout_at(deadline, send).await {
+                Ok(sent) => sent.map_err(PublishFailure::of),
+                Err(_) => Err(self.unanswered()),
             });
         }
-        out
+        let acks = pending.into_iter().map(|sent| async move {
+            let ack = tokio::time::timeout_at(deadline, sent?).await;
+            match ack {
+                Ok(Ok(a)) => Ok(Ack {
+                    sequence: a.sequence,
+                    duplicate: a.duplicate,
+                }),
+                Ok(Err(e)) => Err(PublishFailure::of(e)),
+                Err(_) => Err(self.unanswered()),
+            }
+        });
+        futures_util::future::join_all(acks).await
     }
 
-    /// Whether the stream holds a message on `subject` (two-phase recovery's question).
+    fn unanswered(&self) -> PublishFailure {
+        PublishFailure::Unknown(format!("no acknowledgement within {:?}", self.timeout))
+    }
+
+    /// Whether the stream holds a message on `subject` (two-phase recovery's question), asked
+    /// within the timeout.
     pub async fn contains(&self, subject: &str) -> anyhow::Result<bool> {
-        Ok(self.last(subject).await?.is_some())
+        let last = tokio::time::timeout(self.timeout, self.last(subject)).await;
+        let last = last.map_err(|_| anyhow::anyhow!("no answer within {:?}", self.timeout))?;
+        Ok(last?.is_some())
     }
 
     /// The payload of the last message on `subject`, if there is one.

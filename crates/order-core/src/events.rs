@@ -7,14 +7,20 @@
 //!   published and acknowledged; then `COMMIT PREPARED` (`ROLLBACK PREPARED` when the broker
 //!   refused it). The connection and the key's row locks are held until the broker answers.
 //!   A transaction left prepared (a crash, an unanswered publish) is resolved by recovery:
-//!   committed if the event is in the stream, else rolled back ([`in_doubt_action`]).
+//!   committed if the event is in the stream, else rolled back ([`in_doubt_action`]), once it
+//!   is older than a live request can hold it ([`in_doubt_after`]); a finish that finds the
+//!   transaction already finished reads back what happened ([`finished_elsewhere`]).
 //! - `after-commit`: commit, then publish. An event whose publication fails, or whose process
 //!   dies in between, is lost — the lab counts it.
 //! - `outbox`: the event is written in the order's transaction (`order_outbox`); a relay
-//!   publishes it (`Nats-Msg-Id` = event id) and marks it sent: at least once, never lost.
+//!   publishes it (`Nats-Msg-Id` = event id) and marks it sent: at least once, never lost. The
+//!   relay claims rows with a lease and publishes with no transaction open, so a broker slower
+//!   than `DB_STATEMENT_TIMEOUT_MS` (which also ends idle transactions) still drains the backlog.
 //!
 //! The event carries the order id, seller, reference id, amount and creation time — no card
 //! data, no customer.
+
+use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
@@ -108,6 +114,12 @@ pub fn order_of_gid(gid: &str) -> Option<&str> {
     prepared_gid(order_id).map(|_| order_id)
 }
 
+/// A fresh token for an outbox relay's claim (`sql::CLAIM_OUTBOX`): its settlement touches only
+/// rows still under it.
+pub fn claim_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
 /// `PREPARE TRANSACTION`, `COMMIT PREPARED`, `ROLLBACK PREPARED` for a gid of [`prepared_gid`].
 pub fn prepare_sql(gid: &str) -> String {
     format!("PREPARE TRANSACTION '{gid}'")
@@ -121,11 +133,37 @@ pub fn rollback_prepared_sql(gid: &str) -> String {
     format!("ROLLBACK PREPARED '{gid}'")
 }
 
-/// How old a prepared transaction must be before recovery treats it as in doubt: older than any
-/// live order's publication can keep it (the publication, then the look-up, each bounded by
-/// `NATS_TIMEOUT_MS`), so recovery never finishes one whose order is still being published.
-pub fn in_doubt_after(nats_timeout: std::time::Duration) -> std::time::Duration {
-    2 * nats_timeout + std::time::Duration::from_secs(1)
+/// How old a prepared transaction must be before recovery treats it as in doubt: older than a
+/// live request can hold it before it starts finishing it itself. From its `PREPARE
+/// TRANSACTION` the request publishes the event, send and acknowledgement bounded by
+/// `NATS_TIMEOUT_MS` as a whole (`event_broker::Broker::publish`; the send's wait used to be
+/// bounded apart from the acknowledgement, up to twice that), and, with no answer, looks the
+/// event up in the stream, bounded by `NATS_TIMEOUT_MS` again (`Broker::contains`). Then it
+/// sends `COMMIT` or `ROLLBACK PREPARED`, which locks the transaction: a finish by recovery from
+/// then on fails as busy instead of racing it, and one that got there first is read back by the
+/// request ([`finished_elsewhere`]). [`IN_DOUBT_MARGIN`] covers what lies between the bounded
+/// steps: the prepare's answer reaching the request, the finish reaching the server, and a
+/// loaded machine's scheduling.
+pub fn in_doubt_after(nats_timeout: Duration) -> Duration {
+    let (publication, look_up) = (nats_timeout, nats_timeout);
+    publication + look_up + IN_DOUBT_MARGIN
+}
+
+/// See [`in_doubt_after`].
+pub const IN_DOUBT_MARGIN: Duration = Duration::from_secs(1);
+
+/// What became of a prepared transaction whose `COMMIT PREPARED` or `ROLLBACK PREPARED` failed,
+/// as read back from the database (`sql::PREPARED_OUTCOME`): still prepared (`None`: the failure
+/// stands, and recovery resolves it later), or finished by someone else — recovery, or the live
+/// request racing it (`42704`, no such prepared transaction, on the loser's side) — committed if
+/// its order is there, rolled back if not. Never guessed, so a finish that lost the race neither
+/// voids nor fails an order that was made.
+pub fn finished_elsewhere(still_prepared: bool, order_made: bool) -> Option<InDoubt> {
+    match (still_prepared, order_made) {
+        (true, _) => None,
+        (false, true) => Some(InDoubt::Commit),
+        (false, false) => Some(InDoubt::Rollback),
+    }
 }
 
 /// What recovery does with a transaction left prepared: commit it if the event reached the
@@ -259,6 +297,14 @@ mod tests {
     fn in_doubt_follows_the_stream() {
         assert_eq!(in_doubt_action(true), InDoubt::Commit);
         assert_eq!(in_doubt_action(false), InDoubt::Rollback);
+    }
+
+    #[test]
+    fn a_transaction_finished_elsewhere_is_read_back() {
+        assert_eq!(finished_elsewhere(true, true), None);
+        assert_eq!(finished_elsewhere(true, false), None);
+        assert_eq!(finished_elsewhere(false, true), Some(InDoubt::Commit));
+        assert_eq!(finished_elsewhere(false, false), Some(InDoubt::Rollback));
     }
 
     #[test]

@@ -110,9 +110,9 @@ async fn shutdown_signal() -> std::io::Result<()> {
     }
 }
 
-/// The start-up of both APIs: checks the settings, applies the migrations, builds the API's
-/// handler state around the shared metrics, binds `bind_addr` and serves `routes` with
-/// `common.http_workers` event loops. Returns the state too, for the API's recovery loop. Only
+/// The start-up of both APIs: checks the settings (and, for two-phase, that the server allows
+/// prepared transactions), applies the migrations, builds the API's handler state around the
+/// shared metrics, binds `bind_addr` and serves `routes` with `common.http_workers` event loops. Returns the state too, for the API's recovery loop. Only
 /// `state`, `routes` and `blocking_threads` (blocking-api's pool) differ between the two.
 pub async fn start<S: Send + Sync + 'static>(
     name: &str,
@@ -123,6 +123,7 @@ pub async fn start<S: Send + Sync + 'static>(
     routes: fn(&mut web::ServiceConfig),
 ) -> anyhow::Result<(Running, web::Data<S>)> {
     common.check()?;
+    crate::prepared::require(&common.database_url, common.events.events_mode).await?;
     crate::request_hash::warn_if_development(common);
     crate::migrate::run(&common.database_url).await?;
     let metrics = Arc::new(Metrics::new(common.db_pool_size, blocking_threads));

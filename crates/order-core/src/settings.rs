@@ -347,4 +347,18 @@ impl CommonSettings {
     pub fn lease_seconds(&self) -> f64 {
         self.lease_ms as f64 / 1000.0
     }
+
+    /// How long an outbox relay's claim on its rows lasts: longer than its pass can take from the
+    /// claim to the settlement — the publication (sends and acknowledgements together bounded by
+    /// `NATS_TIMEOUT_MS`, `event_broker::Broker::publish_all`), a pooled connection
+    /// (`DB_POOL_TIMEOUT_MS`) and the settling statement (`DB_STATEMENT_TIMEOUT_MS`) — plus a
+    /// second. So no other relay takes rows whose claimant may still settle them; a claim that
+    /// runs out anyway (its relay died) only means the rows are published again, and JetStream
+    /// drops the copies by `Nats-Msg-Id`.
+    pub fn outbox_claim_lease(&self) -> Duration {
+        self.events.nats_timeout()
+            + self.db_pool_timeout()
+            + Duration::from_millis(self.db_statement_timeout_ms)
+            + Duration::from_secs(1)
+    }
 }

@@ -171,22 +171,44 @@ pub const INSERT_OUTBOX: &str = "\
 INSERT INTO order_outbox (event_id, order_id, subject, payload)
 VALUES ($1::text, $2::text, $3::text, $4::text)";
 
-/// Outbox relay: up to `$1` unsent events, oldest first, locked for this relay's transaction.
-/// `SKIP LOCKED`: several relays (instances) never publish the same rows at once.
+/// Outbox relay: claims up to `$1` unsent events that no live claim holds, oldest first, for `$2`
+/// seconds (float8) under token `$3`, in one short statement: the rows are locked only while it
+/// runs (`SKIP LOCKED`: concurrent relays take other rows), never across the publication.
 pub const CLAIM_OUTBOX: &str = "\
-SELECT event_id, subject, payload
-  FROM order_outbox
- WHERE sent_at IS NULL
- ORDER BY created_at
- LIMIT $1
-   FOR UPDATE SKIP LOCKED";
+WITH claimed AS (
+    UPDATE order_outbox o
+       SET claimed_until = now() + make_interval(secs => $2::float8), claim_token = $3::text
+      FROM (SELECT event_id
+              FROM order_outbox
+             WHERE sent_at IS NULL AND (claimed_until IS NULL OR claimed_until < now())
+             ORDER BY created_at
+             LIMIT $1
+               FOR UPDATE SKIP LOCKED) due
+     WHERE o.event_id = due.event_id
+ RETURNING o.event_id, o.subject, o.payload, o.created_at
+)
+SELECT event_id, subject, payload FROM claimed ORDER BY created_at";
 
-/// Outbox relay: marks the events JetStream acknowledged. `$1` event ids (text[]).
-pub const MARK_OUTBOX_SENT: &str = "\
-UPDATE order_outbox SET sent_at = now() WHERE event_id = ANY($1::text[])";
+/// Outbox relay: settles claim `$1` — the events JetStream acknowledged (`$2`, text[]) are
+/// marked sent, the others released for the next pass. Fenced by the token: rows whose claim ran
+/// out and were claimed again belong to that relay, and are left to it.
+pub const SETTLE_OUTBOX_CLAIM: &str = "\
+UPDATE order_outbox
+   SET sent_at = CASE WHEN event_id = ANY($2::text[]) THEN now() END,
+       claimed_until = NULL, claim_token = NULL
+ WHERE claim_token = $1::text AND sent_at IS NULL";
 
 /// Outbox backlog: events not sent yet.
 pub const OUTBOX_BACKLOG: &str = "SELECT count(*) FROM order_outbox WHERE sent_at IS NULL";
+
+/// Two-phase, after a `COMMIT`/`ROLLBACK PREPARED` of gid `$1` failed: whether it is still
+/// prepared, and whether its order `$2` exists (what a finish by someone else left).
+pub const PREPARED_OUTCOME: &str = "\
+SELECT EXISTS (SELECT 1 FROM pg_prepared_xacts WHERE gid = $1::text) AS still_prepared,
+       EXISTS (SELECT 1 FROM orders WHERE id = $2::text) AS order_made";
+
+/// Two-phase, at start-up: how many transactions the server may keep prepared (0: none).
+pub const MAX_PREPARED_TRANSACTIONS: &str = "SHOW max_prepared_transactions";
 
 /// Two-phase recovery: this database's prepared transactions of ours (`$1` gid prefix), with
 /// their age in seconds. Gids are cluster-wide; a prepared transaction can only be finished

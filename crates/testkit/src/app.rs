@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use event_broker::Broker;
 use labkit::nats::EphemeralNats;
+use latency_proxy::LatencyProxy;
 use mock_deps::{MockConfig, MockDeps};
 use order_core::events::EventsMode;
 use order_core::settings::CommonSettings;
@@ -28,6 +29,8 @@ pub struct TestApp {
     pub db: TestDatabase,
     /// With [`TestApp::spawn_with_events`]: the test's own NATS server and a client of it.
     pub nats: Option<(EphemeralNats, Broker)>,
+    /// With [`TestApp::spawn_with_slow_broker`]: the proxy between the API and its NATS.
+    pub broker_proxy: Option<LatencyProxy>,
 }
 
 impl TestApp {
@@ -43,14 +46,53 @@ impl TestApp {
         mode: EventsMode,
         adjust: impl FnOnce(&mut CommonSettings),
     ) -> Self {
-        let nats = tokio::task::spawn_blocking(EphemeralNats::start)
-            .await
-            .unwrap()
-            .expect("starting nats-server (apt-get install nats-server)");
-        let url = nats.url();
-        let broker = Broker::connect(&url, Duration::from_secs(5), Duration::from_secs(10))
+        Self::spawn_with_nats(api, mode, false, adjust).await
+    }
+
+    /// As [`TestApp::spawn_with_events`], with a latency proxy between the API and NATS: no
+    /// delay until [`TestApp::set_broker_rtt`], then a broker whose every answer (an
+    /// acknowledgement, a look-up) comes that much later. The test's own client is not delayed.
+    pub async fn spawn_with_slow_broker(
+        api: Api,
+        mode: EventsMode,
+        adjust: impl FnOnce(&mut CommonSettings),
+    ) -> Self {
+        Self::spawn_with_nats(api, mode, true, adjust).await
+    }
+
+    /// The round trip between the API and NATS, from now on (with
+    /// [`TestApp::spawn_with_slow_broker`]).
+    pub fn set_broker_rtt(&self, rtt: Duration) {
+        let proxy = self
+            .broker_proxy
+            .as_ref()
+            .expect("spawned with a slow broker");
+        proxy.set_rtt(rtt);
+    }
+
+    async fn spawn_with_nats(
+        api: Api,
+        mode: EventsMode,
+        proxied: bool,
+        adjust: impl FnOnce(&mut CommonSettings),
+    ) -> Self {
+        let nats = start_nats().await;
+        let broker = Broker::connect(&nats.url(), Duration::from_secs(5), Duration::from_secs(10))
             .await
             .expect("connecting to the test's NATS");
+        let proxy = if proxied {
+            let upstream = (std::net::Ipv4Addr::LOCALHOST, nats.port()).into();
+            let proxy = LatencyProxy::start_adjustable(upstream, Duration::ZERO)
+                .await
+                .expect("starting the proxy in front of NATS");
+            Some(proxy)
+        } else {
+            None
+        };
+        let url = match &proxy {
+            Some(p) => format!("nats://{}", p.local_addr()),
+            None => nats.url(),
+        };
         let mut app = Self::spawn_with(api, MockConfig::instant(), |s| {
             s.events.events_mode = mode;
             s.events.nats_url = url;
@@ -58,6 +100,7 @@ impl TestApp {
         })
         .await;
         app.nats = Some((nats, broker));
+        app.broker_proxy = proxy;
         app
     }
 
@@ -87,33 +130,9 @@ impl TestApp {
         // (the mechanism has its own test in order-core's admission module).
         common.max_loop_lag_ms = 0;
         adjust(&mut common);
-        let bind_addr = "127.0.0.1:0".to_owned();
-        let port = match api {
-            Api::Blocking => {
-                let settings = blocking_api::Settings {
-                    bind_addr,
-                    // Enough threads for the concurrency tests, few enough to start fast.
-                    blocking_threads: 64,
-                    read_threads: 4,
-                    common,
-                };
-                let app = blocking_api::Application::build(settings)
-                    .await
-                    .expect("building blocking-api");
-                let port = app.port();
-                tokio::spawn(app.run_until_stopped());
-                port
-            }
-            Api::Reactive => {
-                let settings = reactive_api::Settings { bind_addr, common };
-                let app = reactive_api::Application::build(settings)
-                    .await
-                    .expect("building reactive-api");
-                let port = app.port();
-                tokio::spawn(app.run_until_stopped());
-                port
-            }
-        };
+        let port = build(api, common)
+            .await
+            .unwrap_or_else(|e| panic!("building {api:?}: {e:#}"));
         let pool = PgPool::connect(&db.url)
             .await
             .expect("connecting the test's pool");
@@ -128,6 +147,7 @@ impl TestApp {
                 .unwrap(),
             db,
             nats: None,
+            broker_proxy: None,
         }
     }
 
@@ -209,4 +229,41 @@ impl TestApp {
         }
         rows
     }
+}
+
+/// A NATS server of the test's own (`nats-server` must be installed).
+pub async fn start_nats() -> EphemeralNats {
+    tokio::task::spawn_blocking(EphemeralNats::start)
+        .await
+        .unwrap()
+        .expect("starting nats-server (apt-get install nats-server)")
+}
+
+/// Builds `api` with `common` on port 0 and serves it on the test's runtime; returns its port,
+/// or why it refused to start.
+pub async fn build(api: Api, common: CommonSettings) -> anyhow::Result<u16> {
+    let bind_addr = "127.0.0.1:0".to_owned();
+    let port = match api {
+        Api::Blocking => {
+            let settings = blocking_api::Settings {
+                bind_addr,
+                // Enough threads for the concurrency tests, few enough to start fast.
+                blocking_threads: 64,
+                read_threads: 4,
+                common,
+            };
+            let app = blocking_api::Application::build(settings).await?;
+            let port = app.port();
+            tokio::spawn(app.run_until_stopped());
+            port
+        }
+        Api::Reactive => {
+            let settings = reactive_api::Settings { bind_addr, common };
+            let app = reactive_api::Application::build(settings).await?;
+            let port = app.port();
+            tokio::spawn(app.run_until_stopped());
+            port
+        }
+    };
+    Ok(port)
 }

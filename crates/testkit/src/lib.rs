@@ -13,7 +13,7 @@ mod database;
 mod orders;
 mod stub_gateway;
 
-pub use app::{Api, TestApp};
+pub use app::{Api, TestApp, build, start_nats};
 pub use database::{TestDatabase, admin_url};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
 pub use stub_gateway::StubGateway;
