@@ -137,7 +137,7 @@ fn summary_table(groups: &[ApiRuns<'_>]) -> Markup {
     let cols = 1 + spans.len() * groups.len();
     html! { section id="summary" {
         h2 { "Summary" }
-        @if let Some(note) = tables::rates_note(groups) { p class="note" { (note) } }
+        @for note in tables::notes(groups) { p class="note" { (note) } }
         @if groups.iter().any(|g| g.runs.len() > 1) {
             p class="note" { "With repeats, each cell shows the median and, below it, the range (min – max) over the repeats." }
         }

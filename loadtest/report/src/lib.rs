@@ -37,7 +37,7 @@
 //! reqwest or sqlx, so it builds and tests on its own, and re-renders old results files.
 //!
 //! Layout of this crate: `model` (grouping, spreads, number formats), `tables` (the summary
-//! table, rates per second of the schedule), `littles` (Little's law), `facts`, `verdict` + `causes`
+//! table, its rates and notes), `drain` (late answers and each API's drain), `littles` (Little's law), `facts`, `verdict` + `causes`
 //! (who kept up, and why), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
 //! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
 //! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
@@ -47,6 +47,7 @@ mod causes;
 mod chart_specs;
 mod charts;
 mod distribution;
+mod drain;
 mod facts;
 mod fairness;
 pub mod goose;

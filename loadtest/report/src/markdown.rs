@@ -45,7 +45,7 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
     if groups.iter().any(|g| g.runs.len() > 1) {
         s.push_str("Cells: median over the repeats, (min – max) when they differ.\n\n");
     }
-    if let Some(note) = tables::rates_note(&groups) {
+    for note in tables::notes(&groups) {
         let _ = writeln!(s, "{note}\n");
     }
     for (span, rows) in tables::summary(&groups) {

@@ -125,13 +125,27 @@ fn who_kept_up(all: &[Facts<'_, '_>]) -> Rich {
             fmt(100.0 * f.ok_share, Unit::Percent)
         ))
     });
-    // A queue that grows: answers come more slowly than requests arrive.
+    // A queue that grows: answers come more slowly than requests arrive, and the rest come late.
     let slow: Vec<String> = all
         .iter()
         .filter(|f| f.answered_rps < KEPT_UP_RATE * f.offered_rps)
         .map(|f| {
+            let open = match (f.span, f.open_at_end) {
+                (Span::Plateau, Some(n)) if n > 0.0 => format!(
+                    "; {} requests were still open when the plateau ended",
+                    fmt(n, Unit::Count)
+                ),
+                _ => String::new(),
+            };
+            let drained = match f.drain {
+                Some((s, n)) if s > 0.0 => format!(
+                    "; it answered {} more in the {s:.0} s after the last arrival",
+                    fmt(n, Unit::Count)
+                ),
+                _ => String::new(),
+            };
             format!(
-                " {}'s answers came at {} of the offered rate.",
+                " {}'s answers came at {} of the offered rate{open}{drained}.",
                 f.g.api,
                 fmt(100.0 * f.answered_rps / f.offered_rps, Unit::Percent)
             )
@@ -144,7 +158,7 @@ fn who_kept_up(all: &[Facts<'_, '_>]) -> Rich {
             fmt(first.offered_rps, Unit::Rate)
         ))
         .then(join(shares, ", "))
-        .plain(" of the requests with a 2xx.")
+        .plain(" of the arrivals with a 2xx.")
         .plain(slow.concat())
 }
 

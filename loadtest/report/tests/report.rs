@@ -244,8 +244,8 @@ fn markdown_has_one_row_per_metric_and_one_column_per_api() {
         unique.dedup();
         assert_eq!(unique.len(), metrics.len(), "one row per metric");
         for m in [
-            "offered",
-            "2xx share",
+            "arrivals",
+            "2xx, share of arrivals",
             "errors: dependency_unavailable",
             "latency p99.9",
             "CPU-seconds per 1,000 orders",

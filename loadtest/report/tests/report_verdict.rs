@@ -147,28 +147,93 @@ fn the_trust_strip_marks_what_failed() {
     assert!(render_markdown(&runs).contains("- ✓ **money balanced** — every live charge has one order and every order one charge (blocking-api 10 orders, reactive-api 10 orders)"));
 }
 
+/// The cells of one row of a Markdown table.
+fn md_row<'a>(table: &'a str, metric: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&format!("| {metric} |")))
+        .unwrap_or_else(|| panic!("no row {metric}"));
+    line.trim_matches('|')
+        .split(" | ")
+        .skip(1)
+        .map(str::trim)
+        .collect()
+}
+
 #[test]
-fn whole_run_rates_are_per_second_of_the_schedule() {
+fn whole_run_answer_rates_count_each_apis_drain() {
     let runs = fixtures::pair();
     // The blocking API drains for longer than the reactive one: the same schedule must still
-    // read as the same offered rate.
+    // read as the same offered rate, but its answers are spread over its own drain too.
     assert!(runs[0].summary.duration_s > runs[1].summary.duration_s + 5.0);
     let planned = runs[0].config.profile.planned_requests as f64;
     let md = render_markdown(&runs);
     let whole = &md[md.find("### Whole run").expect("whole run")..];
     let rate = format!("{:.1} req/s", planned / 90.0);
-    let row = whole
+    assert_eq!(
+        md_row(whole, "offered rate"),
+        [rate.as_str(), rate.as_str()]
+    );
+    // blocking-api's last answer came in second 98, 9 s after the last arrival (90 s).
+    assert_eq!(
+        md_row(whole, "drain: last answer − last arrival"),
+        ["9.00 s", "0.0 ms"]
+    );
+    let drained: u64 = runs[0]
+        .seconds
+        .iter()
+        .filter(|s| s.t >= 90)
+        .map(|s| s.completed)
+        .sum();
+    assert_eq!(drained, 738);
+    assert_eq!(md_row(whole, "answers during the drain"), ["738", "0"]);
+    let orders = |i: usize, secs: f64| format!("{:.1} req/s", runs[i].summary.ok as f64 / secs);
+    assert_eq!(
+        md_row(whole, "orders per second (201)"),
+        [orders(0, 99.0), orders(1, 90.0)]
+    );
+    assert!(md.contains("per second from the first arrival to the API's own last answer"));
+}
+
+#[test]
+fn every_share_is_of_the_arrivals_and_late_answers_are_shown() {
+    let runs = fixtures::pair();
+    let md = render_markdown(&runs);
+    let plateau =
+        &md[md.find("### Plateau").expect("plateau")..md.find("### Whole run").expect("whole")];
+    // The plateau counts its own 3,600 arrivals wherever their answers came.
+    let p = runs[0].plateau.as_ref().expect("plateau");
+    assert_eq!((p.offered, p.completed), (3600, 3600));
+    let share = format!("{:.1} %", 100.0 * p.ok as f64 / 3600.0);
+    assert_eq!(md_row(plateau, "2xx, share of arrivals")[0], share);
+    // The lead says the same share as the table.
+    let lead = md
         .lines()
-        .find(|l| l.starts_with("| offered rate |"))
-        .expect("row");
-    assert_eq!(row, format!("| offered rate | {rate} | {rate} |"));
-    let orders = whole
-        .lines()
-        .find(|l| l.starts_with("| orders per second (201) |"))
-        .expect("row");
-    let ok = runs[1].summary.ok as f64 / 90.0;
-    assert!(orders.ends_with(&format!("| {ok:.1} req/s |")), "{orders}");
-    assert!(md.contains("the whole schedule's 90 s for the whole run"));
+        .find(|l| l.starts_with("**Verdict:**"))
+        .expect("lead");
+    assert!(lead.contains(&format!("blocking-api {share}")), "{lead}");
+    // blocking-api had 1,776 requests open when the plateau ended (second 59); they came late.
+    let open = runs[0].seconds[59].in_flight;
+    assert_eq!(
+        md_row(
+            plateau,
+            "open when the plateau ended (answered late or never)"
+        )[0],
+        thousands(open)
+    );
+    assert!(
+        lead.contains(&format!(
+            "{} requests were still open when the plateau ended",
+            thousands(open)
+        )),
+        "{lead}"
+    );
+    assert_eq!(md_row(plateau, "never answered"), ["0", "0"]);
+    // Its percentiles include those late answers: p99 far beyond the plateau's 30 s.
+    assert!(p.latency_ms.p99 > 30_000.0, "{:?}", p.latency_ms);
+    assert!(md.contains(
+        "its answers, errors and percentiles include the answers that came after it ended"
+    ));
 }
 
 #[test]
