@@ -8,6 +8,7 @@ use lab_results::RunResults;
 use super::charts;
 use super::model::{ApiRuns, Unit, fmt, group, schedule_s};
 use super::sections;
+use super::slo::Slo;
 use super::svg::Figure;
 use super::tables::{self, cell_text};
 
@@ -15,8 +16,10 @@ use super::tables::{self, cell_text};
 pub const CSS: &str = include_str!("style.css");
 
 /// Renders the whole report page; `goose` holds what was read of goose's own reports.
-pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun]) -> String {
+pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun], slo: Option<&Slo>) -> String {
     let groups = group(runs);
+    let slo = Slo::given_or_default(slo, &groups);
+    let slo = slo.as_ref();
     // The first screen: the answer, whether to believe it, and the two charts behind it.
     let (key, rest): (Vec<Figure>, Vec<Figure>) = charts::figures(&groups)
         .into_iter()
@@ -37,8 +40,8 @@ pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun]) -> String {
                 @if groups.is_empty() {
                     p { "No runs were given, so there is nothing to compare." }
                 } @else {
-                    (verdict(&groups))
-                    (super::trust::html(&groups))
+                    (verdict(&groups, slo))
+                    (super::trust::html(&groups, slo))
                     (figures("key-charts", None, &key))
                     (toc())
                     (sections::littles_law(&groups))
@@ -91,12 +94,13 @@ fn header(groups: &[ApiRuns<'_>]) -> Markup {
 }
 
 /// Who kept up and why, generated from the results.
-fn verdict(groups: &[ApiRuns<'_>]) -> Markup {
-    let Some(v) = super::verdict::verdict(groups) else {
+fn verdict(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Markup {
+    let Some(v) = super::verdict::verdict(groups, slo) else {
         return html! {};
     };
     html! { section id="verdict" aria-label="Verdict" {
         p class="lead" { (v.lead) }
+        @if let Some(s) = &v.slo { p id="slo" class="slo" { (s) } }
         @if !v.why.is_empty() {
             p class="why-h" { strong { "Why" } }
             ul class="why" { @for w in &v.why { li { (w) } } }

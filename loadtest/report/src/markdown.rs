@@ -7,12 +7,15 @@ use lab_results::RunResults;
 
 use super::goose::GooseRun;
 use super::model::group;
+use super::slo::Slo;
 use super::tables::{self, cell_text};
 use super::{littles, trust, verdict};
 
 /// Renders the Markdown summary.
-pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
+pub fn render(runs: &[RunResults], goose: &[GooseRun], slo: Option<&Slo>) -> String {
     let groups = group(runs);
+    let slo = Slo::given_or_default(slo, &groups);
+    let slo = slo.as_ref();
     let apis: Vec<&str> = groups.iter().map(|g| g.api).collect();
     let mut s = format!("## Load test: {}\n\n", apis.join(" vs "));
     if let Some(run) = runs.first() {
@@ -27,8 +30,11 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
             runs.len()
         );
     }
-    if let Some(v) = verdict::verdict(&groups) {
+    if let Some(v) = verdict::verdict(&groups, slo) {
         let _ = writeln!(s, "**Verdict:** {}\n", v.lead.markdown());
+        if let Some(line) = &v.slo {
+            let _ = writeln!(s, "{}\n", line.markdown());
+        }
         for w in &v.why {
             let _ = writeln!(s, "- {}", w.markdown());
         }
@@ -39,7 +45,7 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
             let c: Vec<String> = v.caveats.iter().map(|c| c.markdown()).collect();
             let _ = writeln!(s, "Caveats: {}.\n", c.join("; "));
         }
-        trust::markdown(&mut s, &groups);
+        trust::markdown(&mut s, &groups, slo);
     }
     super::money::markdown(&mut s, &groups);
     if groups.iter().any(|g| g.runs.len() > 1) {

@@ -8,20 +8,24 @@ use super::facts::{Facts, KEPT_UP_RATE, facts, span};
 use super::fairness::{self, Status};
 use super::model::{ApiRuns, Unit, fmt};
 use super::rich::{Rich, join};
+use super::slo::Slo;
+use super::slo_verdict;
 use super::tables::Span;
 
 /// The verdict, laid out by `html` and `markdown`.
 pub struct Verdict {
     /// Who kept up (the first sentence, emphasised) and the ratios.
     pub lead: Rich,
+    /// Who met the service-level objective, and by how much (`None` without one).
+    pub slo: Option<Rich>,
     /// One sentence per cause found.
     pub why: Vec<Rich>,
     /// What limits the comparison.
     pub caveats: Vec<Rich>,
 }
 
-/// The verdict for the grouped runs (`None` without runs).
-pub fn verdict(groups: &[ApiRuns<'_>]) -> Option<Verdict> {
+/// The verdict for the grouped runs (`None` without runs), judged against `slo` when given.
+pub fn verdict(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Option<Verdict> {
     let span = span(groups);
     let mut all: Vec<Facts<'_, '_>> = groups.iter().map(|g| facts(g, span)).collect();
     // Best first: kept up before not, then more orders per second.
@@ -70,6 +74,7 @@ pub fn verdict(groups: &[ApiRuns<'_>]) -> Option<Verdict> {
         .collect::<Vec<_>>();
     Some(Verdict {
         lead,
+        slo: slo.map(|slo| slo_verdict::sentence(slo, groups, best.span)),
         why,
         caveats: caveats(groups, &all),
     })

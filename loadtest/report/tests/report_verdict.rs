@@ -7,7 +7,8 @@ mod fixtures;
 use std::path::PathBuf;
 
 use fixtures::section;
-use lab_report::{render_html, render_markdown, write_report};
+use lab_report::slo::Slo;
+use lab_report::{render_html, render_markdown, slo_missed, write_report, write_report_with_slo};
 use lab_results::{InvariantCheck, MoneyRecord, OUTCOME_OVERLOADED, RunResults};
 
 fn trust(html: &str) -> &str {
@@ -60,9 +61,9 @@ fn fixture_report_renders() {
     }
     assert!(md.contains(&format!("**Verdict:** **{lead}**")), "{md}");
 
-    // Five items; the fixture has no money record, so that one is unknown, not passed.
+    // Six items; the fixture has no money record, so that one is unknown, not passed.
     let strip = trust(&html);
-    assert_eq!(strip.matches("<li ").count(), 5, "{strip}");
+    assert_eq!(strip.matches("<li ").count(), 6, "{strip}");
     for (href, ok) in [
         ("#configuration", "limits enforced"),
         ("#fig-lateness", "not harness-bound"),
@@ -115,6 +116,56 @@ fn the_verdict_follows_the_results() {
         "{alone}"
     );
     assert!(!alone.contains("the orders per second of"));
+}
+
+#[test]
+fn the_verdict_says_who_met_the_objective_and_by_how_much() {
+    let runs = fixtures::pair();
+    // The default: p99 ≤ the critical path (2.2 s) × 1.15. The payment slowdown (5 s for 10 s of
+    // the plateau) puts both APIs' p99 above it.
+    let md = render_markdown(&runs);
+    assert!(md.contains("**SLO p99 ≤ 2.53 s, 2xx ≥ 99 % of arrivals** (default: critical path 2.20 s × 1.15), over the plateau: **neither API met it** — blocking-api p99 53.43 s (21× the bound), 2xx 99.2 % (0.2 points above); reactive-api p99 7.51 s (3.0× the bound)"), "{md}");
+    assert!(md.contains("- ✗ **SLO missed by blocking-api, reactive-api** — p99 ≤ 2.53 s"));
+    assert_eq!(slo_missed(&runs, None).len(), 2);
+
+    // A looser objective: reactive-api meets it, with its margins; blocking-api misses it.
+    let slo = Slo::parse("p99<=10s,success>=99%").expect("valid");
+    let dir = temp_dir("slo");
+    let (paths, md) = write_report_with_slo(&runs, &dir, Some(&slo)).expect("written");
+    assert!(md.contains("over the plateau: **only reactive-api met it** — blocking-api p99 53.43 s (5.3× the bound), 2xx 99.2 % (0.2 points above); reactive-api p99 7.51 s (25 % inside), 2xx 99.1 % (0.1 points above)."), "{md}");
+    let html = std::fs::read_to_string(&paths.html).expect("html");
+    let strip = trust(&html);
+    assert!(strip.contains("<li class=\"bad\" id=\"trust-slo\">") && strip.contains("<a href=\"#slo\"><strong>SLO missed by blocking-api</strong></a> <span class=\"d\">p99 ≤ 10.00 s, 2xx ≥ 99 % of arrivals</span>"), "{strip}");
+    assert!(section(&html, "verdict").contains("<p id=\"slo\""));
+    let missed = slo_missed(&runs, Some(&slo));
+    assert_eq!(missed.len(), 1);
+    assert!(
+        missed[0].starts_with(
+            "SLO MISSED (p99 ≤ 10.00 s, 2xx ≥ 99 % of arrivals): blocking-api p99 53.43 s"
+        ),
+        "{missed:?}"
+    );
+
+    // Met by both: a ✓ item, and no line for --fail-on-slo.
+    let easy = Slo::parse("p99<=60s,success>=90%").expect("valid");
+    assert!(slo_missed(&runs, Some(&easy)).is_empty());
+    let (_, md) = write_report_with_slo(&runs, &dir, Some(&easy)).expect("written");
+    assert!(
+        md.contains("**both APIs met it**")
+            && md.contains("- ✓ **SLO met** — p99 ≤ 60.00 s, 2xx ≥ 90 % of arrivals\n"),
+        "{md}"
+    );
+
+    // Results without dependency latencies have no default objective: said, not guessed.
+    let mut bare = runs.clone();
+    for r in &mut bare {
+        r.config.mock_latency_ms = None;
+    }
+    assert!(
+        render_markdown(&bare).contains("- ? **no SLO** — the runs record no dependency latencies")
+    );
+    assert!(slo_missed(&bare, None).is_empty());
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
