@@ -100,6 +100,7 @@ fn verdict(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Markup {
     };
     html! { section id="verdict" aria-label="Verdict" {
         p class="lead" { (v.lead) }
+        @if let Some(c) = super::conditions::line(groups) { p class="conditions" { (c) } }
         @if let Some(s) = &v.slo { p id="slo" class="slo" { (s) } }
         @if !v.why.is_empty() {
             p class="why-h" { strong { "Why" } }

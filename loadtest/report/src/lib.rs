@@ -38,7 +38,7 @@
 //!
 //! Layout of this crate: `model` (grouping, spreads, number formats), `tables` (the summary
 //! table, its rates and notes), `drain` (late answers and each API's drain), `littles` (Little's law), `facts`, `verdict` + `causes`
-//! (who kept up, and why), `slo` + `slo_verdict` (the objective and who met it), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
+//! (who kept up, and why), `conditions` (what the result holds under), `slo` + `slo_verdict` (the objective and who met it), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
 //! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
 //! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
 //! own reports beside ours), `markdown` (the PR summary).
@@ -46,6 +46,7 @@
 mod causes;
 mod chart_specs;
 mod charts;
+mod conditions;
 mod distribution;
 mod drain;
 mod facts;

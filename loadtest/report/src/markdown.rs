@@ -32,6 +32,9 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun], slo: Option<&Slo>) -> Str
     }
     if let Some(v) = verdict::verdict(&groups, slo) {
         let _ = writeln!(s, "**Verdict:** {}\n", v.lead.markdown());
+        if let Some(c) = super::conditions::line(&groups) {
+            let _ = writeln!(s, "_{c}_\n");
+        }
         if let Some(line) = &v.slo {
             let _ = writeln!(s, "{}\n", line.markdown());
         }

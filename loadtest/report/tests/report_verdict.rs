@@ -45,11 +45,10 @@ fn fixture_report_renders() {
     );
     let verdict = section(&html, "verdict");
     for needle in [
-        "120.0 req/s were offered over the 30 s plateau",
-        "the orders per second of blocking-api",
-        "its p99",
-        "its CPU per order",
-        "its peak memory",
+        "Offered: 120.0 req/s over the 30 s plateau.",
+        "2xx: reactive-api 99.1 %, blocking-api 99.2 % of arrivals.",
+        "reactive-api made 1.71× the orders/s of blocking-api (119.0 vs 69.7), with a 7.1× lower p99 (7.51 vs 53.43 s), 3.6× less CPU per order (2.67 vs 9.61 CPU-s per 1,000 orders) and 1.77× less peak memory (17.0 vs 30.0 MiB).",
+        "<p class=\"conditions\">Under: profile fixture-120 (open, 120/s plateau, 90 s) · dependencies seller 200 ms, risk 1000 ms, payment 1000 ms (critical path 2200 ms) · payment slowed 1000 → 5000 ms at 40–50 s · DB pool 10, blocking-api 200 threads · 1 CPU core, 1024 MiB per API.</p>",
         "<strong>blocking-api reached its Little's-law bound</strong>",
         "blocking-api's pool of 200 blocking threads was exhausted (all taken",
         "one run per API",
@@ -97,7 +96,7 @@ fn the_verdict_follows_the_results() {
         verdict.contains("Both APIs kept up with the offered load."),
         "{verdict}"
     );
-    assert!(verdict.contains("reactive-api made 1.00× the orders per second of other-api"));
+    assert!(verdict.contains("reactive-api made 1.00× the orders/s of other-api"));
     assert!(!verdict.contains("did not"));
 
     // The blocking API shedding at admission: said, with how many and how fast.
@@ -115,7 +114,7 @@ fn the_verdict_follows_the_results() {
         alone.contains("**Verdict:** **blocking-api did not keep up with the offered load.**"),
         "{alone}"
     );
-    assert!(!alone.contains("the orders per second of"));
+    assert!(!alone.contains("the orders/s of"));
 }
 
 #[test]
@@ -262,7 +261,10 @@ fn every_share_is_of_the_arrivals_and_late_answers_are_shown() {
         .lines()
         .find(|l| l.starts_with("**Verdict:**"))
         .expect("lead");
-    assert!(lead.contains(&format!("blocking-api {share}")), "{lead}");
+    assert!(
+        lead.contains(&format!("blocking-api {share} of arrivals")),
+        "{lead}"
+    );
     // blocking-api had 1,776 requests open when the plateau ended (second 59); they came late.
     let open = runs[0].seconds[59].in_flight;
     assert_eq!(
@@ -274,7 +276,7 @@ fn every_share_is_of_the_arrivals_and_late_answers_are_shown() {
     );
     assert!(
         lead.contains(&format!(
-            "{} requests were still open when the plateau ended",
+            "{} requests were open when the plateau ended, and 738 answers came in the 9 s after the last arrival",
             thousands(open)
         )),
         "{lead}"
