@@ -23,12 +23,12 @@
 //! the workspace, so plotters is no dependency). plotters drew the lines correctly, in 0.6 ms, but:
 //! its SVG was 49 kB against our 7.7 kB (every dash of a dashed line is its own `<polyline>`, 290
 //! of them, plus 180 grid `<line>`s); it carries fixed `width`/`height`, so it does not scale with
-//! the page as ours does (`viewBox` + CSS, a minimum width that scrolls on a phone); ticks read
+//! the page as ours does (`viewBox` + CSS: the width of the page, a phone's too); ticks read
 //! `120.0` and `10.0` until a formatter per unit is written (ours: `s`, `ms`, `%`, nines for the
 //! latency distribution); without a font feature (`ttf` pulls font-kit and system fonts) text
 //! sizes are guessed; and what the report's charts are for is not in it: phase and event markers
-//! with staggered labels, reference lines with their labels, names at the lines' ends pushed apart
-//! so each line reads without colour, legend swatches with the line's own dash. Each of those would
+//! with staggered labels, reference lines with their labels, legend swatches with the line's own
+//! dash (so each line reads without colour), one time axis shared by every chart over time. Each of those would
 //! be drawn by hand on top of plotters as custom elements — most of what `svg` is. So `svg` stays
 //! (about 850 lines and 200 of tests, no dependency); plotters would be worth it for chart kinds we do
 //! not draw (histograms, heat maps, bitmaps).
@@ -39,11 +39,12 @@
 //! Layout of this crate: `model` (grouping, spreads, number formats), `tables` (the summary
 //! table, its rates and notes), `drain` (late answers and each API's drain), `littles` (Little's law), `facts`, `verdict` + `causes`
 //! (who kept up, and why), `conditions` (what the result holds under), `slo` + `slo_verdict` (the objective and who met it), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
-//! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
+//! `charts`, `chart_specs`, `chart_errors` + `svg` (charts), `fairness` (settings that differ), `html`,
 //! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
 //! own reports beside ours), `markdown` (the PR summary).
 
 mod causes;
+mod chart_errors;
 mod chart_specs;
 mod charts;
 mod conditions;

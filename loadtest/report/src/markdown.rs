@@ -65,7 +65,7 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun], slo: Option<&Slo>) -> Str
             apis.iter().map(|a| cell(a)).collect::<Vec<_>>().join(" | ")
         );
         let _ = writeln!(s, "|---|{}", "---:|".repeat(apis.len()));
-        for row in rows {
+        for row in rows.iter().filter(|r| r.cells.iter().any(Option::is_some)) {
             let cells: Vec<String> = row
                 .cells
                 .iter()
