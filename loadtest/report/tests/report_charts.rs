@@ -67,7 +67,8 @@ fn x_axis(svg: &str) -> XAxis {
         .map(|(i, _)| {
             let rest = &svg[i..];
             let x = attr(rest, "x1").expect("x1").parse().expect("x");
-            let label = &rest[rest.find("text-anchor=\"middle\">").expect("label") + 21..];
+            let text = &rest[rest.find("<text").expect("label")..];
+            let label = &text[text.find('>').expect(">") + 1..];
             (label[..label.find('<').expect("<")].to_owned(), x)
         })
         .collect();
@@ -202,6 +203,23 @@ fn every_in_page_link_resolves_even_when_little_was_measured() {
             s.contains("Not measured") || s.contains("No run"),
             "{id}: {s}"
         );
+    }
+}
+
+#[test]
+fn no_tick_label_runs_past_the_chart() {
+    let html = render_html(&fixtures::pair());
+    for (id, svg) in charts(&html) {
+        for t in tags(svg, "text")
+            .into_iter()
+            .filter(|t| attr(t, "class") == Some("tick"))
+        {
+            let x: f64 = attr(t, "x").expect("x").parse().expect("number");
+            // Centred labels need half their width (≤ 8 characters at 15 units) on the right.
+            if attr(t, "text-anchor") == Some("middle") {
+                assert!(x + 60.0 <= 800.0, "{id}: {t}");
+            }
+        }
     }
 }
 

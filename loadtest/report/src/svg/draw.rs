@@ -100,7 +100,7 @@ impl LineChart {
         let rows = self.markers.len().clamp(0, 3) as f64;
         let x = match self.x_format {
             // Whole nines only: 0 %, 90 %, 99 %, 99.9 %, …
-            TickFormat::Nines => {
+            TickFormat::Nines | TickFormat::PowersOfTen => {
                 let hi = xhi.max(1.0).ceil();
                 Axis::new(Scale::Linear, 0.0, hi, hi as usize + 1)
             }
@@ -135,9 +135,11 @@ impl LineChart {
         }
         for &t in &f.x.ticks {
             let Some(x) = f.px(t) else { continue };
+            // A label centred on a tick at the plot's right edge would run past the chart's.
+            let anchor = if x + 30.0 > WIDTH { "end" } else { "middle" };
             let _ = write!(
                 s,
-                r#"<line class="axis" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="tick" x="{x}" y="{}" text-anchor="middle">{}</text>"#,
+                r#"<line class="axis" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="tick" x="{x}" y="{}" text-anchor="{anchor}">{}</text>"#,
                 num(bottom),
                 num(bottom + 5.0),
                 num(bottom + 18.0),
