@@ -63,7 +63,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             let name = args.scenario.clone().unwrap_or_default();
             let (table, out) = crate::scenario::run(&name, *args).await?;
             println!("{}", crate::scenario::render_markdown(&table));
-            println!("report: {}", out.join("report.html").display());
+            println!("page: {}", out.join("scenario.html").display());
             let failed = table.notes.iter().any(|n| n.starts_with("CHECK FAILED"));
             Ok(if failed {
                 ExitCode::from(INVARIANT_VIOLATED)
