@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Screenshots of a report.html as a reader sees it: headless Chromium at desktop (1400 px) and
-# phone (390 px) widths, the first screen and the whole page, in colour and in greyscale.
+# Screenshots of a report page as a reader sees it: headless Chromium at desktop (1400 px) and
+# phone (390 px) widths, the first screen and the whole page, in colour and in greyscale; and a
+# check that at neither width the page is wider than the window (no sideways scrolling): it
+# fails, naming the widest elements, when it is.
 #
-#   scripts/report-screenshots.sh [REPORT.html] [OUT_DIR]
+#   scripts/report-screenshots.sh [PAGE.html] [OUT_DIR]
+#   SHOTS=0 scripts/report-screenshots.sh PAGE.html    # the overflow check only
 #
-# REPORT.html defaults to the fixture report (rendered afresh by the report test into
-# target/report-fixture/); OUT_DIR to screenshots/ (ignored by git: screenshots never go in).
+# PAGE.html (report.html or a scenario.html) defaults to the fixture report (rendered afresh by the
+# report test into target/report-fixture/); OUT_DIR to screenshots/ (ignored by git: screenshots
+# never go in); images are named after the page (report-page-390.png, …). The scenario pages of
+# the committed results: SCENARIO_FIXTURE_OUT=DIR cargo test -p loadtest --lib findings writes
+# them to DIR (events-scenario.html, batching-scenario.html).
 # Needs `chromium` (Debian: apt-get install chromium). Nothing is fetched: the report is
 # self-contained, and Chromium runs with networking features off and a throw-away profile.
 set -euo pipefail
@@ -37,12 +43,47 @@ shot() { # shot PAGE WIDTH HEIGHT OUTPUT
     echo "$4"
 }
 
+# The overflow probe: the page with a script that lays it out at the width in the URL's fragment
+# and writes what overflows into the DOM, which Chromium then prints. Headless Chromium's window
+# is at least 500 px wide when it prints the DOM, so the probe sets the page's own width instead.
+# (Only this copy has a script; the page has none. Appended after </html>, which HTML parsers
+# move into the body.)
+cat >"$tmp/probe.js.html" <<'EOF_PROBE'
+<script>addEventListener("load",()=>{const w=+location.hash.slice(1);
+document.documentElement.style.width=w+"px";document.documentElement.style.overflow="visible";
+const wide=[...document.querySelectorAll("body *")].filter(e=>e.getBoundingClientRect().right>w+1)
+.slice(0,5).map(e=>e.tagName.toLowerCase()+(e.id?"#"+e.id:""));
+const m=document.createElement("pre");
+m.textContent="overflow="+Math.max(0,document.body.scrollWidth-w)+" widest="+wide.join(",");
+document.body.append(m);});</script>
+EOF_PROBE
+cat "$report" "$tmp/probe.js.html" >"$tmp/probe.html"
+
+overflow() { # overflow WIDTH: fails when the page is wider than a WIDTH px window
+    local dom line
+    dom=$(chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --hide-scrollbars --user-data-dir="$tmp/profile" --window-size="$1,900" \
+        --virtual-time-budget=2000 --dump-dom "file://$tmp/probe.html#$1" 2>/dev/null)
+    line=$(grep -o 'overflow=[-0-9]* widest=[^<]*' <<<"$dom" || echo "overflow=? (the probe did not run)")
+    if [ "${line%% *}" != "overflow=0" ]; then
+        echo "$(basename "$report") at $1 px is wider than the window: $line" >&2
+        return 1
+    fi
+    echo "$(basename "$report") at $1 px: no horizontal overflow"
+}
+
+name=$(basename "$report" .html)
+status=0
 for width in 1400 390; do
+    overflow "$width" || status=1
+    [ "${SHOTS:-1}" = 0 ] && continue
     # First screen: what a reader sees before scrolling (a laptop, a phone).
     height=$([ "$width" = 390 ] && echo 844 || echo 900)
-    shot colour.html "$width" "$height" "$out/first-screen-$width.png"
-    shot grey.html "$width" "$height" "$out/first-screen-$width-grey.png"
+    shot colour.html "$width" "$height" "$out/$name-first-screen-$width.png"
+    shot grey.html "$width" "$height" "$out/$name-first-screen-$width-grey.png"
     # The whole page (tall window; the rest of the image stays white).
-    shot colour.html "$width" 16000 "$out/page-$width.png"
-    shot grey.html "$width" 16000 "$out/page-$width-grey.png"
+    shot colour.html "$width" 16000 "$out/$name-page-$width.png"
+    shot grey.html "$width" 16000 "$out/$name-page-$width-grey.png"
 done
+exit $status

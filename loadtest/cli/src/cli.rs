@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+use lab_report::slo::Slo;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{MockLatencies, Shedding};
@@ -228,6 +229,14 @@ pub struct LabArgs {
     /// faults, overload, events, batching): several lab runs, one comparison table.
     #[arg(long)]
     pub scenario: Option<String>,
+    /// Service-level objective the verdict judges each API by, e.g. `p99<=2.5s,success>=99%`
+    /// (percentile of every answer to the span's arrivals; 2xx share of the arrivals) [default:
+    /// p99 ≤ the dependencies' critical path × 1.15, success ≥ 99 %].
+    #[arg(long, value_parser = Slo::parse)]
+    pub slo: Option<Slo>,
+    /// Exit with status 4 when an API misses the objective (for CI).
+    #[arg(long)]
+    pub fail_on_slo: bool,
 }
 
 impl LabArgs {
@@ -374,5 +383,27 @@ mod tests {
         assert_eq!((lab.inject, lab.faults), (None, None));
         assert_eq!(lab.load.profile, "ramp-300");
         assert_eq!(lab.apis, ["blocking-api", "reactive-api"]);
+    }
+
+    #[test]
+    fn the_objective_is_parsed_into_the_reports_type() {
+        let lab = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["loadtest", "lab"], args].concat())?;
+            let Command::Lab(lab) = cli.command else {
+                panic!("not lab")
+            };
+            Ok::<_, clap::Error>(lab)
+        };
+        let l = lab(&["--slo", "p99<=2.5s,success>=99%", "--fail-on-slo"]).unwrap();
+        assert_eq!(l.slo, Some(Slo::parse("p99<=2.5s,success>=99%").unwrap()));
+        assert!(l.fail_on_slo);
+        let l = lab(&[]).unwrap();
+        assert_eq!(
+            (l.slo, l.fail_on_slo),
+            (None, false),
+            "the report derives the default"
+        );
+        let err = lab(&["--slo", "p99<=2.5"]).unwrap_err().to_string();
+        assert!(err.contains("is not a duration"), "{err}");
     }
 }

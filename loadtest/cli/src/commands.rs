@@ -18,6 +18,8 @@ use loadgen::sampler::SampleTargets;
 
 /// Exit status when every run finished but an invariant was violated.
 pub const INVARIANT_VIOLATED: u8 = 3;
+/// Exit status of `lab --fail-on-slo` when every invariant held but an API missed the objective.
+pub const SLO_MISSED: u8 = 4;
 
 /// Runs the command; the exit status says whether every invariant held.
 pub async fn run(cli: Cli) -> Result<ExitCode> {
@@ -61,7 +63,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             let name = args.scenario.clone().unwrap_or_default();
             let (table, out) = crate::scenario::run(&name, *args).await?;
             println!("{}", crate::scenario::render_markdown(&table));
-            println!("report: {}", out.join("report.html").display());
+            println!("page: {}", out.join("scenario.html").display());
             let failed = table.notes.iter().any(|n| n.starts_with("CHECK FAILED"));
             Ok(if failed {
                 ExitCode::from(INVARIANT_VIOLATED)
@@ -70,11 +72,23 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             })
         }
         Command::Lab(args) => {
+            let (slo, fail_on_slo) = (args.slo, args.fail_on_slo);
             let (runs, out) = lab::lab(*args).await?;
-            let (paths, summary) = lab_report::write_report(&runs, &out)?;
+            let (paths, summary) = lab_report::write_report_with_slo(&runs, &out, slo.as_ref())?;
             println!("{summary}");
             println!("report: {}", paths.html.display());
-            Ok(verdict(&runs))
+            let status = verdict(&runs);
+            let missed = lab_report::slo_missed(&runs, slo.as_ref());
+            for line in &missed {
+                eprintln!("{line}");
+            }
+            Ok(
+                if fail_on_slo && !missed.is_empty() && status == ExitCode::SUCCESS {
+                    ExitCode::from(SLO_MISSED)
+                } else {
+                    status
+                },
+            )
         }
     }
 }

@@ -18,6 +18,10 @@ pub struct Spec {
     pub y_scale: Scale,
     /// One line per run of every API for each entry (one line in all for a [`Line::once`]).
     pub lines: &'static [Line],
+    /// One chart per API (small multiples) instead of every API overlaid: for figures whose lines
+    /// coincide across APIs (pool gauges at the same value, the harness running the same schedule)
+    /// and would hide one another.
+    pub per_api: bool,
 }
 
 /// One figure drawn on a chart.
@@ -65,6 +69,7 @@ pub const SPECS: &[Spec] = &[
             },
             line("2xx", Dash::Solid, two_xx),
         ],
+        per_api: false,
     },
     Spec {
         id: "latency",
@@ -79,6 +84,7 @@ pub const SPECS: &[Spec] = &[
             line("p99", Dash::Solid, |s| s.latency_ms.map(|l| l.p99)),
             line("max", Dash::Dashed, |s| s.latency_ms.map(|l| l.max)),
         ],
+        per_api: false,
     },
     Spec {
         id: "cpu",
@@ -90,6 +96,7 @@ pub const SPECS: &[Spec] = &[
         lines: &[line("", Dash::Solid, |s| {
             s.api_process.map(|p| p.cpu_percent)
         })],
+        per_api: false,
     },
     Spec {
         id: "rss",
@@ -101,6 +108,7 @@ pub const SPECS: &[Spec] = &[
         lines: &[line("", Dash::Solid, |s| {
             s.api_process.map(|p| p.rss_bytes as f64 / MIB)
         })],
+        per_api: false,
     },
     Spec {
         id: "threads",
@@ -112,6 +120,7 @@ pub const SPECS: &[Spec] = &[
         lines: &[line("", Dash::Solid, |s| {
             s.api_process.map(|p| p.threads as f64)
         })],
+        per_api: false,
     },
     Spec {
         id: "db-pool",
@@ -128,6 +137,7 @@ pub const SPECS: &[Spec] = &[
                 s.api_metrics.and_then(|m| m.db_pool_waiting)
             }),
         ],
+        per_api: true,
     },
     Spec {
         id: "blocking-pool",
@@ -144,6 +154,7 @@ pub const SPECS: &[Spec] = &[
                 s.api_metrics.and_then(|m| m.blocking_pool_queued)
             }),
         ],
+        per_api: false,
     },
     Spec {
         id: "in-flight",
@@ -158,6 +169,7 @@ pub const SPECS: &[Spec] = &[
                 s.api_metrics.and_then(|m| m.in_flight)
             }),
         ],
+        per_api: false,
     },
     Spec {
         id: "lateness",
@@ -170,6 +182,7 @@ pub const SPECS: &[Spec] = &[
             line("p99", Dash::Solid, |s| s.lateness_ms.map(|l| l.p99)),
             line("max", Dash::Dotted, |s| s.lateness_ms.map(|l| l.max)),
         ],
+        per_api: false,
     },
     Spec {
         id: "harness-cpu",
@@ -190,5 +203,6 @@ pub const SPECS: &[Spec] = &[
             }),
             line("machine", Dash::DashDot, |s| s.harness.machine_cpu_percent),
         ],
+        per_api: true,
     },
 ];

@@ -2,19 +2,17 @@
 //! did it get? what ran out?), every API overlaid in its own colour, every repeat drawn (the first
 //! one bold, the others faint), phase boundaries and injected events marked.
 
-use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED, RunResults};
+use lab_results::RunResults;
 
 use super::chart_specs::{Line, SPECS};
 use super::model::{ApiRuns, Unit, cores, fmt};
-use super::svg::{
-    Dash, Figure, LineChart, Marker, MarkerKind, PALETTE, RefLine, Series, TickFormat,
-};
+use super::svg::{Figure, LineChart, Marker, MarkerKind, RefLine, Series, TickFormat};
 
 /// The charts shown right after the verdict, in this order; the rest follow the tables.
 pub const KEY: [&str; 3] = ["rate", "latency", "latency-distribution"];
 
 /// The colour of a line that belongs to no API (the schedule).
-const NEUTRAL: &str = "#5b6470";
+pub(crate) const NEUTRAL: &str = "#5b6470";
 
 /// One series per run of every API for `line`, named `<api> <what>`; a [`Line::once`] figure
 /// that every run shares (the schedule) is one neutral series named `<what>`.
@@ -112,7 +110,7 @@ pub fn markers(runs: &[&RunResults]) -> Vec<Marker> {
     out
 }
 
-fn figure(
+pub(crate) fn figure(
     id: &str,
     title: &str,
     caption: &str,
@@ -129,7 +127,6 @@ fn figure(
         y_format,
         series,
         markers: markers.to_vec(),
-        end_labels: true,
         ..LineChart::default()
     };
     Figure {
@@ -140,32 +137,54 @@ fn figure(
     }
 }
 
-/// Every chart of the report, in reading order.
+/// Every chart of the report, in reading order. The charts over time share one x domain (from
+/// the start to the last second of the longest run), so that stacked on the page, a time lands at
+/// the same x in each.
 pub fn figures(groups: &[ApiRuns<'_>]) -> Vec<Figure> {
     let all: Vec<&RunResults> = groups.iter().flat_map(|g| g.runs.iter().copied()).collect();
     let m = markers(&all);
-    // Lines are named where the plateau ends: they are apart there, and may all fall to zero
-    // together during the ramp-down and the drain.
-    let label_x = all.first().and_then(|r| {
-        let p = r
-            .config
-            .profile
-            .phases
-            .iter()
-            .find(|p| p.name == "constant")?;
-        Some(p.start_s + p.duration_s - 1.0)
-    });
-    let mut out: Vec<Figure> = SPECS
+    let x_end = all
         .iter()
-        .map(|spec| {
-            let series = spec
-                .lines
-                .iter()
-                .flat_map(|line| lines(groups, line))
-                .collect();
+        .filter_map(|r| r.seconds.last().map(|s| f64::from(s.t)))
+        .chain(m.iter().map(|m| m.x))
+        .fold(0.0, f64::max);
+    let over_time = |mut f: Figure| {
+        f.chart.x_range = Some((0.0, x_end.max(1.0)));
+        f
+    };
+    let mut out: Vec<Figure> = Vec::new();
+    for spec in SPECS {
+        let apis: Vec<Option<&ApiRuns<'_>>> = if spec.per_api {
+            groups.iter().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for api in apis {
+            let (id, title, series) = match api {
+                Some(g) => (
+                    format!("{}-{}", spec.id, g.api),
+                    format!("{} — {}", spec.title, g.api),
+                    spec.lines
+                        .iter()
+                        .flat_map(|line| lines(std::slice::from_ref(g), line))
+                        .map(|mut s| {
+                            s.name = s.name.trim_start_matches(g.api).trim().to_owned();
+                            s
+                        })
+                        .collect(),
+                ),
+                None => (
+                    spec.id.to_owned(),
+                    spec.title.to_owned(),
+                    spec.lines
+                        .iter()
+                        .flat_map(|line| lines(groups, line))
+                        .collect(),
+                ),
+            };
             let mut f = figure(
-                spec.id,
-                spec.title,
+                &id,
+                &title,
                 spec.caption,
                 spec.y_label,
                 spec.y_format,
@@ -173,18 +192,47 @@ pub fn figures(groups: &[ApiRuns<'_>]) -> Vec<Figure> {
                 &m,
             );
             f.chart.y_scale = spec.y_scale;
-            f.chart.label_x = label_x;
             f.chart.ref_lines = ref_lines(spec.id, groups);
-            f
-        })
-        .collect();
-    out.insert(2, super::distribution::figure(groups));
-    let mut errors = error_figures(groups, &m);
-    for e in &mut errors {
-        e.chart.label_x = label_x;
+            out.push(over_time(f));
+        }
     }
+    out.insert(2, super::distribution::figure(groups));
+    let errors = super::chart_errors::figures(groups, &m)
+        .into_iter()
+        .map(over_time);
     out.splice(3..3, errors);
+    for f in &mut out {
+        merge_coinciding(&mut f.chart.series);
+    }
     out
+}
+
+/// Lines with the same values at every second would be drawn one exactly under the other, and
+/// the one below would look missing: they are drawn once, named for both (`reactive-api
+/// generator = reactive-api API gauge`).
+fn merge_coinciding(series: &mut Vec<Series>) {
+    let mut i = 0;
+    while i < series.len() {
+        let mut j = i + 1;
+        while j < series.len() {
+            let drawn = |s: &Series| -> Vec<(f64, f64)> {
+                s.points
+                    .iter()
+                    .copied()
+                    .filter(|p| p.1.is_finite())
+                    .collect()
+            };
+            let same = series[i].secondary == series[j].secondary
+                && drawn(&series[i]) == drawn(&series[j]);
+            if same {
+                let other = series.remove(j);
+                series[i].name = format!("{} = {}", series[i].name, other.name);
+            } else {
+                j += 1;
+            }
+        }
+        i += 1;
+    }
 }
 
 /// A setting's distinct values over every run that has it, as numbers.
@@ -252,59 +300,4 @@ fn ref_lines(id: &str, groups: &[ApiRuns<'_>]) -> Vec<RefLine> {
         "db-pool" => settings("DB_POOL_SIZE", "DB_POOL_SIZE"),
         _ => Vec::new(),
     }
-}
-
-/// One errors-per-second chart per API, one line per error kind that API had. A kind keeps its
-/// colour and dash in every chart.
-fn error_figures(groups: &[ApiRuns<'_>], m: &[Marker]) -> Vec<Figure> {
-    let kinds_of = |runs: &[&RunResults]| {
-        let mut k: Vec<String> = runs
-            .iter()
-            .flat_map(|r| &r.seconds)
-            .flat_map(|s| s.outcomes.iter().filter(|(_, n)| **n > 0).map(|(k, _)| k))
-            .filter(|k| k.as_str() != OUTCOME_CREATED && k.as_str() != OUTCOME_REPLAYED)
-            .cloned()
-            .collect();
-        k.sort_unstable();
-        k.dedup();
-        k
-    };
-    let all_kinds = kinds_of(
-        &groups
-            .iter()
-            .flat_map(|g| g.runs.iter().copied())
-            .collect::<Vec<_>>(),
-    );
-    // Error kinds never take an API's colour: a kind's line must not read as an API's.
-    let colours: Vec<&'static str> = PALETTE
-        .into_iter()
-        .filter(|c| !groups.iter().any(|g| g.colour == *c))
-        .collect();
-    let colours = if colours.is_empty() {
-        vec![NEUTRAL]
-    } else {
-        colours
-    };
-    groups
-        .iter()
-        .map(|g| {
-            let mut series = Vec::new();
-            for kind in kinds_of(&g.runs) {
-                let ki = all_kinds.iter().position(|k| *k == kind).unwrap_or(0);
-                for (i, run) in g.runs.iter().enumerate() {
-                    let points = run.seconds.iter().map(|s| (f64::from(s.t), s.outcomes.get(&kind).copied().unwrap_or(0) as f64)).collect();
-                    let mut s = Series::new(kind.clone(), points, colours[ki % colours.len()], Dash::ALL[ki % Dash::ALL.len()]);
-                    s.secondary = i > 0;
-                    series.push(s);
-                }
-            }
-            let caption = if series.is_empty() {
-                "No request failed."
-            } else {
-                "Failed requests per second by kind: an error code from the API, http_<status>, or a transport failure (timeout, connect_error, io_error)."
-            };
-            let title = format!("Errors per second — {}", g.api);
-            figure(&format!("errors-{}", g.api), &title, caption, "errors per second", TickFormat::Number, series, m)
-        })
-        .collect()
 }

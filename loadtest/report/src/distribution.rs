@@ -70,7 +70,6 @@ pub fn figure(groups: &[ApiRuns<'_>]) -> Figure {
             y_format: TickFormat::Millis,
             y_scale: Scale::Log,
             series,
-            end_labels: true,
             ..LineChart::default()
         },
     }

@@ -3,6 +3,7 @@
 
 use lab_results::{RunResults, Summary};
 
+use super::drain::{drain, open_at_plateau_end};
 use super::model::ApiRuns;
 use super::tables::{Span, rates};
 
@@ -26,6 +27,10 @@ pub struct Facts<'g, 'a> {
     pub cpu_per_1000: Option<f64>,
     pub peak_rss: Option<f64>,
     pub kept_up: bool,
+    /// Requests still open when the plateau ended (answered late or never).
+    pub open_at_end: Option<f64>,
+    /// Seconds from the last arrival to the last answer, and the answers in them.
+    pub drain: Option<(f64, f64)>,
 }
 
 /// The span every API is judged on: the plateau when every run has one, else the whole run.
@@ -63,5 +68,8 @@ pub fn facts<'g, 'a>(g: &'g ApiRuns<'a>, span: Span) -> Facts<'g, 'a> {
         cpu_per_1000: sum(|s| s.cpu_seconds_per_1000_ok),
         peak_rss: sum(|s| s.peak_rss_bytes.map(|b| b as f64)),
         kept_up: ok_share >= KEPT_UP_2XX && answered_rps >= KEPT_UP_RATE * offered_rps,
+        open_at_end: med(&|r| open_at_plateau_end(r).map(|n| n as f64)),
+        drain: med(&|r| drain(r).map(|d| d.seconds))
+            .zip(med(&|r| drain(r).map(|d| d.answers as f64))),
     }
 }

@@ -119,11 +119,14 @@ fn find<'a>(goose: &'a [GooseRun], run: &RunResults) -> Option<&'a GooseRun> {
     goose.iter().find(|g| g.run == name)
 }
 
-/// The page's section (left out when no run names a goose report).
+/// The page's section ("not measured" when no run names a goose report: the contents link here).
 pub fn html(groups: &[ApiRuns<'_>], goose: &[GooseRun]) -> Markup {
     let runs: Vec<&RunResults> = groups.iter().flat_map(|g| g.runs.iter().copied()).collect();
     if runs.iter().all(|r| r.goose_reports.is_empty()) {
-        return html! {};
+        return html! { section id="goose" {
+            h2 { "goose's own reports" }
+            p { "Not measured: no run wrote a goose report to compare our counts with." }
+        } };
     }
     html! { section id="goose" {
         h2 { "goose's own reports" }

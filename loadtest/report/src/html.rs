@@ -8,6 +8,7 @@ use lab_results::RunResults;
 use super::charts;
 use super::model::{ApiRuns, Unit, fmt, group, schedule_s};
 use super::sections;
+use super::slo::Slo;
 use super::svg::Figure;
 use super::tables::{self, cell_text};
 
@@ -15,8 +16,10 @@ use super::tables::{self, cell_text};
 pub const CSS: &str = include_str!("style.css");
 
 /// Renders the whole report page; `goose` holds what was read of goose's own reports.
-pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun]) -> String {
+pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun], slo: Option<&Slo>) -> String {
     let groups = group(runs);
+    let slo = Slo::given_or_default(slo, &groups);
+    let slo = slo.as_ref();
     // The first screen: the answer, whether to believe it, and the two charts behind it.
     let (key, rest): (Vec<Figure>, Vec<Figure>) = charts::figures(&groups)
         .into_iter()
@@ -37,8 +40,8 @@ pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun]) -> String {
                 @if groups.is_empty() {
                     p { "No runs were given, so there is nothing to compare." }
                 } @else {
-                    (verdict(&groups))
-                    (super::trust::html(&groups))
+                    (verdict(&groups, slo))
+                    (super::trust::html(&groups, slo))
                     (figures("key-charts", None, &key))
                     (toc())
                     (sections::littles_law(&groups))
@@ -91,12 +94,18 @@ fn header(groups: &[ApiRuns<'_>]) -> Markup {
 }
 
 /// Who kept up and why, generated from the results.
-fn verdict(groups: &[ApiRuns<'_>]) -> Markup {
-    let Some(v) = super::verdict::verdict(groups) else {
+fn verdict(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Markup {
+    let Some(v) = super::verdict::verdict(groups, slo) else {
         return html! {};
     };
     html! { section id="verdict" aria-label="Verdict" {
         p class="lead" { (v.lead) }
+        @if let Some(c) = super::conditions::line(groups) { p class="conditions" { (c) } }
+        // The trust strip links here, with or without an objective.
+        @match &v.slo {
+            Some(s) => p id="slo" class="slo" { (s) },
+            None => p id="slo" class="slo" { "No SLO: the runs record no dependency latencies to derive one from (give one with --slo)." },
+        }
         @if !v.why.is_empty() {
             p class="why-h" { strong { "Why" } }
             ul class="why" { @for w in &v.why { li { (w) } } }
@@ -131,45 +140,36 @@ fn toc() -> Markup {
     } }
 }
 
+/// One table per span (plateau, whole run), each `figure | one column per API`: narrow enough for
+/// a phone to show every API. A row no run measured in that span is left out of its table.
 fn summary_table(groups: &[ApiRuns<'_>]) -> Markup {
     let spans = tables::summary(groups);
-    let rows = spans.first().map_or(0, |(_, r)| r.len());
-    let cols = 1 + spans.len() * groups.len();
     html! { section id="summary" {
         h2 { "Summary" }
-        @if let Some(note) = tables::rates_note(groups) { p class="note" { (note) } }
+        @for note in tables::notes(groups) { p class="note" { (note) } }
         @if groups.iter().any(|g| g.runs.len() > 1) {
             p class="note" { "With repeats, each cell shows the median and, below it, the range (min – max) over the repeats." }
         }
-        div class="scroll" { table class="summary" {
-            thead {
-                tr {
-                    th rowspan="2" { "figure" }
-                    @for (span, _) in &spans {
-                        th colspan=(groups.len()) class="span" { (span.title()) }
+        @for (span, rows) in &spans {
+            @let rows: Vec<&tables::Row> = rows.iter().filter(|r| r.cells.iter().any(Option::is_some)).collect();
+            h3 { (span.title()) }
+            div class="scroll" { table class="summary" {
+                thead { tr {
+                    th { "figure" }
+                    @for g in groups {
+                        th class="api" style={ "--api:" (g.colour) } { (g.api) }
                     }
-                }
-                tr {
-                    @for _ in &spans {
-                        @for (gi, g) in groups.iter().enumerate() {
-                            th class={ "api" @if gi == 0 { " blk" } } style={ "--api:" (g.colour) } { (g.api) }
+                } }
+                tbody {
+                    @for (i, row) in rows.iter().enumerate() {
+                        @if i == 0 || rows[i - 1].group != row.group {
+                            tr class="group" { th colspan=(1 + groups.len()) { (row.group) } }
                         }
-                    }
-                }
-            }
-            tbody {
-                @for i in 0..rows {
-                    @let first = &spans[0].1[i];
-                    @if i == 0 || spans[0].1[i - 1].group != first.group {
-                        tr class="group" { th colspan=(cols) { (first.group) } }
-                    }
-                    tr {
-                        th scope="row" { (first.metric) }
-                        @for (_, span_rows) in &spans {
-                            @let row = &span_rows[i];
-                            @for (ci, cell) in row.cells.iter().enumerate() {
+                        tr {
+                            th scope="row" { (row.metric) }
+                            @for cell in &row.cells {
                                 @let (main, range) = cell_text(cell.as_ref(), row.unit);
-                                td class=[(ci == 0).then_some("blk")] {
+                                td {
                                     (main)
                                     @if let Some(r) = range { small { (r) } }
                                 }
@@ -177,8 +177,8 @@ fn summary_table(groups: &[ApiRuns<'_>]) -> Markup {
                         }
                     }
                 }
-            }
-        } }
+            } }
+        }
     } }
 }
 
@@ -188,13 +188,14 @@ fn figures(id: &str, title: Option<&str>, figs: &[Figure]) -> Markup {
         p class="note" {
             "One sample per second. Vertical lines: grey dashed = phase boundaries, red = \
              events injected during the run. With repeats, the first repeat is drawn bold and the others faint. \
-             Each line is named at its end; on a narrow screen, scroll a chart sideways."
+             Lines are named in the legend under each chart; the charts over time share one time axis. \
+             Where two APIs' lines would lie on top of each other, each API has its own chart."
         }
         @for f in figs {
             figure id={ "fig-" (f.id) } {
                 figcaption { strong { (f.title) } " " (f.caption) }
                 // The chart is SVG text drawn by `svg`, which escapes every string it sets in it.
-                div class="chart-scroll" { (PreEscaped(f.chart.to_svg())) }
+                (PreEscaped(f.chart.to_svg()))
             }
         }
     } }

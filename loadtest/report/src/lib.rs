@@ -23,12 +23,12 @@
 //! the workspace, so plotters is no dependency). plotters drew the lines correctly, in 0.6 ms, but:
 //! its SVG was 49 kB against our 7.7 kB (every dash of a dashed line is its own `<polyline>`, 290
 //! of them, plus 180 grid `<line>`s); it carries fixed `width`/`height`, so it does not scale with
-//! the page as ours does (`viewBox` + CSS, a minimum width that scrolls on a phone); ticks read
+//! the page as ours does (`viewBox` + CSS: the width of the page, a phone's too); ticks read
 //! `120.0` and `10.0` until a formatter per unit is written (ours: `s`, `ms`, `%`, nines for the
 //! latency distribution); without a font feature (`ttf` pulls font-kit and system fonts) text
 //! sizes are guessed; and what the report's charts are for is not in it: phase and event markers
-//! with staggered labels, reference lines with their labels, names at the lines' ends pushed apart
-//! so each line reads without colour, legend swatches with the line's own dash. Each of those would
+//! with staggered labels, reference lines with their labels, legend swatches with the line's own
+//! dash (so each line reads without colour), one time axis shared by every chart over time. Each of those would
 //! be drawn by hand on top of plotters as custom elements — most of what `svg` is. So `svg` stays
 //! (about 850 lines and 200 of tests, no dependency); plotters would be worth it for chart kinds we do
 //! not draw (histograms, heat maps, bitmaps).
@@ -37,16 +37,19 @@
 //! reqwest or sqlx, so it builds and tests on its own, and re-renders old results files.
 //!
 //! Layout of this crate: `model` (grouping, spreads, number formats), `tables` (the summary
-//! table, rates per second of the schedule), `littles` (Little's law), `facts`, `verdict` + `causes`
-//! (who kept up, and why), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
-//! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
+//! table, its rates and notes), `drain` (late answers and each API's drain), `littles` (Little's law), `facts`, `verdict` + `causes`
+//! (who kept up, and why), `conditions` (what the result holds under), `slo` + `slo_verdict` (the objective and who met it), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
+//! `charts`, `chart_specs`, `chart_errors` + `svg` (charts), `fairness` (settings that differ), `html`,
 //! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
 //! own reports beside ours), `markdown` (the PR summary).
 
 mod causes;
+mod chart_errors;
 mod chart_specs;
 mod charts;
+mod conditions;
 mod distribution;
+mod drain;
 mod facts;
 mod fairness;
 pub mod goose;
@@ -58,6 +61,8 @@ mod model;
 mod money;
 mod rich;
 mod sections;
+pub mod slo;
+mod slo_verdict;
 pub mod svg;
 
 pub use html::CSS;
@@ -70,6 +75,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use lab_results::RunResults;
+use slo::Slo;
 
 /// Where [`write_report`] put its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,8 +85,18 @@ pub struct ReportPaths {
 }
 
 /// Writes `report.html` and `summary.md` into `out_dir` (created if missing); returns their paths
-/// and the summary's text (with goose's counts, read beside the page), for the terminal.
+/// and the summary's text (with goose's counts, read beside the page), for the terminal. The
+/// verdict judges the runs by the default objective (see [`slo`]).
 pub fn write_report(runs: &[RunResults], out_dir: &Path) -> Result<(ReportPaths, String)> {
+    write_report_with_slo(runs, out_dir, None)
+}
+
+/// [`write_report`], judging the runs by `slo` instead of the default objective when given.
+pub fn write_report_with_slo(
+    runs: &[RunResults],
+    out_dir: &Path,
+    slo: Option<&Slo>,
+) -> Result<(ReportPaths, String)> {
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let paths = ReportPaths {
         html: out_dir.join("report.html"),
@@ -88,9 +104,9 @@ pub fn write_report(runs: &[RunResults], out_dir: &Path) -> Result<(ReportPaths,
     };
     // goose's reports are linked (and their counts read) when they sit beside the page.
     let goose = goose::read(runs, out_dir);
-    std::fs::write(&paths.html, html::render(runs, &goose))
+    std::fs::write(&paths.html, html::render(runs, &goose, slo))
         .with_context(|| format!("writing {}", paths.html.display()))?;
-    let summary = markdown::render(runs, &goose);
+    let summary = markdown::render(runs, &goose, slo);
     std::fs::write(&paths.markdown, &summary)
         .with_context(|| format!("writing {}", paths.markdown.display()))?;
     Ok((paths, summary))
@@ -98,11 +114,20 @@ pub fn write_report(runs: &[RunResults], out_dir: &Path) -> Result<(ReportPaths,
 
 /// The HTML report as one self-contained page (goose's reports named, not read).
 pub fn render_html(runs: &[RunResults]) -> String {
-    html::render(runs, &[])
+    html::render(runs, &[], None)
 }
 
 /// The verdict, the trust strip, the summary table (plateau and whole run) and the Little's-law
 /// line as Markdown.
 pub fn render_markdown(runs: &[RunResults]) -> String {
-    markdown::render(runs, &[])
+    markdown::render(runs, &[], None)
+}
+
+/// One line per API that missed `slo` (the default objective when `None`), for `--fail-on-slo`;
+/// empty when every API met it or there is no objective.
+pub fn slo_missed(runs: &[RunResults], slo: Option<&Slo>) -> Vec<String> {
+    let groups = model::group(runs);
+    Slo::given_or_default(slo, &groups)
+        .map(|slo| slo_verdict::missed(&slo, &groups, facts::span(&groups)))
+        .unwrap_or_default()
 }

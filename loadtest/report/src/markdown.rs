@@ -7,12 +7,15 @@ use lab_results::RunResults;
 
 use super::goose::GooseRun;
 use super::model::group;
+use super::slo::Slo;
 use super::tables::{self, cell_text};
 use super::{littles, trust, verdict};
 
 /// Renders the Markdown summary.
-pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
+pub fn render(runs: &[RunResults], goose: &[GooseRun], slo: Option<&Slo>) -> String {
     let groups = group(runs);
+    let slo = Slo::given_or_default(slo, &groups);
+    let slo = slo.as_ref();
     let apis: Vec<&str> = groups.iter().map(|g| g.api).collect();
     let mut s = format!("## Load test: {}\n\n", apis.join(" vs "));
     if let Some(run) = runs.first() {
@@ -27,8 +30,14 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
             runs.len()
         );
     }
-    if let Some(v) = verdict::verdict(&groups) {
+    if let Some(v) = verdict::verdict(&groups, slo) {
         let _ = writeln!(s, "**Verdict:** {}\n", v.lead.markdown());
+        if let Some(c) = super::conditions::line(&groups) {
+            let _ = writeln!(s, "_{c}_\n");
+        }
+        if let Some(line) = &v.slo {
+            let _ = writeln!(s, "{}\n", line.markdown());
+        }
         for w in &v.why {
             let _ = writeln!(s, "- {}", w.markdown());
         }
@@ -39,13 +48,13 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
             let c: Vec<String> = v.caveats.iter().map(|c| c.markdown()).collect();
             let _ = writeln!(s, "Caveats: {}.\n", c.join("; "));
         }
-        trust::markdown(&mut s, &groups);
+        trust::markdown(&mut s, &groups, slo);
     }
     super::money::markdown(&mut s, &groups);
     if groups.iter().any(|g| g.runs.len() > 1) {
         s.push_str("Cells: median over the repeats, (min – max) when they differ.\n\n");
     }
-    if let Some(note) = tables::rates_note(&groups) {
+    for note in tables::notes(&groups) {
         let _ = writeln!(s, "{note}\n");
     }
     for (span, rows) in tables::summary(&groups) {
@@ -56,7 +65,7 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun]) -> String {
             apis.iter().map(|a| cell(a)).collect::<Vec<_>>().join(" | ")
         );
         let _ = writeln!(s, "|---|{}", "---:|".repeat(apis.len()));
-        for row in rows {
+        for row in rows.iter().filter(|r| r.cells.iter().any(Option::is_some)) {
             let cells: Vec<String> = row
                 .cells
                 .iter()

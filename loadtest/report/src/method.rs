@@ -44,14 +44,16 @@ pub fn method(groups: &[ApiRuns<'_>]) -> Markup {
             }
             dt { "Spans" }
             dd {
-                em { "Plateau" } " is the constant-rate phase only; " em { "whole run" }
+                em { "Plateau" } " is the requests that arrived in the constant-rate phase, each \
+                 followed to its answer however late it came; " em { "whole run" }
                 " is everything after the " (c.warmup_s) " s warm-up (which is excluded from every \
-                 figure), including the ramps and the drain after the last arrival. Rates are per \
-                 second of the " em { "schedule" } ", the same denominator for every API: the \
-                 plateau's length for the plateau; for the whole run, the time from the first arrival \
-                 to the end of the last phase (answers that came during the drain count, the drain's \
-                 seconds do not). Throughput = completed ÷ that length; orders per second = fresh 201s \
-                 ÷ that length."
+                 figure), including the ramps and the drain after the last arrival. Every share is \
+                 of the arrivals. The offered rate is per second of the " em { "schedule" } ", the \
+                 same for every API. Answer rates (throughput = completed, orders per second = \
+                 fresh 201s) are the plateau's answers within its own seconds, and for the whole \
+                 run every answer per second from the first arrival to the API's last answer, so a \
+                 long drain lowers them. The drain is the time from the last arrival to the last \
+                 answer, to the second."
             }
             dt { "Sampling" }
             dd {

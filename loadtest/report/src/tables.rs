@@ -3,6 +3,7 @@
 
 use lab_results::{RunResults, Summary};
 
+use super::drain::{answering_s, drain, open_at_plateau_end};
 use super::model::{ApiRuns, Spread, Unit, fmt, schedule_s};
 
 /// Which span of the run a summary covers.
@@ -52,6 +53,11 @@ fn f(name: &str, unit: Unit, get: impl Fn(&Summary) -> Option<f64> + 'static) ->
     )
 }
 
+/// A row read from the whole run (the per-second series), for the spans it applies to.
+fn run_row(name: &str, unit: Unit, get: fn(&RunResults, Span) -> Option<f64>) -> Def {
+    (name.to_owned(), unit, Box::new(get))
+}
+
 /// A rate row, per second of the span's schedule (see [`rates`]).
 fn rate(name: &str, get: fn(&Rates) -> f64) -> Def {
     (
@@ -61,10 +67,12 @@ fn rate(name: &str, get: fn(&Rates) -> f64) -> Def {
     )
 }
 
-/// A span's rates, per second of its *schedule*: the plateau's own seconds, or — for the whole
-/// run — the seconds from the first arrival to the last scheduled one, never each API's own drain
-/// (an API that drains for longer would otherwise look as if it had been offered less). Whole-run
-/// rates count every answer, those that came during the drain included.
+/// A span's rates. Offered: per second of the span's *schedule* — the plateau's own seconds, or
+/// for the whole run the seconds from the first arrival to the last scheduled one, the same for
+/// every API. Answers (completed, orders): the plateau's answers within its own seconds; for the
+/// whole run, every answer per second from the first arrival to the API's *last answer* (see
+/// `drain`), so that an API which answered late, during a long drain, does not read as if it had
+/// answered at the offered rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rates {
     pub offered: f64,
@@ -75,15 +83,12 @@ pub struct Rates {
 
 pub fn rates(run: &RunResults, span: Span) -> Option<Rates> {
     let s = span.of(run)?;
-    match (span, schedule_s(run)) {
-        (Span::Whole, Some(secs)) => {
-            let per = |n: u64| n as f64 / secs;
-            Some(Rates {
-                offered: per(s.offered),
-                completed: per(s.completed),
-                orders: per(s.ok),
-            })
-        }
+    match (span, schedule_s(run), answering_s(run)) {
+        (Span::Whole, Some(schedule), Some(answering)) => Some(Rates {
+            offered: s.offered as f64 / schedule,
+            completed: s.completed as f64 / answering,
+            orders: s.ok as f64 / answering,
+        }),
         // The plateau's summary is already per second of the plateau; a closed run has no
         // schedule, so its rates are per second of the run.
         _ => Some(Rates {
@@ -94,40 +99,53 @@ pub fn rates(run: &RunResults, span: Span) -> Option<Rates> {
     }
 }
 
-/// The note under a summary table that says what the rates are divided by.
-pub fn rates_note(groups: &[ApiRuns<'_>]) -> Option<String> {
-    let run = groups.first()?.first()?;
-    let whole = schedule_s(run)?;
-    let plateau = run
-        .plateau
-        .as_ref()
-        .map(|p| {
-            format!(
-                "the plateau's {} s for the plateau, ",
-                fmt(p.duration_s, Unit::Count)
-            )
-        })
-        .unwrap_or_default();
-    Some(format!(
-        "Rates are per second of the schedule — {plateau}the whole schedule's {} s for the whole run — \
-         the same for every API, however long each took to drain. Whole-run rates count every answer, \
-         those that came during the drain after the last arrival included.",
-        fmt(whole, Unit::Count)
-    ))
+/// The notes under a summary table: what is counted, and what the rates are divided by.
+pub fn notes(groups: &[ApiRuns<'_>]) -> Vec<String> {
+    let Some(run) = groups.first().and_then(|g| g.first()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if run.plateau.is_some() {
+        out.push(
+            "Every share is of the arrivals. The plateau counts its own arrivals wherever their \
+             answers came: its answers, errors and percentiles include the answers that came after \
+             it ended (late, still open at its end); its rates count the answers within its seconds."
+                .to_owned(),
+        );
+    }
+    if let Some(whole) = schedule_s(run) {
+        out.push(format!(
+            "Whole run: the offered rate is per second of the schedule ({} s, the same for every \
+             API); answer rates are per second from the first arrival to the API's own last \
+             answer, its drain included.",
+            fmt(whole, Unit::Count)
+        ));
+    }
+    out
 }
 
 /// The figures of the table, in groups; one `errors: <kind>` row per error kind.
 fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
     let count = |v: u64| Some(v as f64);
     let mut requests = vec![
-        f("offered", Unit::Count, move |s| count(s.offered)),
+        f("arrivals", Unit::Count, move |s| count(s.offered)),
         f("sent", Unit::Count, move |s| count(s.sent)),
         f("not sent (in-flight cap)", Unit::Count, move |s| {
             count(s.not_sent)
         }),
-        f("completed", Unit::Count, move |s| count(s.completed)),
-        f("2xx share", Unit::Percent, |s| {
-            (s.completed > 0).then(|| 100.0 * (s.ok + s.replayed) as f64 / s.completed as f64)
+        f("answered (late answers included)", Unit::Count, move |s| {
+            count(s.completed)
+        }),
+        run_row(
+            "open when the plateau ended (answered late or never)",
+            Unit::Count,
+            |r, span| (span == Span::Plateau).then(|| open_at_plateau_end(r).map(|n| n as f64))?,
+        ),
+        f("never answered", Unit::Count, move |s| {
+            count(s.offered.saturating_sub(s.completed))
+        }),
+        f("2xx, share of arrivals", Unit::Percent, |s| {
+            (s.offered > 0).then(|| 100.0 * (s.ok + s.replayed) as f64 / s.offered as f64)
         }),
         f("orders created (201)", Unit::Count, move |s| count(s.ok)),
         f("idempotent replays", Unit::Count, move |s| {
@@ -153,6 +171,16 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
         }),
         f("latency p99, overloaded 503s only", Unit::Millis, |s| {
             s.overloaded_latency_ms.map(|l| l.p99)
+        }),
+    ];
+    let drain = vec![
+        run_row(
+            "drain: last answer − last arrival",
+            Unit::Millis,
+            |r, span| (span == Span::Whole).then(|| drain(r).map(|d| 1000.0 * d.seconds))?,
+        ),
+        run_row("answers during the drain", Unit::Count, |r, span| {
+            (span == Span::Whole).then(|| drain(r).map(|d| d.answers as f64))?
         }),
     ];
     let rates = vec![
@@ -186,7 +214,8 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
     vec![
         ("Requests", requests),
         ("Latency, from intended send time", latency),
-        ("Rates, per second of the schedule", rates),
+        ("After the last arrival", drain),
+        ("Rates, per second (see the note above)", rates),
         ("API process", resources),
         ("Generator", generator),
     ]

@@ -1,5 +1,6 @@
-//! The trust strip under the verdict: five things a reader must know before believing any number
-//! — limits enforced · not harness-bound · all checks held · settings identical · money balanced —
+//! The trust strip under the verdict: six things a reader must know before believing any number
+//! — the objective met · limits enforced · not harness-bound · all checks held · settings
+//! identical · money balanced —
 //! each marked ✓, ✗ or ? (a glyph, not only a colour), with the figure behind it and a link to the
 //! section that shows the detail.
 
@@ -11,6 +12,8 @@ use lab_results::RunResults;
 
 use super::fairness::{self, Status};
 use super::model::{ApiRuns, MIB, Unit, by_api, cores, fmt, run_name};
+use super::slo::Slo;
+use super::slo_verdict;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -48,8 +51,9 @@ pub struct Item {
     pub detail: String,
 }
 
-pub fn items(groups: &[ApiRuns<'_>]) -> Vec<Item> {
+pub fn items(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Vec<Item> {
     vec![
+        slo_verdict::trust_item(slo, groups, super::facts::span(groups)),
         limits(groups),
         harness(groups),
         checks(groups),
@@ -277,9 +281,9 @@ fn money(groups: &[ApiRuns<'_>]) -> Item {
 }
 
 /// The strip as an HTML list.
-pub fn html(groups: &[ApiRuns<'_>]) -> Markup {
+pub fn html(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Markup {
     html! { ul class="trust" id="trust" aria-label="Can these numbers be trusted?" {
-        @for i in items(groups) {
+        @for i in items(groups, slo) {
             li class=(i.state.class()) id=(i.id) {
                 span class="mark" aria-hidden="true" { (i.state.mark()) } " "
                 a href=(i.href) { strong { (i.label) } } " "
@@ -290,8 +294,8 @@ pub fn html(groups: &[ApiRuns<'_>]) -> Markup {
 }
 
 /// The strip as a Markdown list.
-pub fn markdown(s: &mut String, groups: &[ApiRuns<'_>]) {
-    for i in items(groups) {
+pub fn markdown(s: &mut String, groups: &[ApiRuns<'_>], slo: Option<&Slo>) {
+    for i in items(groups, slo) {
         let _ = writeln!(s, "- {} **{}** — {}", i.state.mark(), i.label, i.detail);
     }
     s.push('\n');

@@ -58,9 +58,9 @@ fn charts_overlay_both_apis() {
             "rate chart lacks {name}"
         );
     }
-    // The schedule is the same for both APIs: one offered line, named at its end.
+    // The schedule is the same for both APIs: one offered line, named in the legend.
     assert_eq!(rate.matches("class=\"series\"").count(), 3);
-    assert!(rate.contains("<g class=\"endlabels\">") && rate.contains(">offered</text>"));
+    assert!(rate.contains("<g class=\"legend\">") && rate.contains(">offered</text>"));
     // Error kinds never wear an API's colour.
     let blocking_colour = "stroke=\"#D55E00\"";
     let errors = figure(&html, "errors-blocking-api");
@@ -73,9 +73,9 @@ fn charts_overlay_both_apis() {
     for p in ["p50", "p90", "p99", "max"] {
         assert!(latency.contains(&format!("<title>reactive-api {p}</title>")));
     }
-    assert!(figure(&html, "db-pool").contains("DB_POOL_SIZE = 10"));
+    assert!(figure(&html, "db-pool-reactive-api").contains("DB_POOL_SIZE = 10"));
     assert!(figure(&html, "threads").contains("BLOCKING_THREADS = 200"));
-    assert!(figure(&html, "harness-cpu").contains("machine: 2 cores × 100 %"));
+    assert!(figure(&html, "harness-cpu-blocking-api").contains("machine: 2 cores × 100 %"));
     assert!(
         rate.contains("payment latency 1000→5000 ms"),
         "injected event marked"
@@ -91,10 +91,12 @@ fn charts_overlay_both_apis() {
         "cpu",
         "rss",
         "threads",
-        "db-pool",
+        "db-pool-blocking-api",
+        "db-pool-reactive-api",
         "in-flight",
         "lateness",
-        "harness-cpu",
+        "harness-cpu-blocking-api",
+        "harness-cpu-reactive-api",
     ] {
         assert!(figure(&html, id).contains("<svg"), "figure {id}");
     }
@@ -244,8 +246,8 @@ fn markdown_has_one_row_per_metric_and_one_column_per_api() {
         unique.dedup();
         assert_eq!(unique.len(), metrics.len(), "one row per metric");
         for m in [
-            "offered",
-            "2xx share",
+            "arrivals",
+            "2xx, share of arrivals",
             "errors: dependency_unavailable",
             "latency p99.9",
             "CPU-seconds per 1,000 orders",
@@ -400,8 +402,8 @@ fn the_money_line_is_red_only_when_money_is_unaccounted_for() {
     let mut runs = fixtures::pair();
     let html = render_html(&runs);
     assert!(
-        !html.contains("<section id=\"money\""),
-        "older results: no line"
+        section(&html, "money").contains("Not measured"),
+        "older results: no line, and the section says why"
     );
     let balanced = MoneyRecord {
         charges: 1210,

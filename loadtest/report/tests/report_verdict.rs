@@ -7,7 +7,8 @@ mod fixtures;
 use std::path::PathBuf;
 
 use fixtures::section;
-use lab_report::{render_html, render_markdown, write_report};
+use lab_report::slo::Slo;
+use lab_report::{render_html, render_markdown, slo_missed, write_report, write_report_with_slo};
 use lab_results::{InvariantCheck, MoneyRecord, OUTCOME_OVERLOADED, RunResults};
 
 fn trust(html: &str) -> &str {
@@ -44,11 +45,10 @@ fn fixture_report_renders() {
     );
     let verdict = section(&html, "verdict");
     for needle in [
-        "120.0 req/s were offered over the 30 s plateau",
-        "the orders per second of blocking-api",
-        "its p99",
-        "its CPU per order",
-        "its peak memory",
+        "Offered: 120.0 req/s over the 30 s plateau.",
+        "2xx: reactive-api 99.1 %, blocking-api 99.2 % of arrivals.",
+        "reactive-api made 1.71× the orders/s of blocking-api (119.0 vs 69.7), with a 7.1× lower p99 (7.51 vs 53.43 s), 3.6× less CPU per order (2.67 vs 9.61 CPU-s per 1,000 orders) and 1.77× less peak memory (17.0 vs 30.0 MiB).",
+        "<p class=\"conditions\">Under: profile fixture-120 (open, 120/s plateau, 90 s) · dependencies seller 200 ms, risk 1000 ms, payment 1000 ms (critical path 2200 ms) · payment slowed 1000 → 5000 ms at 40–50 s · DB pool 10, blocking-api 200 threads · 1 CPU core, 1024 MiB per API.</p>",
         "<strong>blocking-api reached its Little's-law bound</strong>",
         "blocking-api's pool of 200 blocking threads was exhausted (all taken",
         "one run per API",
@@ -60,9 +60,9 @@ fn fixture_report_renders() {
     }
     assert!(md.contains(&format!("**Verdict:** **{lead}**")), "{md}");
 
-    // Five items; the fixture has no money record, so that one is unknown, not passed.
+    // Six items; the fixture has no money record, so that one is unknown, not passed.
     let strip = trust(&html);
-    assert_eq!(strip.matches("<li ").count(), 5, "{strip}");
+    assert_eq!(strip.matches("<li ").count(), 6, "{strip}");
     for (href, ok) in [
         ("#configuration", "limits enforced"),
         ("#fig-lateness", "not harness-bound"),
@@ -96,7 +96,7 @@ fn the_verdict_follows_the_results() {
         verdict.contains("Both APIs kept up with the offered load."),
         "{verdict}"
     );
-    assert!(verdict.contains("reactive-api made 1.00× the orders per second of other-api"));
+    assert!(verdict.contains("reactive-api made 1.00× the orders/s of other-api"));
     assert!(!verdict.contains("did not"));
 
     // The blocking API shedding at admission: said, with how many and how fast.
@@ -114,7 +114,57 @@ fn the_verdict_follows_the_results() {
         alone.contains("**Verdict:** **blocking-api did not keep up with the offered load.**"),
         "{alone}"
     );
-    assert!(!alone.contains("the orders per second of"));
+    assert!(!alone.contains("the orders/s of"));
+}
+
+#[test]
+fn the_verdict_says_who_met_the_objective_and_by_how_much() {
+    let runs = fixtures::pair();
+    // The default: p99 ≤ the critical path (2.2 s) × 1.15. The payment slowdown (5 s for 10 s of
+    // the plateau) puts both APIs' p99 above it.
+    let md = render_markdown(&runs);
+    assert!(md.contains("**SLO p99 ≤ 2.53 s, 2xx ≥ 99 % of arrivals** (default: critical path 2.20 s × 1.15), over the plateau: **neither API met it** — blocking-api p99 53.43 s (21× the bound), 2xx 99.2 % (0.2 points above); reactive-api p99 7.51 s (3.0× the bound)"), "{md}");
+    assert!(md.contains("- ✗ **SLO missed by blocking-api, reactive-api** — p99 ≤ 2.53 s"));
+    assert_eq!(slo_missed(&runs, None).len(), 2);
+
+    // A looser objective: reactive-api meets it, with its margins; blocking-api misses it.
+    let slo = Slo::parse("p99<=10s,success>=99%").expect("valid");
+    let dir = temp_dir("slo");
+    let (paths, md) = write_report_with_slo(&runs, &dir, Some(&slo)).expect("written");
+    assert!(md.contains("over the plateau: **only reactive-api met it** — blocking-api p99 53.43 s (5.3× the bound), 2xx 99.2 % (0.2 points above); reactive-api p99 7.51 s (25 % inside), 2xx 99.1 % (0.1 points above)."), "{md}");
+    let html = std::fs::read_to_string(&paths.html).expect("html");
+    let strip = trust(&html);
+    assert!(strip.contains("<li class=\"bad\" id=\"trust-slo\">") && strip.contains("<a href=\"#slo\"><strong>SLO missed by blocking-api</strong></a> <span class=\"d\">p99 ≤ 10.00 s, 2xx ≥ 99 % of arrivals</span>"), "{strip}");
+    assert!(section(&html, "verdict").contains("<p id=\"slo\""));
+    let missed = slo_missed(&runs, Some(&slo));
+    assert_eq!(missed.len(), 1);
+    assert!(
+        missed[0].starts_with(
+            "SLO MISSED (p99 ≤ 10.00 s, 2xx ≥ 99 % of arrivals): blocking-api p99 53.43 s"
+        ),
+        "{missed:?}"
+    );
+
+    // Met by both: a ✓ item, and no line for --fail-on-slo.
+    let easy = Slo::parse("p99<=60s,success>=90%").expect("valid");
+    assert!(slo_missed(&runs, Some(&easy)).is_empty());
+    let (_, md) = write_report_with_slo(&runs, &dir, Some(&easy)).expect("written");
+    assert!(
+        md.contains("**both APIs met it**")
+            && md.contains("- ✓ **SLO met** — p99 ≤ 60.00 s, 2xx ≥ 90 % of arrivals\n"),
+        "{md}"
+    );
+
+    // Results without dependency latencies have no default objective: said, not guessed.
+    let mut bare = runs.clone();
+    for r in &mut bare {
+        r.config.mock_latency_ms = None;
+    }
+    assert!(
+        render_markdown(&bare).contains("- ? **no SLO** — the runs record no dependency latencies")
+    );
+    assert!(slo_missed(&bare, None).is_empty());
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -147,28 +197,96 @@ fn the_trust_strip_marks_what_failed() {
     assert!(render_markdown(&runs).contains("- ✓ **money balanced** — every live charge has one order and every order one charge (blocking-api 10 orders, reactive-api 10 orders)"));
 }
 
+/// The cells of one row of a Markdown table.
+fn md_row<'a>(table: &'a str, metric: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&format!("| {metric} |")))
+        .unwrap_or_else(|| panic!("no row {metric}"));
+    line.trim_matches('|')
+        .split(" | ")
+        .skip(1)
+        .map(str::trim)
+        .collect()
+}
+
 #[test]
-fn whole_run_rates_are_per_second_of_the_schedule() {
+fn whole_run_answer_rates_count_each_apis_drain() {
     let runs = fixtures::pair();
     // The blocking API drains for longer than the reactive one: the same schedule must still
-    // read as the same offered rate.
+    // read as the same offered rate, but its answers are spread over its own drain too.
     assert!(runs[0].summary.duration_s > runs[1].summary.duration_s + 5.0);
     let planned = runs[0].config.profile.planned_requests as f64;
     let md = render_markdown(&runs);
     let whole = &md[md.find("### Whole run").expect("whole run")..];
     let rate = format!("{:.1} req/s", planned / 90.0);
-    let row = whole
+    assert_eq!(
+        md_row(whole, "offered rate"),
+        [rate.as_str(), rate.as_str()]
+    );
+    // blocking-api's last answer came in second 98, 9 s after the last arrival (90 s).
+    assert_eq!(
+        md_row(whole, "drain: last answer − last arrival"),
+        ["9.00 s", "0.0 ms"]
+    );
+    let drained: u64 = runs[0]
+        .seconds
+        .iter()
+        .filter(|s| s.t >= 90)
+        .map(|s| s.completed)
+        .sum();
+    assert_eq!(drained, 738);
+    assert_eq!(md_row(whole, "answers during the drain"), ["738", "0"]);
+    let orders = |i: usize, secs: f64| format!("{:.1} req/s", runs[i].summary.ok as f64 / secs);
+    assert_eq!(
+        md_row(whole, "orders per second (201)"),
+        [orders(0, 99.0), orders(1, 90.0)]
+    );
+    assert!(md.contains("per second from the first arrival to the API's own last answer"));
+}
+
+#[test]
+fn every_share_is_of_the_arrivals_and_late_answers_are_shown() {
+    let runs = fixtures::pair();
+    let md = render_markdown(&runs);
+    let plateau =
+        &md[md.find("### Plateau").expect("plateau")..md.find("### Whole run").expect("whole")];
+    // The plateau counts its own 3,600 arrivals wherever their answers came.
+    let p = runs[0].plateau.as_ref().expect("plateau");
+    assert_eq!((p.offered, p.completed), (3600, 3600));
+    let share = format!("{:.1} %", 100.0 * p.ok as f64 / 3600.0);
+    assert_eq!(md_row(plateau, "2xx, share of arrivals")[0], share);
+    // The lead says the same share as the table.
+    let lead = md
         .lines()
-        .find(|l| l.starts_with("| offered rate |"))
-        .expect("row");
-    assert_eq!(row, format!("| offered rate | {rate} | {rate} |"));
-    let orders = whole
-        .lines()
-        .find(|l| l.starts_with("| orders per second (201) |"))
-        .expect("row");
-    let ok = runs[1].summary.ok as f64 / 90.0;
-    assert!(orders.ends_with(&format!("| {ok:.1} req/s |")), "{orders}");
-    assert!(md.contains("the whole schedule's 90 s for the whole run"));
+        .find(|l| l.starts_with("**Verdict:**"))
+        .expect("lead");
+    assert!(
+        lead.contains(&format!("blocking-api {share} of arrivals")),
+        "{lead}"
+    );
+    // blocking-api had 1,776 requests open when the plateau ended (second 59); they came late.
+    let open = runs[0].seconds[59].in_flight;
+    assert_eq!(
+        md_row(
+            plateau,
+            "open when the plateau ended (answered late or never)"
+        )[0],
+        thousands(open)
+    );
+    assert!(
+        lead.contains(&format!(
+            "{} requests were open when the plateau ended, and 738 answers came in the 9 s after the last arrival",
+            thousands(open)
+        )),
+        "{lead}"
+    );
+    assert_eq!(md_row(plateau, "never answered"), ["0", "0"]);
+    // Its percentiles include those late answers: p99 far beyond the plateau's 30 s.
+    assert!(p.latency_ms.p99 > 30_000.0, "{:?}", p.latency_ms);
+    assert!(md.contains(
+        "its answers, errors and percentiles include the answers that came after it ended"
+    ));
 }
 
 #[test]

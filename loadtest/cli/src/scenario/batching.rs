@@ -121,7 +121,7 @@ pub fn commit_delay_us(fsync: Option<&FsyncFigure>) -> u64 {
 pub struct ServerSettings(pub Vec<(String, String)>);
 
 /// Runs the scenario: the flush figure, the database once for all runs, each run with its
-/// `commit_delay`, then `summary.md`, `report.html` and `scenario.json`.
+/// `commit_delay`, then `summary.md`, `scenario.html` and `scenario.json`.
 pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     let out = base.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(
@@ -162,14 +162,16 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         done.push((cell, runs));
     }
     drop(db);
-    let table = super::batching_table::table(&done, fsync.as_ref(), &server);
-    std::fs::write(out.join("summary.md"), render_markdown(&table))?;
-    std::fs::write(out.join("report.html"), render_html(&table))?;
-    let json = super::batching_table::json(&done, fsync.as_ref(), &server);
+    let mut table = super::batching_table::table(&done, fsync.as_ref(), &server);
+    let json = serde_json::to_value(super::batching_table::json(&done, fsync.as_ref(), &server))?;
     std::fs::write(
         out.join("scenario.json"),
         serde_json::to_string_pretty(&json)?,
     )?;
+    super::findings::apply(&mut table, "batching", &json)?;
+    table.conditions = super::page::conditions();
+    std::fs::write(out.join("summary.md"), render_markdown(&table))?;
+    std::fs::write(out.join("scenario.html"), render_html(&table))?;
     Ok((table, out))
 }
 

@@ -6,7 +6,7 @@
 //! broker {healthy: no delay; slowed: [`SLOW_BROKER_MS`] added to every round trip to NATS by a
 //! latency proxy, for the whole run}, then a crash run per API × mode (`kill -9` of the API after
 //! a third of the requests, restarted at once, recovery, census). Rows go to the table
-//! (summary.md, report.html, printed) and to `scenario.json`.
+//! (summary.md, scenario.html, printed) and to `scenario.json`.
 //!
 //! What differs from the original, and why: the broker is slowed by a fixed added round trip (the
 //! issue's latency proxy), not by throttling its container to 0.05 CPU, so the slowed broker is
@@ -87,7 +87,7 @@ pub fn runs(base: &LabArgs) -> Vec<EventsRun> {
     out
 }
 
-/// Runs the scenario; writes scenario.json, summary.md and report.html.
+/// Runs the scenario; writes scenario.json, summary.md and scenario.html.
 pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     let out = base.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(
@@ -129,9 +129,11 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         // Written after every run: an interrupted scenario keeps what it measured.
         std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(&rows)?)?;
     }
-    let table = table(&rows);
+    let mut table = table(&rows);
+    super::findings::apply(&mut table, "events", &serde_json::to_value(&rows)?)?;
+    table.conditions = super::page::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
-    std::fs::write(out.join("report.html"), render_html(&table))?;
+    std::fs::write(out.join("scenario.html"), render_html(&table))?;
     Ok((table, out))
 }
 
@@ -196,13 +198,13 @@ pub fn table(rows: &[EventsRow]) -> ScenarioTable {
             "crash",
             "req/s",
             "mean",
-            "max",
             "errors (by kind)",
             "pool timeouts",
+            "lost",
+            "max",
             "peak conns in use",
             "orders",
             "events in stream",
-            "lost",
             "duplicated",
             "orphaned",
             "outbox backlog peak / drain",
@@ -213,6 +215,9 @@ pub fn table(rows: &[EventsRow]) -> ScenarioTable {
         rows: rows.iter().map(row).collect(),
         notes,
         links: Vec::new(),
+        // API, mode, broker, crash, req/s, mean, errors, pool timeouts, lost; the rest folded.
+        main_columns: 9,
+        ..ScenarioTable::default()
     }
 }
 
@@ -238,13 +243,13 @@ fn row(r: &EventsRow) -> Vec<String> {
         if r.crash { "kill -9" } else { "—" }.to_owned(),
         format!("{:.1}", r.req_per_s),
         ms(r.mean_ms),
-        ms(r.max_ms),
         errors,
         r.pool_timeouts.map_or("—".to_owned(), |n| n.to_string()),
+        r.events_lost.to_string(),
+        ms(r.max_ms),
         num(r.peak_connections_in_use as f64),
         r.orders.to_string(),
         r.events_in_stream.to_string(),
-        r.events_lost.to_string(),
         r.events_duplicated.to_string(),
         r.events_orphaned.to_string(),
         if r.mode == "outbox" {

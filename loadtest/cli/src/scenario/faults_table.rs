@@ -102,6 +102,7 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         rows,
         notes,
         links: Vec::new(),
+        ..ScenarioTable::default()
     }
 }
 

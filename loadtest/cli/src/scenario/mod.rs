@@ -20,15 +20,18 @@
 //!   sets PostgreSQL's `commit_delay` for two of them).
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
-//! comparison table (`summary.md`, `report.html`). PostgreSQL is started once for all variants,
+//! comparison table (`summary.md`, `scenario.html`). PostgreSQL is started once for all variants,
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
 mod batching;
 mod batching_table;
 mod events;
 mod faults_table;
+mod findings;
+mod findings_charts;
 mod fsync;
 mod overload;
+mod page;
 mod render;
 mod tables;
 
@@ -229,6 +232,6 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     drop(db);
     let table = tables::build(name, &done);
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
-    std::fs::write(out.join("report.html"), render_html(&table))?;
+    std::fs::write(out.join("scenario.html"), render_html(&table))?;
     Ok((table, out))
 }

@@ -84,6 +84,7 @@ pub(super) fn table(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         rows,
         notes,
         links: Vec::new(),
+        ..ScenarioTable::default()
     }
 }
 

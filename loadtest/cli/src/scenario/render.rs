@@ -1,10 +1,10 @@
-//! A scenario's table ([`ScenarioTable`]) as markdown and as a self-contained HTML page, and the
-//! number formats.
+//! A scenario's table ([`ScenarioTable`]) as markdown (the page is `page.rs`), and the number
+//! formats.
 
-use maud::{DOCTYPE, PreEscaped, html};
+pub use super::page::{ScenarioChart, render_html};
 
 /// A table with the words around it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ScenarioTable {
     pub title: String,
     pub intro: String,
@@ -13,6 +13,17 @@ pub struct ScenarioTable {
     pub notes: Vec<String>,
     /// (variant, relative path of its full report).
     pub links: Vec<(String, String)>,
+    /// What the scenario found, in one or two sentences computed from its rows (empty: none
+    /// computed for this scenario).
+    pub conclusion: Vec<String>,
+    /// Per row: was the run harness-bound? Empty when the scenario does not record it.
+    pub harness_bound: Vec<bool>,
+    pub chart: Option<ScenarioChart>,
+    /// How many leading columns the page shows above the fold (0: all); the rest are under a
+    /// `<details>` element.
+    pub main_columns: usize,
+    /// How, when and where the rows were measured (command, commit, build, machine): on the page.
+    pub conditions: Vec<String>,
 }
 
 pub(super) fn ms(v: f64) -> String {
@@ -32,56 +43,41 @@ pub(super) fn num(v: f64) -> String {
 }
 
 pub fn render_markdown(t: &ScenarioTable) -> String {
-    let mut md = format!(
-        "# {}\n\n{}\n\n| {} |\n|{}\n",
-        t.title,
-        t.intro,
+    let mut md = format!("# {}\n\n", t.title);
+    if !t.conclusion.is_empty() {
+        md.push_str(&format!("**{}**\n\n", t.conclusion.join(" ")));
+    }
+    if let Some(trust) = super::page::trust_line(t) {
+        md.push_str(&format!("{trust}\n\n"));
+    }
+    md.push_str(&format!("{}\n\n", t.intro));
+    if !t.conditions.is_empty() {
+        md.push_str(&format!("Run conditions: {}\n\n", t.conditions.join(" ")));
+    }
+    md.push_str(&format!(
+        "| {} |\n|{}\n",
         t.columns.join(" | "),
         "---|".repeat(t.columns.len())
-    );
-    for row in &t.rows {
-        md.push_str(&format!("| {} |\n", row.join(" | ")));
+    ));
+    for (i, row) in t.rows.iter().enumerate() {
+        let mark = if t.harness_bound.get(i).copied().unwrap_or(false) {
+            "⚠ "
+        } else {
+            ""
+        };
+        md.push_str(&format!("| {mark}{} |\n", row.join(" | ")));
     }
     md.push('\n');
     for note in &t.notes {
         md.push_str(&format!("- {note}\n"));
     }
-    md.push_str("\nFull report of each run:\n");
-    for (name, path) in &t.links {
-        md.push_str(&format!("- [{name}]({path})\n"));
+    if !t.links.is_empty() {
+        md.push_str("\nFull report of each run:\n");
+        for (name, path) in &t.links {
+            md.push_str(&format!("- [{name}]({path})\n"));
+        }
     }
     md
-}
-
-pub fn render_html(t: &ScenarioTable) -> String {
-    let page = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { (t.title) }
-                style { (PreEscaped(lab_report::CSS)) }
-            }
-            body {
-                main {
-                    h1 { (t.title) }
-                    p { (t.intro) }
-                    table.summary {
-                        thead { tr { @for c in &t.columns { th { (c) } } } }
-                        tbody {
-                            @for row in &t.rows {
-                                tr { @for cell in row { td { (cell) } } }
-                            }
-                        }
-                    }
-                    ul { @for note in &t.notes { li { (note) } } }
-                    h2 { "Full report of each run" }
-                    ul { @for (name, path) in &t.links { li { a href=(path) { (name) } } } }
-                }
-            }
-        }
-    };
-    page.into_string()
 }
 
 #[cfg(test)]
@@ -97,6 +93,9 @@ mod tests {
             rows: vec![vec!["<script>alert(1)</script>".into()]],
             notes: vec!["n\"q".into()],
             links: vec![("r".into(), "\" onmouseover=\"x".into())],
+            conclusion: vec!["<i>found</i>".into()],
+            conditions: vec!["<b>".into()],
+            ..ScenarioTable::default()
         };
         let page = render_html(&t);
         assert!(!page.contains("<script>"), "{page}");
@@ -104,5 +103,6 @@ mod tests {
         assert!(page.contains("<title>a &lt;b&gt;</title>"));
         assert!(page.contains("href=\"&quot; onmouseover=&quot;x\""));
         assert!(page.starts_with("<!DOCTYPE html>"));
+        assert!(page.contains("&lt;i&gt;found&lt;/i&gt;") && page.contains("&lt;b&gt;"));
     }
 }

@@ -1,6 +1,7 @@
 //! Drawing a [`LineChart`]: the frame (plot area and axes), grid and tick labels, markers,
-//! reference lines, the series paths and their names at the lines' ends. Everything numeric
-//! passes through [`num`].
+//! reference lines and the series paths (named in the legend: a name at a line's end needs a
+//! leader when names collide, and a leader reads as data). Everything numeric passes through
+//! [`num`].
 
 use std::fmt::Write as _;
 
@@ -10,23 +11,16 @@ use super::{LineChart, MarkerKind, esc, legend, num};
 pub(super) const WIDTH: f64 = 800.0;
 pub(super) const PLOT_H: f64 = 220.0;
 pub(super) const LEFT: f64 = 70.0;
-/// Right margin without end labels.
+/// The right margin: the same for every chart, so that charts stacked on the page share one plot
+/// width and a time lands at the same x in each (lines are named in the legend, not at their end).
 pub(super) const RIGHT: f64 = 20.0;
 const MARKER_ROW: f64 = 13.0;
-/// Rough advance of one character of the 12 px end-label font, to size the right margin.
-const LABEL_CHAR_W: f64 = 6.8;
-/// End labels take at most this much of the width; a longer name runs past the edge.
-const MAX_GUTTER: f64 = 190.0;
-/// Vertical room one end label needs.
-const LABEL_ROW: f64 = 13.0;
 
 /// The drawable area and the two axes, shared by the drawing helpers.
 struct Frame {
     x: Axis,
     y: Axis,
     top: f64,
-    /// Right margin: room for the end labels.
-    right: f64,
 }
 
 impl Frame {
@@ -36,7 +30,7 @@ impl Frame {
             .map(|f| LEFT + f * (self.plot_right() - LEFT))
     }
     fn plot_right(&self) -> f64 {
-        WIDTH - self.right
+        WIDTH - RIGHT
     }
     fn py(&self, v: f64) -> Option<f64> {
         self.y.frac(v).map(|f| self.top + (1.0 - f) * PLOT_H)
@@ -64,9 +58,6 @@ impl LineChart {
         self.draw_markers(&mut s, &frame);
         self.draw_ref_lines(&mut s, &frame);
         self.draw_series(&mut s, &frame);
-        if self.end_labels {
-            self.draw_end_labels(&mut s, &frame);
-        }
         if !self.series.iter().any(|se| {
             se.points
                 .iter()
@@ -96,7 +87,9 @@ impl LineChart {
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.1))
             .chain(self.ref_lines.iter().map(|r| r.y));
-        let (xlo, xhi) = min_max(xs.filter(|v| v.is_finite()));
+        let (xlo, xhi) = self
+            .x_range
+            .unwrap_or_else(|| min_max(xs.filter(|v| v.is_finite())));
         let (ylo, yhi) = min_max(ys.filter(finite));
         // Rates, counts and latencies read best from zero on a linear axis.
         let ylo = if self.y_scale == Scale::Linear {
@@ -107,29 +100,16 @@ impl LineChart {
         let rows = self.markers.len().clamp(0, 3) as f64;
         let x = match self.x_format {
             // Whole nines only: 0 %, 90 %, 99 %, 99.9 %, …
-            TickFormat::Nines => {
+            TickFormat::Nines | TickFormat::PowersOfTen => {
                 let hi = xhi.max(1.0).ceil();
                 Axis::new(Scale::Linear, 0.0, hi, hi as usize + 1)
             }
             _ => Axis::new(Scale::Linear, xlo, xhi, 9),
         };
-        let longest = self
-            .series
-            .iter()
-            .filter(|s| !s.secondary)
-            .map(|s| s.name.chars().count())
-            .max()
-            .unwrap_or(0) as f64;
-        let right = if self.end_labels && longest > 0.0 {
-            (longest * LABEL_CHAR_W + 16.0).clamp(RIGHT, MAX_GUTTER)
-        } else {
-            RIGHT
-        };
         Frame {
             x,
             y: Axis::new(self.y_scale, ylo, yhi, 6),
             top: 12.0 + rows * MARKER_ROW,
-            right,
         }
     }
 
@@ -155,9 +135,11 @@ impl LineChart {
         }
         for &t in &f.x.ticks {
             let Some(x) = f.px(t) else { continue };
+            // A label centred on a tick at the plot's right edge would run past the chart's.
+            let anchor = if x + 30.0 > WIDTH { "end" } else { "middle" };
             let _ = write!(
                 s,
-                r#"<line class="axis" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="tick" x="{x}" y="{}" text-anchor="middle">{}</text>"#,
+                r#"<line class="axis" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="tick" x="{x}" y="{}" text-anchor="{anchor}">{}</text>"#,
                 num(bottom),
                 num(bottom + 5.0),
                 num(bottom + 18.0),
@@ -267,57 +249,6 @@ impl LineChart {
                 }
             }
         }
-    }
-}
-
-impl LineChart {
-    /// Each primary line's name at its last drawn point, in the right margin, so a line can be
-    /// told without the legend and without colour (print, greyscale). Labels that would overlap
-    /// are pushed apart, with a thin leader back to their line's end.
-    fn draw_end_labels(&self, s: &mut String, f: &Frame) {
-        let mut labels: Vec<(f64, f64, f64, &super::Series)> = self
-            .series
-            .iter()
-            .filter(|se| !se.secondary)
-            .filter_map(|se| {
-                let until = self.label_x.unwrap_or(f64::INFINITY);
-                let drawable = |&(x, y): &(f64, f64)| f.px(x).zip(f.py(y));
-                let (x, y) = se
-                    .points
-                    .iter()
-                    .rev()
-                    .filter(|p| p.0 <= until)
-                    .find_map(drawable)
-                    .or_else(|| se.points.iter().rev().find_map(drawable))?;
-                Some((x, y, y, se))
-            })
-            .collect();
-        labels.sort_by(|a, b| a.1.total_cmp(&b.1));
-        for i in 1..labels.len() {
-            labels[i].2 = labels[i].2.max(labels[i - 1].2 + LABEL_ROW);
-        }
-        let mut floor = f.bottom();
-        for l in labels.iter_mut().rev() {
-            l.2 = l.2.min(floor);
-            floor = l.2 - LABEL_ROW;
-        }
-        let lx = f.plot_right() + 6.0;
-        s.push_str(r#"<g class="endlabels">"#);
-        for (x, y, ly, se) in labels {
-            let _ = write!(
-                s,
-                r#"<path d="M{} {}L{} {}" stroke="{}"/><text x="{}" y="{}">{}</text>"#,
-                num(x + 2.0),
-                num(y),
-                num(lx - 2.0),
-                num(ly),
-                se.colour,
-                num(lx),
-                num(ly + 4.0),
-                esc(&se.name)
-            );
-        }
-        s.push_str("</g>");
     }
 }
 

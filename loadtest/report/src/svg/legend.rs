@@ -7,8 +7,10 @@ use super::{Series, esc, num};
 
 const ROW_H: f64 = 18.0;
 const SWATCH: f64 = 26.0;
-/// Rough advance of one character of the 12 px legend font; only used to flow entries into rows.
-const CHAR_W: f64 = 6.6;
+/// Rough advance of one character of the legend font; only used to flow entries into rows. Sized
+/// for 15 units (the page sets that on a phone, where the chart is scaled down), so that no row
+/// runs past the chart's edge at either size.
+const CHAR_W: f64 = 8.2;
 
 /// Entries placed in rows, relative to the legend's top-left corner.
 pub struct Legend<'a> {

@@ -109,11 +109,9 @@ pub struct LineChart {
     pub series: Vec<Series>,
     pub markers: Vec<Marker>,
     pub ref_lines: Vec<RefLine>,
-    /// Name each primary line at its end (in a right margin sized to the longest name).
-    pub end_labels: bool,
-    /// Where along x each end label reads its line's value (e.g. the end of the plateau, where
-    /// the lines are apart; after it they may all fall to zero together). `None`: the last point.
-    pub label_x: Option<f64>,
+    /// The x axis' domain; `None`: the extent of the series and markers. Charts stacked on one
+    /// page share one, so that a time lands at the same x in each.
+    pub x_range: Option<(f64, f64)>,
 }
 
 /// A chart with the words around it: what the report places in a `<figure>` (its `id`, heading

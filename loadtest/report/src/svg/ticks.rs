@@ -27,6 +27,9 @@ pub enum TickFormat {
     /// Percentiles on a "nines" axis: `v` stands for the percentile 100 × (1 − 10⁻ᵛ), so
     /// 1 → `90 %`, 2 → `99 %`, 3 → `99.9 %` (the HdrHistogram percentile plot).
     Nines,
+    /// Powers of ten on a log axis drawn linearly: `v` stands for 10ᵛ, so 0 → `1`, 2 → `100`
+    /// (e.g. batch sizes 1, 10, 100, 1000 at even spacing).
+    PowersOfTen,
 }
 
 /// A resolved axis: its drawn range and the tick positions inside it.
@@ -180,6 +183,7 @@ pub fn format_tick(v: f64, step: f64, format: TickFormat) -> String {
             let decimals = (v.round() as i64 - 2).clamp(0, 6) as usize;
             format!("{:.*} %", decimals, 100.0 * (1.0 - 10f64.powf(-v)))
         }
+        TickFormat::PowersOfTen => compact(10f64.powf(v).round(), 1.0),
     }
 }
 
@@ -282,6 +286,8 @@ mod tests {
         assert_eq!(format_tick(0.2, 0.2, TickFormat::Number), "0.2");
         assert_eq!(format_tick(-0.0001, 0.1, TickFormat::Number), "0");
         assert_eq!(format_tick(f64::NAN, 1.0, TickFormat::Number), "–");
+        assert_eq!(format_tick(3.0, 1.0, TickFormat::PowersOfTen), "1000");
+        assert_eq!(format_tick(0.0, 1.0, TickFormat::PowersOfTen), "1");
         let nines: Vec<String> = (0..5)
             .map(|v| format_tick(f64::from(v), 1.0, TickFormat::Nines))
             .collect();

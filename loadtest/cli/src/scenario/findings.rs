@@ -1,0 +1,231 @@
+//! What the events and batching scenarios found, computed from their rows as `scenario.json`
+//! holds them: the conclusion at the top of their page and its chart. Reading the rows back from
+//! that JSON (not from the live structs) means the page of a committed result (docs/results/) is
+//! rebuilt the same way, and the tests can render it from those files.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// An events row, the fields the conclusion reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventsPoint {
+    pub api: String,
+    pub mode: String,
+    pub broker: String,
+    pub crash: bool,
+    pub req_per_s: f64,
+    pub pool_timeouts: Option<u64>,
+    pub events_lost: u64,
+    #[serde(default)]
+    pub broker_rtt_ms: u64,
+}
+
+/// A batching row, the fields the conclusion and the chart read.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BatchPoint {
+    pub api: String,
+    pub batch_max: usize,
+    pub db_rtt_ms: f64,
+    pub commit_delay_us: Option<u64>,
+    pub load: String,
+    pub orders_per_s: f64,
+    pub reason: Option<String>,
+    pub predicted: Predicted,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Predicted {
+    pub bound: String,
+    pub orders_per_s: f64,
+}
+
+impl BatchPoint {
+    pub fn harness_bound(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("harness-bound"))
+    }
+    /// A saturating (closed-model) run without `commit_delay`: the batch-size sweep.
+    pub(super) fn swept(&self) -> bool {
+        self.load == "closed" && self.commit_delay_us.is_none()
+    }
+}
+
+/// The rows of a `scenario.json` (`[...]`, or `{"rows": [...]}`).
+pub fn points<T: for<'de> Deserialize<'de>>(json: &Value) -> serde_json::Result<Vec<T>> {
+    let rows = json.get("rows").unwrap_or(json);
+    serde_json::from_value(rows.clone())
+}
+
+/// APIs in the order they first appear.
+pub(super) fn apis<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for n in names {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// `3.4–3.5` or `9.9`: the range of a figure over the APIs.
+fn range(v: &[f64]) -> String {
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    let f = |x: f64| {
+        if x >= 100.0 {
+            format!("{x:.0}")
+        } else {
+            format!("{x:.1}")
+        }
+    };
+    if f(lo) == f(hi) {
+        f(lo)
+    } else {
+        format!("{}–{}", f(lo), f(hi))
+    }
+}
+
+/// Slowed broker: each mode's req/s and pool timeouts; killed mid-run: which modes lost events.
+pub fn events_conclusion(rows: &[EventsPoint]) -> Vec<String> {
+    let modes = apis(rows.iter().map(|r| r.mode.as_str()));
+    let mut out = Vec::new();
+    let slowed: Vec<&EventsPoint> = rows
+        .iter()
+        .filter(|r| r.broker == "slowed" && !r.crash)
+        .collect();
+    if let Some(rtt) = slowed.first().map(|r| r.broker_rtt_ms) {
+        let each: Vec<String> = modes
+            .iter()
+            .filter_map(|m| {
+                let of: Vec<&&EventsPoint> = slowed.iter().filter(|r| r.mode == *m).collect();
+                (!of.is_empty()).then_some(())?;
+                let rps: Vec<f64> = of.iter().map(|r| r.req_per_s).collect();
+                let timeouts: u64 = of.iter().filter_map(|r| r.pool_timeouts).sum();
+                let t = if timeouts > 0 {
+                    format!(" and {timeouts} pool timeouts")
+                } else {
+                    String::new()
+                };
+                Some(format!("{m} {} req/s{t}", range(&rps)))
+            })
+            .collect();
+        out.push(format!(
+            "With the broker slowed by {rtt} ms a round trip: {}.",
+            each.join(", ")
+        ));
+    }
+    let crashed: Vec<&EventsPoint> = rows.iter().filter(|r| r.crash).collect();
+    if !crashed.is_empty() {
+        let lost: Vec<String> = crashed
+            .iter()
+            .filter(|r| r.events_lost > 0)
+            .map(|r| format!("{} lost {} events ({})", r.mode, r.events_lost, r.api))
+            .collect();
+        let safe: Vec<&str> = modes
+            .iter()
+            .copied()
+            .filter(|m| {
+                crashed
+                    .iter()
+                    .filter(|r| r.mode == *m)
+                    .all(|r| r.events_lost == 0)
+            })
+            .collect();
+        out.push(if lost.is_empty() {
+            "Killed mid-run, no mode lost an event.".to_owned()
+        } else {
+            format!(
+                "Killed mid-run, {}; {} lost none.",
+                lost.join(", "),
+                safe.join(" and ")
+            )
+        });
+    }
+    out
+}
+
+/// Batching: each API's best batch size against no batching, per database RTT, then what limited
+/// the best row.
+pub fn batching_conclusion(rows: &[BatchPoint]) -> Vec<String> {
+    let swept: Vec<&BatchPoint> = rows.iter().filter(|r| r.swept()).collect();
+    let mut rtts: Vec<f64> = swept.iter().map(|r| r.db_rtt_ms).collect();
+    rtts.sort_by(|a, b| b.total_cmp(a));
+    rtts.dedup();
+    let (mut gains, mut limits) = (Vec::new(), Vec::new());
+    for api in apis(swept.iter().map(|r| r.api.as_str())) {
+        let mut each = Vec::new();
+        for &rtt in &rtts {
+            let of: Vec<&&BatchPoint> = swept
+                .iter()
+                .filter(|r| r.api == api && r.db_rtt_ms == rtt)
+                .collect();
+            let Some(base) = of.iter().find(|r| r.batch_max == 1) else {
+                continue;
+            };
+            let Some(best) = of
+                .iter()
+                .max_by(|a, b| a.orders_per_s.total_cmp(&b.orders_per_s))
+            else {
+                continue;
+            };
+            each.push(format!(
+                "{:.2}× at {rtt} ms RTT ({:.0} → {:.0}, batch {})",
+                best.orders_per_s / base.orders_per_s,
+                base.orders_per_s,
+                best.orders_per_s,
+                best.batch_max
+            ));
+            limits.push(if best.harness_bound() {
+                format!("{api} at {rtt} ms was harness-bound")
+            } else {
+                format!(
+                    "{api} at {rtt} ms reached {:.0} % of its {} ceiling ({:.0}/s)",
+                    100.0 * best.orders_per_s / best.predicted.orders_per_s,
+                    best.predicted.bound,
+                    best.predicted.orders_per_s
+                )
+            });
+        }
+        if !each.is_empty() {
+            gains.push(format!("{api}'s {}", each.join(", ")));
+        }
+    }
+    if gains.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        format!("Batching the final persist raised {}.", gains.join("; ")),
+        format!("At its best batch size, {}.", limits.join("; ")),
+    ]
+}
+
+/// Sets the conclusion, the chart and the harness-bound marks of a scenario's table from its
+/// `scenario.json`, for the scenarios that have them (`events`, `batching`); the rows of the JSON
+/// are the rows of the table, in order.
+pub fn apply(
+    table: &mut super::ScenarioTable,
+    scenario: &str,
+    json: &Value,
+) -> serde_json::Result<()> {
+    match scenario {
+        "events" => {
+            let rows: Vec<EventsPoint> = points(json)?;
+            table.conclusion = events_conclusion(&rows);
+            table.chart = Some(super::findings_charts::events(&rows));
+        }
+        "batching" => {
+            let rows: Vec<BatchPoint> = points(json)?;
+            table.conclusion = batching_conclusion(&rows);
+            table.chart = Some(super::findings_charts::batching(&rows));
+            table.harness_bound = rows.iter().map(BatchPoint::harness_bound).collect();
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "findings_tests.rs"]
+mod tests;

@@ -1,0 +1,145 @@
+//! `scenario.html`: a scenario's page, in the style of the lab's report.html (its stylesheet,
+//! offline, no script). It says what the scenario found before it shows how: the conclusion
+//! computed from the rows, whether to trust them (how many were harness-bound), the conditions they
+//! were measured under, one chart, then the table — its key columns, the rest folded under a
+//! `<details>` element so the page reads on a phone — with harness-bound rows marked.
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+
+use super::render::ScenarioTable;
+
+/// The scenario's chart: an SVG drawn by `lab_report::svg` (every string in it escaped there).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScenarioChart {
+    pub title: String,
+    pub caption: String,
+    pub svg: String,
+}
+
+/// `3 of 26 rows were harness-bound …`, or `None` when the scenario does not record it.
+pub fn trust_line(t: &ScenarioTable) -> Option<String> {
+    if t.harness_bound.is_empty() {
+        return None;
+    }
+    let (n, of) = (t.harness_bound.iter().filter(|b| **b).count(), t.rows.len());
+    Some(match n {
+        0 => format!(
+            "None of the {of} rows was harness-bound: the APIs, not the rig, set every figure."
+        ),
+        n if n == of => format!(
+            "All {of} rows were harness-bound (marked ⚠): the machine, not only the API, may have \
+             set every figure — compare them with care, and rerun on a quieter machine."
+        ),
+        n => format!(
+            "{n} of {of} rows were harness-bound (marked ⚠): for those, the machine, not only the \
+             API, may have set the figure."
+        ),
+    })
+}
+
+/// How, when and where this scenario ran, for the page (what a results file's header says by
+/// hand otherwise): the command line, the date, the commit and build, the machine.
+pub fn conditions() -> Vec<String> {
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let e = crate::run::environment(build);
+    let args: Vec<String> = std::env::args().collect();
+    vec![
+        format!("Written by {}", args.join(" ")),
+        format!(
+            "on {} UTC, git {} ({build} build of loadtest),",
+            chrono::Utc::now().format("%Y-%m-%d %H:%M"),
+            e.git_sha
+        ),
+        format!(
+            "on {} ({} cores, {:.0} GiB, {}).",
+            e.cpu_model,
+            e.cores,
+            e.memory_bytes as f64 / (1u64 << 30) as f64,
+            e.kernel
+        ),
+    ]
+}
+
+pub fn render_html(t: &ScenarioTable) -> String {
+    let main = if t.main_columns == 0 || t.main_columns >= t.columns.len() {
+        t.columns.len()
+    } else {
+        t.main_columns
+    };
+    let page = html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (t.title) }
+                style { (PreEscaped(lab_report::CSS)) }
+            }
+            body { main {
+                header { h1 { (t.title) } }
+                @if !t.conclusion.is_empty() {
+                    section id="verdict" aria-label="Conclusion" {
+                        p class="lead" { @for (i, c) in t.conclusion.iter().enumerate() { @if i > 0 { " " } (c) } }
+                        @if let Some(trust) = trust_line(t) { p class="conditions" { (trust) } }
+                    }
+                } @else if let Some(trust) = trust_line(t) {
+                    p { (trust) }
+                }
+                p { (t.intro) }
+                @if !t.conditions.is_empty() {
+                    p class="note" id="conditions" { strong { "Run conditions: " } (t.conditions.join(" ")) }
+                }
+                @if let Some(c) = &t.chart {
+                    figure id="fig-scenario" {
+                        figcaption { strong { (c.title) } " " (c.caption) }
+                        // SVG text drawn by lab_report::svg, which escapes every string it sets in it.
+                        (PreEscaped(&c.svg))
+                    }
+                }
+                h2 { "Results" }
+                (table(t, main, "summary"))
+                @if main < t.columns.len() {
+                    details {
+                        summary { "Every column (" (t.columns.len() - main) " more)" }
+                        (table(t, t.columns.len(), "summary wide"))
+                    }
+                }
+                @if !t.notes.is_empty() {
+                    h2 { "How these were measured" }
+                    ul { @for note in &t.notes { li { (note) } } }
+                }
+                @if !t.links.is_empty() {
+                    h2 { "Full report of each run" }
+                    ul { @for (name, path) in &t.links { li { a href=(path) { (name) } } } }
+                }
+                footer { "Written by " code { "loadtest lab --scenario" } ". This file is self-contained: no scripts, fonts or images are loaded from anywhere." }
+            } }
+        }
+        "\n"
+    };
+    page.into_string()
+}
+
+/// The first `n` columns, harness-bound rows marked.
+fn table(t: &ScenarioTable, n: usize, class: &str) -> Markup {
+    html! { div class="scroll" { table class=(class) {
+        thead { tr { @for c in &t.columns[..n] { th { (c) } } } }
+        tbody {
+            @for (i, row) in t.rows.iter().enumerate() {
+                @let bound = t.harness_bound.get(i).copied().unwrap_or(false);
+                tr class=[bound.then_some("harness-bound")] {
+                    @for (j, cell) in row.iter().take(n).enumerate() {
+                        td {
+                            @if j == 0 && bound { span title="harness-bound" { "⚠ " } }
+                            (cell)
+                        }
+                    }
+                }
+            }
+        }
+    } } }
+}
