@@ -44,6 +44,7 @@ pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun]) -> String {
                     (sections::littles_law(&groups))
                     (summary_table(&groups))
                     (super::money::html(&groups))
+                    (super::shards::html(&groups))
                     (figures("charts", Some("Over time"), &rest))
                     (super::goose::html(&groups, goose))
                     (sections::fairness(&groups))

@@ -40,7 +40,7 @@
 //! table, rates per second of the schedule), `littles` (Little's law), `facts`, `verdict` + `causes`
 //! (who kept up, and why), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
 //! `charts`, `chart_specs` + `svg` (charts), `fairness` (settings that differ), `html`,
-//! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
+//! `sections` and `method` (the page), `money` (the money line of each run), `shards` (the generators of a merged run), `goose` (goose's
 //! own reports beside ours), `markdown` (the PR summary).
 
 mod causes;
@@ -58,6 +58,7 @@ mod model;
 mod money;
 mod rich;
 mod sections;
+mod shards;
 pub mod svg;
 
 pub use html::CSS;
