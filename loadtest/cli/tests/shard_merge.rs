@@ -21,12 +21,13 @@ mod common;
 
 /// 50 arrivals/s for 8 s, all of it the plateau: 400 orders, 200 per shard.
 const PROFILE: &str = "constant-50-8";
-/// How far the two runs' plateau p50 may differ. Two runs of one schedule on a shared two-core
-/// machine are two samples of a noisy system, not one measurement: the same run repeated
-/// differs by a few per cent at the median. p99 (the 4 slowest of 400 requests) is far noisier
-/// and is only required to be of the same order (within a factor of 2), a check that the
-/// merged histogram is the union's and not, say, one shard's or a sum of percentiles.
-const P50_TOLERANCE: f64 = 0.10;
+/// How far the two runs' plateau p50 may differ: the 5 %. They are two runs, not one
+/// measurement added up two ways, so this holds only while the machine is not starved; measured
+/// here 211.7 vs 212.7 ms (0.5 %). p99 — the 4 slowest of 400 requests — is far noisier on a
+/// two-core machine shared with other builds (534 vs 995 ms in the same run), so it is only
+/// required to be of the same order (within a factor of 2): enough to catch a merged histogram
+/// that is one shard's, or a sum of percentiles, without failing on a neighbour's compile.
+const P50_TOLERANCE: f64 = 0.05;
 
 fn loadtest(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_loadtest"))
