@@ -30,5 +30,6 @@ pub mod server;
 pub mod settings;
 pub mod sql;
 pub mod telemetry;
+pub mod throttling;
 
 pub use error::{ApiError, Dependency};
