@@ -268,21 +268,37 @@ async fn sharding(args: &RunArgs) -> Result<Sharding> {
         (None, None) => StartGate::Now,
     };
     if start != StartGate::Now {
-        // Ready before the start: a target that does not answer now fails here, not at t = 0.
-        let health = format!("{}/health", args.target.trim_end_matches('/'));
-        reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .no_proxy()
-            .build()?
-            .get(&health)
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .with_context(|| format!("the target is not ready ({health})"))?;
+        wait_for_target(&args.target).await?;
     }
     Ok(Sharding {
         shard: o.shard,
         seed: o.seed,
         start,
     })
+}
+
+/// How long a shard with a synchronised start waits for its target's `/health` (a Job's pods may
+/// start before the API they load is up).
+const TARGET_WAIT: Duration = Duration::from_secs(120);
+
+/// Ready before the start: a target that never answers fails here, not at t = 0.
+async fn wait_for_target(target: &str) -> Result<()> {
+    let health = format!("{}/health", target.trim_end_matches('/'));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .no_proxy()
+        .build()?;
+    let deadline = std::time::Instant::now() + TARGET_WAIT;
+    loop {
+        let answer = client.get(&health).send().await;
+        match answer.and_then(reqwest::Response::error_for_status) {
+            Ok(_) => return Ok(()),
+            Err(e) if std::time::Instant::now() > deadline => {
+                return Err(e).with_context(|| {
+                    format!("the target did not answer {health} within {TARGET_WAIT:?}")
+                });
+            }
+            Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
 }
