@@ -32,5 +32,6 @@ pub mod server;
 pub mod settings;
 pub mod sql;
 pub mod telemetry;
+pub mod throttling;
 
 pub use error::{ApiError, Dependency};

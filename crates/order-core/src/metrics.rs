@@ -47,6 +47,8 @@ pub struct Metrics {
     pub blocking: Option<BlockingPoolMetrics>,
     /// The order events (issue 10).
     pub events: crate::events::EventMetrics,
+    /// The cgroup's CPU throttling, read at each scrape.
+    pub cpu_throttling: crate::throttling::CpuThrottling,
 }
 
 /// blocking-api only: the bounded pool every order request runs on.
@@ -204,8 +206,11 @@ impl Metrics {
             b
         });
         let events = crate::events::EventMetrics::new(&registry, LATENCY_BUCKETS);
+        let cpu_throttling = crate::throttling::CpuThrottling::new();
+        cpu_throttling.collectors().into_iter().for_each(reg);
         Metrics {
             events,
+            cpu_throttling,
             registry,
             http_requests,
             http_duration,
@@ -239,6 +244,7 @@ impl Metrics {
 
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
+        self.cpu_throttling.refresh();
         TextEncoder::new()
             .encode_to_string(&self.registry.gather())
             .unwrap_or_default()

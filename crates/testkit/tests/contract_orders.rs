@@ -194,6 +194,8 @@ async fn health_ready_and_metrics_answer(api: Api) {
         "db_pool_acquire_duration_seconds_count",
         "db_transaction_duration_seconds_count{kind=\"persist\"} 1",
         "dependency_request_duration_seconds_count{dependency=\"payment\",outcome=\"ok\"} 1",
+        "cgroup_cpu_nr_throttled",
+        "cgroup_cpu_throttled_seconds",
     ] {
         assert!(
             text.contains(name),

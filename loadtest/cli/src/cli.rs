@@ -1,6 +1,8 @@
 //! Command-line interface. `main.rs` only parses this and calls [`crate::commands::run`].
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
@@ -9,6 +11,7 @@ use lab_report::slo::Slo;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{MockLatencies, Shedding};
+use loadgen::shard::Shard;
 
 /// Whether the lab's own PostgreSQL flushes every commit to disk (`--db-durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -64,9 +67,12 @@ pub enum Command {
     /// after the other, write results, goose reports and the report. No arguments = the seed's run.
     Lab(Box<LabArgs>),
     /// Load one already-running target and write its results file.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Build report.html and summary.md from any number of results files.
     Compare(CompareArgs),
+    /// Add up the results files of one run's shards (`run --shard I/N`) into the run's results
+    /// file, report.html and summary.md.
+    Merge(MergeArgs),
     /// Capacity benchmark (issue 9): each API alone in 1 CPU, a closed loop at mocks 0 ms and at
     /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
     /// harness's CPU per order. Writes bench.json and bench.md.
@@ -271,6 +277,71 @@ pub struct RunArgs {
     /// PostgreSQL URL, to check that the orders in the database match the 201s.
     #[arg(long)]
     pub database_url: Option<String>,
+    #[command(flatten)]
+    pub sharding: ShardOpts,
+}
+
+/// One generator's share of a run and its start (`loadtest run`; docs: loadtest/README.md).
+#[derive(Debug, Clone, Args)]
+pub struct ShardOpts {
+    /// Send arrivals j with j mod N = I of the whole schedule (0/1: all of it); the shards'
+    /// results files make one run with `loadtest merge`. Open profiles only.
+    #[arg(long, default_value = "0/1", value_parser = Shard::parse)]
+    pub shard: Shard,
+    /// Seed of every arrival's body, key and retry jitter (with the arrival's index) [derived
+    /// from the run id].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Prefix of every reference_id [a fresh one]: the shards of one run must share it (and
+    /// the seed), so that together they send the keys of one run.
+    #[arg(long, value_parser = parse_run_id)]
+    pub run_id: Option<String>,
+    /// Start the schedule at this instant (RFC 3339, or Unix ms), ready before it.
+    #[arg(long, value_parser = parse_start_at, conflicts_with = "wait_for_start")]
+    pub start_at: Option<SystemTime>,
+    /// Listen on this address (GET /ready) and start the schedule on POST /start (its body: an
+    /// instant as for --start-at, or empty for now).
+    #[arg(long)]
+    pub wait_for_start: Option<SocketAddr>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The shards' results files (`loadtest run --shard I/N`), one per shard, any order.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Folder for results.json, report.html and summary.md.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// PostgreSQL URL: check the orders in the database against the merged 201s, and the money.
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// mock-deps URL: check its ledger (no key charged twice) and the money.
+    #[arg(long)]
+    pub deps_url: Option<String>,
+}
+
+/// `--start-at`: an instant not already past (a start in the past would fire its first arrivals
+/// at once, all late).
+pub fn parse_start_at(text: &str) -> Result<SystemTime> {
+    let at = loadgen::start::parse_instant(text)?;
+    if let Ok(past) = SystemTime::now().duration_since(at)
+        && past.as_secs_f64() > 1.0
+    {
+        bail!("--start-at {text}: {:.1} s ago", past.as_secs_f64());
+    }
+    Ok(at)
+}
+
+/// `--run-id`: it prefixes every reference_id, so short and plain.
+pub fn parse_run_id(text: &str) -> Result<String> {
+    let plain = text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if text.is_empty() || text.len() > 40 || !plain {
+        bail!("--run-id {text:?}: 1 to 40 of [A-Za-z0-9_-]");
+    }
+    Ok(text.to_owned())
 }
 
 #[derive(Debug, Clone, Args)]

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::cli::{Cli, Command, RunArgs};
 use crate::gave_up::orders_after_give_up;
@@ -12,9 +12,10 @@ use crate::services::not_enforced;
 use crate::{invariants, lab};
 use lab_results::{RunConfig, RunResults};
 use loadgen::assemble::RunMeta;
-use loadgen::driver::DriverConfig;
+use loadgen::driver::{DriverConfig, Sharding};
 use loadgen::profile::{BUILTIN, Profile};
 use loadgen::sampler::SampleTargets;
+use loadgen::start::StartGate;
 
 /// Exit status when every run finished but an invariant was violated.
 pub const INVARIANT_VIOLATED: u8 = 3;
@@ -34,12 +35,21 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(args) => crate::bench::command(*args).await,
+        Command::Merge(args) => crate::merge::command(args).await,
         Command::Compare(args) => {
             let runs = args
                 .files
                 .iter()
                 .map(RunResults::load)
                 .collect::<Result<Vec<_>>>()?;
+            if let Some((path, r)) = args.files.iter().zip(&runs).find(|(_, r)| r.is_partial()) {
+                let shard = r.shard.as_ref().map(|s| format!("{}/{}", s.index, s.count));
+                bail!(
+                    "{} is shard {} of a run, not a run: `loadtest merge` its shards first",
+                    path.display(),
+                    shard.unwrap_or_default()
+                );
+            }
             let (paths, summary) = lab_report::write_report(&runs, &args.out)?;
             println!("{summary}");
             println!(
@@ -50,13 +60,19 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
-            let results = run_one(args.clone()).await?;
+            let results = run_one((*args).clone()).await?;
             results.save(&args.out)?;
             println!(
                 "{}",
                 lab_report::render_markdown(std::slice::from_ref(&results))
             );
             println!("results: {}", args.out.display());
+            if let Some(s) = results.shard.as_ref().filter(|s| s.count > 1) {
+                println!(
+                    "shard {}/{} of run {}: `loadtest merge` its {} results files into the run",
+                    s.index, s.count, results.run_id, s.count
+                );
+            }
             Ok(verdict(std::slice::from_ref(&results)))
         }
         Command::Lab(args) if args.scenario.is_some() => {
@@ -120,6 +136,8 @@ fn verdict(runs: &[RunResults]) -> ExitCode {
 async fn run_one(mut args: RunArgs) -> Result<RunResults> {
     args.load.max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
+    let sharding = sharding(&args).await?;
+    let partial = !sharding.shard.is_whole();
     let label = args.label.clone().unwrap_or_else(|| {
         args.target
             .trim_start_matches("http://")
@@ -161,7 +179,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         profile: profile.clone(),
         request_timeout: Duration::from_secs_f64(load.request_timeout_s),
         max_in_flight: load.max_in_flight,
-        run_id: new_run_id(),
+        run_id: args.sharding.run_id.clone().unwrap_or_else(new_run_id),
         sellers: load.sellers,
         duplicate_ratio: load.duplicate_ratio,
         goose_reports: goose
@@ -172,6 +190,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         retry: load
             .retry_for_s
             .map(loadgen::retry::RetryPolicy::giving_up_after),
+        sharding,
     };
     let meta = RunMeta {
         api: label.clone(),
@@ -198,6 +217,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         environment: environment("unknown"),
         goose_reports: goose,
         events: Vec::new(),
+        keep_histograms: true,
     };
     let metrics_url = format!("{}/metrics", driver.target);
     let targets = SampleTargets {
@@ -206,6 +226,18 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         ..Default::default()
     };
     let (mut results, gave_up) = measure(driver, meta, targets).await?;
+    if partial {
+        // The database, the ledger and the money hold every shard's orders: only the merged run
+        // can be checked against them (`loadtest merge --database-url --deps-url`).
+        results.invariants = invariants::counts(&results);
+        results.invariants.push(lab_results::InvariantCheck {
+            name: "orders, ledger and money".to_owned(),
+            ok: None,
+            detail: "one shard of a run: checked by `loadtest merge` over all its shards"
+                .to_owned(),
+        });
+        return Ok(results);
+    }
     results.invariants = invariants::all(
         &results,
         args.database_url.as_deref(),
@@ -226,4 +258,61 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
     results.after_give_up =
         Some(orders_after_give_up(args.database_url.as_deref(), &gave_up).await);
     Ok(results)
+}
+
+/// `--shard`, `--seed`, `--start-at` / `--wait-for-start` as the driver takes them; a shard of
+/// several needs the run id its siblings use, and a synchronised start a target that answers.
+async fn sharding(args: &RunArgs) -> Result<Sharding> {
+    let o = &args.sharding;
+    if !o.shard.is_whole() {
+        if o.run_id.is_none() {
+            bail!(
+                "--shard {}: give every shard the same --run-id (and --seed, if any), so that \
+                 together they send the keys of one run",
+                o.shard
+            );
+        }
+        if args.load.retry_for_s.is_some() {
+            bail!("--retry-for-s with --shard: retrying clients' records cannot be merged yet");
+        }
+    }
+    let start = match (o.start_at, o.wait_for_start) {
+        (Some(at), _) => StartGate::At(at),
+        (None, Some(addr)) => StartGate::Signal(addr),
+        (None, None) => StartGate::Now,
+    };
+    if start != StartGate::Now {
+        wait_for_target(&args.target).await?;
+    }
+    Ok(Sharding {
+        shard: o.shard,
+        seed: o.seed,
+        start,
+    })
+}
+
+/// How long a shard with a synchronised start waits for its target's `/health` (a Job's pods may
+/// start before the API they load is up).
+const TARGET_WAIT: Duration = Duration::from_secs(120);
+
+/// Ready before the start: a target that never answers fails here, not at t = 0.
+async fn wait_for_target(target: &str) -> Result<()> {
+    let health = format!("{}/health", target.trim_end_matches('/'));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .no_proxy()
+        .build()?;
+    let deadline = std::time::Instant::now() + TARGET_WAIT;
+    loop {
+        let answer = client.get(&health).send().await;
+        match answer.and_then(reqwest::Response::error_for_status) {
+            Ok(_) => return Ok(()),
+            Err(e) if std::time::Instant::now() > deadline => {
+                return Err(e).with_context(|| {
+                    format!("the target did not answer {health} within {TARGET_WAIT:?}")
+                });
+            }
+            Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
 }

@@ -16,7 +16,8 @@
 //!   against the orders, once the API settled them; [`gave_up`]: the orders made for clients
 //!   that gave up; [`inject`]: a dependency slowed mid-run; [`scenario`]: the source experiments
 //!   as several lab runs and one table; [`bench`]: the capacity benchmark (CPU, statements, calls
-//!   and memory per order, each API alone in its CPU).
+//!   and memory per order, each API alone in its CPU); [`merge`]: the shards of one run
+//!   (`run --shard I/N`) added up into the run.
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 
@@ -27,6 +28,7 @@ pub mod gave_up;
 pub mod inject;
 pub mod invariants;
 pub mod lab;
+pub mod merge;
 pub mod money;
 pub mod run;
 pub mod scenario;

@@ -15,32 +15,8 @@ use loadgen::gave_up::OrderKey;
 use loadtest::gave_up::orders_after_give_up;
 use sqlx::Connection;
 
-fn binaries_present() -> Result<(), String> {
-    for name in ["blocking-api", "reactive-api", "mock-deps"] {
-        labkit::process::find_binary(name).map_err(|e| format!("{e:#}"))?;
-    }
-    Ok(())
-}
-
-/// A database of our own on the test server: `(url, admin url, name)`.
-async fn own_database(server: &str) -> (String, String, String) {
-    let name = format!("loadtest_smoke_{}", std::process::id());
-    let mut conn = sqlx::PgConnection::connect(server)
-        .await
-        .expect("TEST_DATABASE_URL reachable");
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name}"
-    )))
-    .execute(&mut conn)
-    .await
-    .unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    let base = server.rsplit_once('/').map_or(server, |(b, _)| b);
-    (format!("{base}/{name}"), server.to_owned(), name)
-}
+mod common;
+use common::{binaries_present, own_database};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lab_runs_both_apis_and_the_counts_reconcile() {
@@ -53,7 +29,7 @@ async fn lab_runs_both_apis_and_the_counts_reconcile() {
     let out = std::env::temp_dir().join(format!("loadtest-smoke-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let db = match std::env::var("TEST_DATABASE_URL") {
-        Ok(server) => Some(own_database(&server).await),
+        Ok(server) => Some(own_database(&server, "loadtest_smoke").await),
         Err(_) => None,
     };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
@@ -184,12 +160,7 @@ async fn lab_runs_both_apis_and_the_counts_reconcile() {
         ];
         let g = orders_after_give_up(Some(&url), &keys).await;
         assert_eq!((g.gave_up, g.orders), (2, Some(1)), "{}", g.detail);
-        let mut conn = sqlx::PgConnection::connect(&server).await.unwrap();
-        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-        )))
-        .execute(&mut conn)
-        .await;
+        common::drop_database(&server, &name).await;
     }
     let _ = std::fs::remove_dir_all(&out);
 }

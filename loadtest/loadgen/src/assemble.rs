@@ -31,6 +31,9 @@ pub struct RunMeta {
     pub environment: Environment,
     pub goose_reports: Vec<String>,
     pub events: Vec<Event>,
+    /// Write every histogram into the results (`histograms`), so the run can be merged with its
+    /// other shards or re-analysed; the lab's runs leave them out.
+    pub keep_histograms: bool,
 }
 
 /// Builds the results of one run.
@@ -140,6 +143,20 @@ pub fn assemble(
         retries: out.retries.clone(),
         after_give_up: None,
         db_activity: None,
+        shard: out.start.map(|start| ShardRecord {
+            index: out.shard.index,
+            count: out.shard.count,
+            seed: out.seed,
+            offered_arrivals: out.tally.arrivals,
+            arrival_fingerprint: out.tally.fingerprint,
+            intended_start_unix_ms: start.intended_unix_ms,
+            actual_start_unix_ms: start.actual_unix_ms,
+            lateness_ms: lateness(&rec.total.lateness).unwrap_or_default(),
+            harness_bound: None,
+            file: None,
+        }),
+        shards: Vec::new(),
+        histograms: meta.keep_histograms.then(|| crate::histograms::encode(rec)),
     }
 }
 
@@ -168,8 +185,8 @@ fn summarize(
         errors: acc.errors(),
         errors_by_kind: acc.errors_by_kind(),
         latency_ms: percentiles(&acc.latency).unwrap_or_default(),
-        ok_latency_ms: percentiles(&acc.ok_latency),
-        overloaded_latency_ms: percentiles(&acc.overloaded_latency),
+        ok_latency_ms: percentiles(&acc.latency_of(OUTCOME_CREATED)),
+        overloaded_latency_ms: percentiles(&acc.latency_of(OUTCOME_OVERLOADED)),
         throughput_rps: per_s(completed),
         ok_throughput_rps: per_s(ok),
         offered_rps: offered_rps.unwrap_or_else(|| per_s(acc.offered)),

@@ -3,8 +3,8 @@
 //! Every order is one the APIs must accept (201): 1–3 items with `amount = Σ quantity × value`,
 //! a Luhn-valid card whose CVV is never `000` (declined), a tax id that is never all zeros (risk
 //! rejection), an amount far below the risk limit. Each gets a unique `reference_id`
-//! (`<run id>-<sequence>`), and tokens are spread over `sk_seller-01 … sk_seller-NN`. With
-//! `--duplicate-ratio`, that share of requests re-sends an earlier order byte for byte (same key,
+//! (`<run id>-<arrival index + 1>`), and tokens are spread over `sk_seller-01 … sk_seller-NN`. With
+//! `--duplicate-ratio`, that share of arrivals re-sends an earlier arrival's order byte for byte (same key,
 //! same body, same seller), which the APIs must answer as a replay — or 409 while the first copy is
 //! still in flight.
 //!
@@ -19,8 +19,15 @@ use order_core::contract::{
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-/// How many earlier orders are kept for re-sending.
-const REPLAY_WINDOW: usize = 1024;
+use crate::shard::arrival_seed;
+
+/// How far back (in arrivals) a duplicate may reach for the order it re-sends.
+const REPLAY_WINDOW: u64 = 1024;
+
+/// [`crate::shard::arrival_seed`] streams: independent draws of one arrival.
+const STREAM_BODY: u64 = 1;
+const STREAM_DUPLICATE: u64 = 2;
+const STREAM_JITTER: u64 = 3;
 
 /// One request ready to send.
 #[derive(Debug, Clone)]
@@ -33,17 +40,19 @@ pub struct OrderRequest {
     pub body: Arc<[u8]>,
     /// `true` when this re-sends an earlier order.
     pub duplicate: bool,
+    /// Seed of this arrival's retry jitter (drawn from the run's seed and the arrival's index, like
+    /// everything else about it).
+    pub jitter_seed: u64,
 }
 
-/// Generates the order stream of one run.
-#[derive(Debug)]
+/// The order stream of one run: arrival `j`'s request is a pure function of `(seed, j)`, so any
+/// shard of the schedule can make its own arrivals without the others (see [`crate::shard`]).
+#[derive(Debug, Clone)]
 pub struct BodyGen {
     run_id: String,
     sellers: u32,
     duplicate_ratio: f64,
-    rng: SmallRng,
-    seq: u64,
-    recent: Vec<OrderRequest>,
+    seed: u64,
 }
 
 impl BodyGen {
@@ -53,40 +62,50 @@ impl BodyGen {
             run_id: run_id.to_owned(),
             sellers: sellers.max(1),
             duplicate_ratio: duplicate_ratio.clamp(0.0, 1.0),
-            rng: SmallRng::seed_from_u64(seed),
-            seq: 0,
-            recent: Vec::new(),
+            seed,
         }
     }
 
-    /// The next request: a fresh order, or (with the duplicate ratio) an earlier one again.
-    pub fn next_request(&mut self) -> OrderRequest {
-        if !self.recent.is_empty() && self.rng.random_bool(self.duplicate_ratio) {
-            let i = self.rng.random_range(0..self.recent.len());
-            let mut again = self.recent[i].clone();
-            again.duplicate = true;
-            return again;
+    /// Arrival `j`'s request: a fresh order keyed `<run id>-<j + 1>`, or (with the duplicate
+    /// ratio) an earlier arrival's fresh order again, byte for byte.
+    pub fn request(&self, j: u64) -> OrderRequest {
+        let source = self.source(j);
+        let mut request = self.fresh(source);
+        request.duplicate = source != j;
+        request.jitter_seed = arrival_seed(self.seed, j, STREAM_JITTER);
+        request
+    }
+
+    /// The arrival whose fresh order `j` sends: itself, or — a duplicate — one of the
+    /// [`REPLAY_WINDOW`] arrivals before it, followed back until an arrival that was fresh.
+    fn source(&self, j: u64) -> u64 {
+        let mut j = j;
+        while j > 0 && self.duplicate_ratio > 0.0 {
+            let mut rng = self.rng(j, STREAM_DUPLICATE);
+            if !rng.random_bool(self.duplicate_ratio) {
+                break;
+            }
+            j = rng.random_range(j.saturating_sub(REPLAY_WINDOW)..j);
         }
-        self.seq += 1;
-        let reference_id = format!("{}-{:07}", self.run_id, self.seq);
-        let seller = self.rng.random_range(1..=self.sellers);
-        let order = random_order(&mut self.rng, &reference_id);
-        let body: Arc<[u8]> = serde_json::to_vec(&order).expect("orders serialise").into();
-        let request = OrderRequest {
+        j
+    }
+
+    fn fresh(&self, j: u64) -> OrderRequest {
+        let mut rng = self.rng(j, STREAM_BODY);
+        let reference_id = format!("{}-{:07}", self.run_id, j + 1);
+        let seller = rng.random_range(1..=self.sellers);
+        let order = random_order(&mut rng, &reference_id);
+        OrderRequest {
             token: format!("sk_seller-{seller:02}").into(),
             reference_id: reference_id.into(),
-            body,
+            body: serde_json::to_vec(&order).expect("orders serialise").into(),
             duplicate: false,
-        };
-        if self.duplicate_ratio > 0.0 {
-            if self.recent.len() < REPLAY_WINDOW {
-                self.recent.push(request.clone());
-            } else {
-                let slot = (self.seq as usize) % REPLAY_WINDOW;
-                self.recent[slot] = request.clone();
-            }
+            jitter_seed: 0,
         }
-        request
+    }
+
+    fn rng(&self, j: u64, stream: u64) -> SmallRng {
+        SmallRng::seed_from_u64(arrival_seed(self.seed, j, stream))
     }
 }
 

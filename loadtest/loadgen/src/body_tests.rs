@@ -16,11 +16,11 @@ fn luhn() {
 
 #[test]
 fn orders_are_valid_and_unique() {
-    let mut g = BodyGen::new("t1", 8, 0.0, 42);
+    let g = BodyGen::new("t1", 8, 0.0, 42);
     let mut keys = HashSet::new();
     let mut sellers = HashSet::new();
-    for _ in 0..2000 {
-        let r = g.next_request();
+    for j in 0..2000 {
+        let r = g.request(j);
         let v = parse(&r);
         assert!(!r.duplicate);
         assert_eq!(v["reference_id"], &*r.reference_id);
@@ -53,11 +53,11 @@ fn orders_are_valid_and_unique() {
 
 #[test]
 fn duplicates_resend_earlier_orders_byte_for_byte() {
-    let mut g = BodyGen::new("t2", 4, 0.2, 7);
+    let g = BodyGen::new("t2", 4, 0.2, 7);
     let mut seen = std::collections::HashMap::new();
     let mut dups = 0;
-    for _ in 0..5000 {
-        let r = g.next_request();
+    for j in 0..5000 {
+        let r = g.request(j);
         if r.duplicate {
             dups += 1;
             let (token, body) = &seen[&r.reference_id];
@@ -76,12 +76,32 @@ fn duplicates_resend_earlier_orders_byte_for_byte() {
 fn orders_pass_the_contracts_validation() {
     let key = order_core::request_hash::RequestHashKey::development();
     let today = chrono::Utc::now().date_naive();
-    let mut g = BodyGen::new("t-valid", 4, 0.0, 7);
-    for _ in 0..500 {
-        let r = g.next_request();
+    let g = BodyGen::new("t-valid", 4, 0.0, 7);
+    for j in 0..500 {
+        let r = g.request(j);
         let parsed = CreateOrderRequest::parse(&r.body).expect("the body parses");
         let valid = parsed.validate(&key).expect("a valid order");
         valid.check_expiry(today).expect("an unexpired card");
         assert_eq!(valid.request.reference_id, &*r.reference_id);
     }
+}
+
+#[test]
+fn an_arrivals_request_depends_on_the_seed_and_its_index_only() {
+    let g = BodyGen::new("t3", 4, 0.3, 11);
+    let forwards: Vec<OrderRequest> = (0..300).map(|j| g.request(j)).collect();
+    for j in (0..300).rev() {
+        let again = g.request(j);
+        let first = &forwards[j as usize];
+        assert_eq!(
+            (&again.reference_id, &again.body, &again.token),
+            (&first.reference_id, &first.body, &first.token)
+        );
+        assert_eq!(again.jitter_seed, first.jitter_seed);
+    }
+    let other_seed = BodyGen::new("t3", 4, 0.3, 12).request(5);
+    assert_ne!(
+        other_seed.body, forwards[5].body,
+        "the seed shapes the bodies"
+    );
 }

@@ -29,10 +29,12 @@ use crate::profile::Model;
 use crate::progress::Progress;
 use crate::recorder::Recorder;
 use crate::retry::AttemptLog;
+use crate::shard::{Shard, Tally};
 use crate::shared::Shared;
+use crate::start::{StartGate, StartRecord};
 use lab_results::RetryRecord;
 
-pub use crate::shared::DriverConfig;
+pub use crate::shared::{DriverConfig, Sharding};
 
 /// What the driver measured.
 #[derive(Debug)]
@@ -46,6 +48,13 @@ pub struct DriverOutput {
     pub elapsed_s: Option<f64>,
     /// Retrying clients' attempts (with [`DriverConfig::retry`]).
     pub retries: Option<RetryRecord>,
+    /// The open model's start (`None` for closed models, which start as their clients do).
+    pub start: Option<StartRecord>,
+    /// The arrivals offered (open model): with the shard and seed, what `loadtest merge` checks.
+    pub tally: Tally,
+    pub shard: Shard,
+    /// The seed every arrival's draws came from.
+    pub seed: u64,
 }
 
 /// A closed loop seen and stopped from outside while it runs (`loadtest bench` measures a window
@@ -85,6 +94,15 @@ pub async fn drive_with(
 ) -> Result<DriverOutput> {
     let client = order_client(cfg.request_timeout)?;
     let phases = cfg.profile.phases.len();
+    let seed = cfg.sharding.seed.unwrap_or_else(|| seed(&cfg.run_id));
+    if !matches!(cfg.profile.model, Model::Open)
+        && (!cfg.sharding.shard.is_whole() || cfg.sharding.start != StartGate::Now)
+    {
+        anyhow::bail!(
+            "--shard and a synchronised start need an open profile (closed clients run as they answer)"
+        );
+    }
+    let gate = cfg.sharding.start.arm().await?;
     let progress = Progress::new(
         cfg.progress.as_deref().unwrap_or(""),
         &cfg.profile,
@@ -94,12 +112,10 @@ pub async fn drive_with(
         url: format!("{}/orders", cfg.target.trim_end_matches('/')),
         client,
         recorder: Mutex::new(Recorder::new(phases)),
-        bodies: Mutex::new(BodyGen::new(
-            &cfg.run_id,
-            cfg.sellers,
-            cfg.duplicate_ratio,
-            seed(&cfg.run_id),
-        )),
+        bodies: BodyGen::new(&cfg.run_id, cfg.sellers, cfg.duplicate_ratio, seed),
+        gate: Mutex::new(Some(gate)),
+        start_record: OnceLock::new(),
+        tally: Mutex::new(Tally::default()),
         in_flight: AtomicU64::new(0),
         tickets: AtomicU64::new(0),
         clock,
@@ -169,6 +185,10 @@ pub async fn drive_with(
             .get()
             .copied()
             .unwrap_or_else(chrono::Utc::now),
+        start: shared.start_record.get().copied(),
+        tally: shared.tally.into_inner().unwrap_or_else(|e| e.into_inner()),
+        shard: shared.cfg.sharding.shard,
+        seed,
     })
 }
 
@@ -248,12 +268,8 @@ async fn closed_client_for(user: &mut GooseUser, s: Arc<Shared>) -> TransactionR
 
 /// One request of a closed-model client: send, wait, record.
 async fn closed_one(user: &mut GooseUser, s: &Shared, t0: Instant) -> TransactionResult {
-    s.control.started.fetch_add(1, Ordering::SeqCst);
-    let request = s
-        .bodies
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .next_request();
+    let j = s.control.started.fetch_add(1, Ordering::SeqCst);
+    let request = s.bodies.request(j);
     let start = Instant::now();
     {
         let mut rec = s.rec();

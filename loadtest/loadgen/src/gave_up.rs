@@ -78,6 +78,7 @@ mod tests {
             reference_id: reference.into(),
             body: Arc::from(&b"{}"[..]),
             duplicate: false,
+            jitter_seed: 0,
         }
     }
 

@@ -101,6 +101,9 @@ impl Phase {
 /// One scheduled arrival.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Arrival {
+    /// Its place in the whole schedule (0, 1, 2, …): what `--shard` splits on and what seeds its
+    /// body.
+    pub index: u64,
     /// Intended send time, seconds from the start of the run.
     pub at_s: f64,
     /// Index of its phase.
@@ -210,12 +213,12 @@ impl Profile {
 
     /// The arrival schedule in time order.
     pub fn arrivals(&self) -> impl Iterator<Item = Arrival> + '_ {
-        self.phases.iter().enumerate().flat_map(|(i, p)| {
-            (0..p.arrivals()).map(move |k| Arrival {
-                at_s: p.arrival_at(k),
-                phase: i,
-            })
-        })
+        self.phases
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| (0..p.arrivals()).map(move |k| (i, p.arrival_at(k))))
+            .zip(0u64..)
+            .map(|((phase, at_s), index)| Arrival { index, at_s, phase })
     }
 
     /// Index of the phase containing `t` seconds, `None` after the last one.

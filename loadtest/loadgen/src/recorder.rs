@@ -14,16 +14,14 @@ use hdrhistogram::Histogram;
 
 use crate::gave_up::ClientKeys;
 
-use lab_results::{
-    LatencyPercentiles, Lateness, OUTCOME_CREATED, OUTCOME_OVERLOADED, OUTCOME_REPLAYED,
-};
+use lab_results::{LatencyPercentiles, Lateness, OUTCOME_CREATED, OUTCOME_REPLAYED};
 
 /// Largest value a histogram holds, µs (one hour; larger values are clamped).
 const MAX_US: u64 = 3_600_000_000;
 /// A completed request slower than this counts as "slow" for the stress rule.
 pub const SLOW_US: u64 = 10_000_000;
 
-fn histogram(sigfig: u8) -> Histogram<u64> {
+pub(crate) fn histogram(sigfig: u8) -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, sigfig).expect("valid histogram bounds")
 }
 
@@ -44,18 +42,26 @@ pub struct Acc {
     pub outcomes: BTreeMap<String, u64>,
     /// Latency of every completed request, µs, from its intended send time.
     pub latency: Histogram<u64>,
-    /// Latency of the fresh `201`s, µs.
-    pub ok_latency: Histogram<u64>,
-    /// Latency of the `overloaded` 503s (shed at admission), µs.
-    pub overloaded_latency: Histogram<u64>,
+    /// The same latencies by outcome kind (`201`, `overloaded`, `timeout`, …); they add up to
+    /// `latency`, which is how a results file stores them (`crate::histograms`).
+    pub by_outcome: BTreeMap<String, Histogram<u64>>,
     /// Actual − intended send time, µs.
     pub lateness: Histogram<u64>,
     /// Completed requests slower than [`SLOW_US`].
     pub slow: u64,
+    /// Significant digits of its histograms.
+    pub sigfig: u8,
+}
+
+/// Adds every value of `from` into `to`; both have the recorder's bounds, so nothing is out of
+/// range (a value recorded was clamped to them).
+fn add_all(to: &mut Histogram<u64>, from: &Histogram<u64>) {
+    to.add(from)
+        .expect("histograms with the recorder's bounds add up");
 }
 
 impl Acc {
-    fn new(sigfig: u8) -> Self {
+    pub(crate) fn new(sigfig: u8) -> Self {
         Acc {
             offered: 0,
             sent: 0,
@@ -63,11 +69,42 @@ impl Acc {
             completed: 0,
             outcomes: BTreeMap::new(),
             latency: histogram(sigfig),
-            ok_latency: histogram(sigfig),
-            overloaded_latency: histogram(sigfig),
+            by_outcome: BTreeMap::new(),
             lateness: histogram(sigfig),
             slow: 0,
+            sigfig,
         }
+    }
+
+    /// Latency of the requests that ended as `kind`, µs (empty when none did).
+    pub fn latency_of(&self, kind: &str) -> Histogram<u64> {
+        self.by_outcome
+            .get(kind)
+            .cloned()
+            .unwrap_or_else(|| histogram(self.sigfig))
+    }
+
+    /// Adds `other`'s counts and histograms to these (`Histogram::add`: every value of both, so
+    /// a percentile of the sum is exact, never an average of percentiles).
+    pub fn add(&mut self, other: &Acc) {
+        self.offered += other.offered;
+        self.sent += other.sent;
+        self.not_sent += other.not_sent;
+        self.completed += other.completed;
+        self.slow += other.slow;
+        for (kind, n) in &other.outcomes {
+            *self.outcomes.entry(kind.clone()).or_default() += n;
+        }
+        for (kind, h) in &other.by_outcome {
+            let sigfig = self.sigfig;
+            let mine = self
+                .by_outcome
+                .entry(kind.clone())
+                .or_insert_with(|| histogram(sigfig));
+            add_all(mine, h);
+        }
+        add_all(&mut self.latency, &other.latency);
+        add_all(&mut self.lateness, &other.lateness);
     }
 
     /// Fresh `201`s.
@@ -116,11 +153,11 @@ impl Acc {
         self.completed += 1;
         *self.outcomes.entry(outcome.to_owned()).or_default() += 1;
         self.latency.saturating_record(latency_us);
-        match outcome {
-            OUTCOME_CREATED => self.ok_latency.saturating_record(latency_us),
-            OUTCOME_OVERLOADED => self.overloaded_latency.saturating_record(latency_us),
-            _ => {}
-        }
+        let sigfig = self.sigfig;
+        self.by_outcome
+            .entry(outcome.to_owned())
+            .or_insert_with(|| histogram(sigfig))
+            .saturating_record(latency_us);
         if latency_us > SLOW_US {
             self.slow += 1;
         }
@@ -187,6 +224,21 @@ impl Recorder {
     fn phase(&mut self, phase: usize) -> &mut Acc {
         let last = self.phases.len() - 1;
         &mut self.phases[phase.min(last)]
+    }
+
+    /// Adds `other` (another shard of the same schedule) into this record, its second `t` landing
+    /// on second `t + shift` here (shards whose clocks started whole seconds apart).
+    pub fn add(&mut self, other: &Recorder, shift: usize) {
+        for (t, acc) in other.seconds.iter().enumerate() {
+            self.second((t + shift) as f64).add(acc);
+        }
+        while self.phases.len() < other.phases.len() {
+            self.phases.push(Acc::new(3));
+        }
+        for (mine, theirs) in self.phases.iter_mut().zip(&other.phases) {
+            mine.add(theirs);
+        }
+        self.total.add(&other.total);
     }
 
     /// An arrival due at `t` (seconds since start).

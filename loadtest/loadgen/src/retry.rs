@@ -10,6 +10,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
 use crate::body::OrderRequest;
 use crate::http::{Outcome, fire_within};
 use lab_results::{OUTCOME_GAVE_UP, RetryRecord};
@@ -143,13 +146,20 @@ pub async fn send(
 ) -> Outcome {
     let first = Instant::now();
     let mut attempts = 0u32;
+    let mut jitter = SmallRng::seed_from_u64(request.jitter_seed);
     let lock = || log.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         let left = policy.give_up_after.saturating_sub(first.elapsed());
         let o = fire_within(client, url, request, Some(timeout.min(left))).await;
         attempts += 1;
         lock().attempt(&o, crate::clock::since(t0, Instant::now()));
-        match next(policy, attempts, first.elapsed(), &o, rand::random::<f64>()) {
+        match next(
+            policy,
+            attempts,
+            first.elapsed(),
+            &o,
+            jitter.random::<f64>(),
+        ) {
             Next::Retry(wait) => tokio::time::sleep(wait).await,
             Next::Done => {
                 lock().ended(&o, attempts);

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::clock::since;
 use crate::http::Outcome;
+use crate::profile::Arrival;
 use crate::recorder::SLOW_US;
 use crate::shared::Shared;
 
@@ -47,9 +48,9 @@ pub(crate) async fn record_in_goose(user: &mut GooseUser, done: Done) -> Transac
 
 /// The open-model scheduler: the whole schedule in one goose transaction.
 pub(crate) async fn schedule(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResult {
-    let t0 = s.start();
+    let t0 = s.start_open().await;
     let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
-    let mut arrivals = s.cfg.profile.arrivals().peekable();
+    let mut arrivals = s.cfg.sharding.shard.arrivals(&s.cfg.profile).peekable();
     let (mut launched, mut reported) = (0u64, 0u64);
     let mut stress_judged = 0usize;
     let mut stopped = false;
@@ -107,13 +108,18 @@ pub(crate) async fn schedule(user: &mut GooseUser, s: Arc<Shared>) -> Transactio
             .unwrap_or_else(|e| e.into_inner())
             .arrival(a.phase);
         launched += 1;
-        launch(&s, t0, a.at_s, a.phase, tx.clone());
+        launch(&s, t0, a, tx.clone());
     }
     Ok(())
 }
 
-fn launch(s: &Arc<Shared>, t0: Instant, at_s: f64, phase: usize, tx: mpsc::UnboundedSender<Done>) {
+fn launch(s: &Arc<Shared>, t0: Instant, a: Arrival, tx: mpsc::UnboundedSender<Done>) {
+    let Arrival { at_s, phase, .. } = a;
     s.rec().offered(at_s, phase);
+    s.tally
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .add(a.index);
     if s.in_flight.load(Ordering::SeqCst) >= s.cfg.max_in_flight {
         s.rec().not_sent(at_s, phase);
         let _ = tx.send(Done {
@@ -123,11 +129,7 @@ fn launch(s: &Arc<Shared>, t0: Instant, at_s: f64, phase: usize, tx: mpsc::Unbou
         return;
     }
     s.in_flight.fetch_add(1, Ordering::SeqCst);
-    let request = s
-        .bodies
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .next_request();
+    let request = s.bodies.request(a.index);
     let s = s.clone();
     tokio::spawn(async move {
         let intended = t0 + Duration::from_secs_f64(at_s);

@@ -13,6 +13,8 @@ use crate::profile::Profile;
 use crate::progress::Progress;
 use crate::recorder::Recorder;
 use crate::retry::{AttemptLog, RetryPolicy};
+use crate::shard::{Shard, Tally};
+use crate::start::{ArmedGate, StartGate, StartRecord};
 
 /// What one run needs.
 #[derive(Debug, Clone)]
@@ -32,6 +34,17 @@ pub struct DriverConfig {
     pub progress: Option<String>,
     /// Clients retry (same key, same body) under this policy; `None` = one attempt each.
     pub retry: Option<RetryPolicy>,
+    /// Which arrivals this generator sends, from which seed, from when.
+    pub sharding: Sharding,
+}
+
+/// This generator's share of the schedule (open model; see [`crate::shard`] and [`crate::start`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sharding {
+    pub shard: Shard,
+    /// The seed of every arrival's draws; `None`: derived from the run id.
+    pub seed: Option<u64>,
+    pub start: StartGate,
 }
 
 pub(crate) struct Shared {
@@ -39,7 +52,12 @@ pub(crate) struct Shared {
     pub(crate) url: String,
     pub(crate) client: reqwest::Client,
     pub(crate) recorder: Mutex<Recorder>,
-    pub(crate) bodies: Mutex<BodyGen>,
+    pub(crate) bodies: BodyGen,
+    /// The open model's start, taken by the scheduler when it begins.
+    pub(crate) gate: Mutex<Option<ArmedGate>>,
+    pub(crate) start_record: OnceLock<StartRecord>,
+    /// The arrivals this generator offered (open model).
+    pub(crate) tally: Mutex<Tally>,
     pub(crate) in_flight: AtomicU64,
     pub(crate) tickets: AtomicU64,
     pub(crate) clock: Clock,
@@ -56,6 +74,22 @@ impl Shared {
             let _ = self.started_at.set(chrono::Utc::now());
             Instant::now()
         })
+    }
+
+    /// The open model's start: waits at the gate, then sets the run's clock to the schedule's
+    /// origin (the intended start, so a late wake-up is lateness like any other).
+    pub(crate) async fn start_open(&self) -> Instant {
+        let gate = self.gate.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(gate) = gate else {
+            return self.start();
+        };
+        let (origin, record) = gate.wait().await;
+        let _ = self.start_record.set(record);
+        let intended = chrono::DateTime::from_timestamp_millis(record.intended_unix_ms as i64);
+        let _ = self
+            .started_at
+            .set(intended.unwrap_or_else(chrono::Utc::now));
+        *self.clock.get_or_init(|| origin)
     }
 
     pub(crate) fn rec(&self) -> std::sync::MutexGuard<'_, Recorder> {

@@ -96,6 +96,7 @@ async fn offered_rate_tracks_the_profile_while_the_target_is_saturated() {
         goose_reports: Vec::new(),
         progress: None,
         retry: None,
+        sharding: Default::default(),
     };
     let clock = Arc::new(std::sync::OnceLock::new());
     let out = loadgen::driver::drive(cfg, clock).await.unwrap();

@@ -51,6 +51,7 @@ fn meta(profile: &Profile) -> RunMeta {
         },
         goose_reports: vec![],
         events: vec![],
+        keep_histograms: true,
     }
 }
 
@@ -72,6 +73,10 @@ fn recorded(profile: &Profile) -> DriverOutput {
         started_at: chrono::Utc::now(),
         elapsed_s: Some(profile.duration_s() + 2.2),
         retries: None,
+        start: None,
+        tally: Default::default(),
+        shard: Default::default(),
+        seed: 0,
     }
 }
 
@@ -94,6 +99,10 @@ fn assembled_results_round_trip() {
         .collect();
     let r = assemble(meta(&profile), &profile, &out, &rows);
     assert_eq!(r.schema_version, SCHEMA_VERSION);
+    let histograms = r.histograms.as_ref().expect("kept");
+    let decoded = loadgen::histograms::decode(histograms).unwrap();
+    assert_eq!(decoded.total.latency, out.recorder.total.latency);
+    assert_eq!(decoded.seconds.len(), out.recorder.seconds.len());
     assert_eq!(r.summary.offered, profile.planned_requests());
     assert_eq!(r.summary.ok, r.summary.offered);
     assert!(

@@ -47,6 +47,7 @@ pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun], slo: Option
                     (sections::littles_law(&groups))
                     (summary_table(&groups))
                     (super::money::html(&groups))
+                    (super::shards::html(&groups))
                     (figures("charts", Some("Over time"), &rest))
                     (super::goose::html(&groups, goose))
                     (sections::fairness(&groups))

@@ -40,7 +40,7 @@
 //! table, its rates and notes), `drain` (late answers and each API's drain), `littles` (Little's law), `facts`, `verdict` + `causes`
 //! (who kept up, and why), `conditions` (what the result holds under), `slo` + `slo_verdict` (the objective and who met it), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
 //! `charts`, `chart_specs`, `chart_errors` + `svg` (charts), `fairness` (settings that differ), `html`,
-//! `sections` and `method` (the page), `money` (the money line of each run), `goose` (goose's
+//! `sections` and `method` (the page), `money` (the money line of each run), `shards` (the generators of a merged run), `goose` (goose's
 //! own reports beside ours), `markdown` (the PR summary).
 
 mod causes;
@@ -61,6 +61,7 @@ mod model;
 mod money;
 mod rich;
 mod sections;
+mod shards;
 pub mod slo;
 mod slo_verdict;
 pub mod svg;

@@ -51,6 +51,7 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun], slo: Option<&Slo>) -> Str
         trust::markdown(&mut s, &groups, slo);
     }
     super::money::markdown(&mut s, &groups);
+    super::shards::markdown(&mut s, &groups);
     if groups.iter().any(|g| g.runs.len() > 1) {
         s.push_str("Cells: median over the repeats, (min – max) when they differ.\n\n");
     }

@@ -29,14 +29,19 @@ pub mod inject;
 mod measures;
 mod money;
 mod overload;
+mod shards;
 mod versioned;
 pub use db_activity::{DbActivity, StatementTimes};
 pub use measures::*;
 pub use money::*;
 pub use overload::*;
+pub use shards::*;
 
 /// Version of this schema. Bumped only for changes an old reader could misread.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: `shard`, `shards` and `histograms`. A results file may now be one shard of a run (1/N of
+/// its load), which a version-1 reader would take for a whole run, so version-1 readers refuse it.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Outcome kind of a fresh order (HTTP 201 without `Idempotent-Replayed`).
 pub const OUTCOME_CREATED: &str = "201";
@@ -116,6 +121,16 @@ pub struct RunResults {
     /// PostgreSQL's commits and WAL flushes during the run (the lab only, with its database).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_activity: Option<DbActivity>,
+    /// The generator's share of the schedule and its start (`loadtest run`). With `count > 1`
+    /// this file is one shard of a run: `loadtest merge` makes the run of it, `compare` refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+    /// A merged run (`loadtest merge`): the shards it was added up from, by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardRecord>,
+    /// Every histogram of the run, serialised (`loadtest run` and `merge`; not the lab's runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<HistogramSet>,
 }
 
 /// The run's configuration as actually applied.
@@ -254,6 +269,11 @@ impl RunResults {
     /// Writes the results as pretty JSON (creating parent folders).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         crate::versioned::save(self, path.as_ref())
+    }
+
+    /// `true` for one shard of a run (`--shard I/N` with N > 1), not a run of its own.
+    pub fn is_partial(&self) -> bool {
+        self.shard.as_ref().is_some_and(|s| s.count > 1)
     }
 
     /// `true` when every invariant that could be checked held.

@@ -118,6 +118,7 @@ pub(super) async fn run(
         goose_reports: Vec::new(),
         progress: None,
         retry: None,
+        sharding: Default::default(),
     };
     let control = Arc::new(LoopControl::default());
     let looping = tokio::spawn(loadgen::driver::drive_with(

@@ -365,9 +365,8 @@ async fn closed_load(
         .build()
         .expect("an HTTP client");
     let run_id = format!("ev{seed:x}");
-    let mut gen_ = BodyGen::new(&run_id[..run_id.len().min(10)], 16, 0.0, seed);
-    let bodies: Arc<Vec<OrderRequest>> =
-        Arc::new((0..requests).map(|_| gen_.next_request()).collect());
+    let gen_ = BodyGen::new(&run_id[..run_id.len().min(10)], 16, 0.0, seed);
+    let bodies: Arc<Vec<OrderRequest>> = Arc::new((0..requests).map(|j| gen_.request(j)).collect());
     let next = Arc::new(AtomicU64::new(0));
     let answered = Arc::new(AtomicU64::new(0));
     let started = Instant::now();

@@ -308,6 +308,7 @@ impl Lab {
                 .collect(),
             progress: (!load.no_progress).then(|| format!("{label} #{}", repeat + 1)),
             retry: load.retry_for_s.map(RetryPolicy::giving_up_after),
+            sharding: Default::default(),
         };
         let mut environment = self.environment.clone();
         environment.build_profile = build;
@@ -340,6 +341,7 @@ impl Lab {
                 t: 0.0,
                 label: format!("measurement starts (after a {warm} s warm-up, excluded)"),
             }],
+            keep_histograms: false,
         };
         let injecting = self.injection.map(|inj| {
             meta.events.extend(inj.events(self.latency));

@@ -56,6 +56,7 @@ impl Lab {
             goose_reports: Vec::new(),
             progress: None,
             retry: None,
+            sharding: Default::default(),
         };
         loadgen::driver::drive(cfg, Default::default())
             .await

@@ -1,0 +1,130 @@
+//! deploy/k8s, offline: each overlay renders with `kubectl kustomize`, every rendered object parses
+//! into the `k8s-openapi` type of its kind (Kubernetes 1.32, kubectl's) with no field left unread
+//! (`serde_ignored`: a misspelt or misplaced field would otherwise vanish silently), and the lab's
+//! rules hold: both APIs Guaranteed (requests = limits) with the same resources, probes on `/ready`
+//! and `/health`, a grace period above `SHUTDOWN_GRACE_MS`, the generator an Indexed Job with as
+//! many shards as its settings say, and the `local` overlay within what `podman kube play` runs.
+//! Needs kubectl (the machine's image has it); without it the test says so and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+mod k8s_rules;
+use k8s_rules::{Object, violations};
+
+fn k8s_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/k8s")
+}
+
+/// `kubectl kustomize` of an overlay; `None` when kubectl is not installed.
+fn render(overlay: &str) -> Option<String> {
+    let dir = k8s_dir().join("overlays").join(overlay);
+    let out = match Command::new("kubectl").arg("kustomize").arg(&dir).output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => panic!("running kubectl: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+fn documents(yaml: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// `value` as a `T`, or every field `T` does not know.
+fn strict<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+    let mut unknown = Vec::new();
+    let parsed = serde_ignored::deserialize(value, |path| unknown.push(path.to_string()))
+        .map_err(|e| e.to_string())?;
+    if unknown.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(format!("unknown fields: {}", unknown.join(", ")))
+    }
+}
+
+fn object(v: Value) -> Result<Object, String> {
+    let kind = v["kind"].as_str().unwrap_or_default().to_owned();
+    let name = v["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let o = match kind.as_str() {
+        "ConfigMap" => strict::<ConfigMap>(v).map(Object::ConfigMap),
+        "Secret" => strict::<Secret>(v).map(Object::Secret),
+        "Service" => strict::<Service>(v).map(Object::Service),
+        "Deployment" => strict::<Deployment>(v).map(Object::Deployment),
+        "StatefulSet" => strict::<StatefulSet>(v).map(Object::StatefulSet),
+        "Job" => strict::<Job>(v).map(Object::Job),
+        "PersistentVolumeClaim" => strict::<PersistentVolumeClaim>(v).map(Object::Pvc),
+        other => Err(format!("a kind the lab does not use: {other:?}")),
+    };
+    o.map_err(|e| format!("{kind} {name}: {e}"))
+}
+
+fn objects(yaml: &str) -> Result<Vec<Object>, String> {
+    documents(yaml).into_iter().map(object).collect()
+}
+
+#[test]
+fn every_overlay_renders_into_known_fields_and_keeps_the_labs_rules() {
+    for overlay in ["ci", "cluster", "cluster-events", "local"] {
+        let Some(yaml) = render(overlay) else {
+            eprintln!("SKIPPED: kubectl is not installed, deploy/k8s was not rendered");
+            return;
+        };
+        let objects = objects(&yaml).unwrap_or_else(|e| panic!("{overlay}: {e}"));
+        let bad = violations(&objects, overlay == "local");
+        assert!(bad.is_empty(), "{overlay}:\n{}", bad.join("\n"));
+    }
+}
+
+#[test]
+fn a_misspelt_field_or_an_unequal_api_is_caught() {
+    let Some(yaml) = render("ci") else {
+        eprintln!("SKIPPED: kubectl is not installed");
+        return;
+    };
+    let docs = documents(&yaml);
+    let is_api = |v: &Value| v["metadata"]["name"] == "reactive-api" && v["kind"] == "Deployment";
+    let mut misspelt = docs.clone();
+    let api = misspelt.iter_mut().find(|v| is_api(v)).unwrap();
+    let container = &mut api["spec"]["template"]["spec"]["containers"][0];
+    let resources = container["resources"].take();
+    container["resource"] = resources;
+    let err = misspelt
+        .into_iter()
+        .map(object)
+        .collect::<Result<Vec<_>, _>>();
+    assert!(
+        err.is_err_and(|e| e.contains("resource")),
+        "a misspelt field passed"
+    );
+
+    let mut unequal = docs;
+    let api = unequal.iter_mut().find(|v| is_api(v)).unwrap();
+    api["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "2".into();
+    let objects: Vec<Object> = unequal.into_iter().map(|v| object(v).unwrap()).collect();
+    let bad = violations(&objects, false);
+    assert!(
+        bad.iter().any(|b| b.contains("requests = limits")),
+        "{bad:?}"
+    );
+    assert!(bad.iter().any(|b| b.contains("same resources")), "{bad:?}");
+}
