@@ -157,6 +157,10 @@ pub struct LabArgs {
     /// Do not put the APIs in 1 CPU / 1 GiB cgroups (the report then says limits NOT enforced).
     #[arg(long)]
     pub no_limits: bool,
+    /// Do not pin each API to the last CPU and the harness (PostgreSQL, mock-deps, NATS, the
+    /// generator, the latency proxy) to the others (done by default with two CPUs or more).
+    #[arg(long)]
+    pub no_pin: bool,
     /// Runs per API, interleaved (blocking, reactive, blocking, …).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -14,7 +15,7 @@ use labkit::pg::EphemeralPostgres;
 use labkit::process::{ServiceProcess, find_binary};
 
 use crate::cli::Durability;
-use lab_results::Limits;
+use lab_results::{Limits, Pinning};
 
 /// How long a service may take to answer its readiness URL.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -38,6 +39,15 @@ impl Database {
     /// `synchronous_commit` and `full_page_writes` on, which labkit turns off by default): every
     /// commit waits for its WAL flush, and a committed order survives an immediate restart.
     pub fn open_with(url: Option<&str>, durability: Durability) -> Result<Database> {
+        Self::open_with_settings(url, durability, &[])
+    }
+
+    /// [`Database::open_with`] with more server settings for an ephemeral cluster.
+    pub fn open_with_settings(
+        url: Option<&str>,
+        durability: Durability,
+        extra: &[(&str, &str)],
+    ) -> Result<Database> {
         if let Some(url) = url {
             return Ok(Database {
                 url: url.to_owned(),
@@ -45,15 +55,16 @@ impl Database {
                 cluster: None,
             });
         }
-        let overrides: &[(&str, &str)] = match durability {
-            Durability::On => &[
+        let mut overrides: Vec<(&str, &str)> = match durability {
+            Durability::On => vec![
                 ("fsync", "on"),
                 ("synchronous_commit", "on"),
                 ("full_page_writes", "on"),
             ],
-            Durability::Off => &[],
+            Durability::Off => Vec::new(),
         };
-        let pg = EphemeralPostgres::start_with_settings(overrides).context(
+        overrides.extend_from_slice(extra);
+        let pg = EphemeralPostgres::start_with_settings(&overrides).context(
             "starting an ephemeral PostgreSQL (install the PostgreSQL server package, e.g. \
              `apt-get install postgresql`, or pass --database-url postgres://…)",
         )?;
@@ -76,6 +87,52 @@ impl Database {
             .context("the database is not the lab's own cluster: it cannot be restarted")?
             .restart_immediate()
     }
+}
+
+/// Where this lab put the API and the harness ([`place_harness`]): set once per process.
+static PLACEMENT: OnceLock<Result<Pinning, String>> = OnceLock::new();
+
+/// On a machine with two CPUs or more, pins this process — the generator, and every harness
+/// process it starts from now on (PostgreSQL, mock-deps, NATS, the latency proxy) — to all CPUs
+/// but the last, and every API started afterwards ([`ApiProcess::start`]) to the last one: the
+/// API alone on its core, so that a harness-bound flag speaks about the harness. `Ok(Err(why))`
+/// when it cannot or must not (`pin` false); the API's limits then say so. Idempotent.
+pub fn place_harness(pin: bool) -> Result<std::result::Result<Pinning, String>> {
+    if let Some(done) = PLACEMENT.get() {
+        return Ok(done.clone());
+    }
+    let placed = if pin {
+        match labkit::affinity::reserve_last_cpu()? {
+            Some(split) => Ok(Pinning {
+                api_cpus: split.api,
+                harness_cpus: split.harness,
+            }),
+            None => Err(format!(
+                "not pinned: {} CPU available, the API shares it with the harness",
+                labkit::affinity::allowed_cpus().map_or(0, |c| c.len())
+            )),
+        }
+    } else {
+        Err("not pinned (--no-pin): the API shares the CPUs with the harness".to_owned())
+    };
+    Ok(PLACEMENT.get_or_init(|| placed).clone())
+}
+
+/// Pins `pid` to the API's CPU when [`place_harness`] reserved one; notes in `limits` either way.
+fn pin_api(pid: u32, limits: &mut Limits) -> Result<()> {
+    match PLACEMENT.get() {
+        Some(Ok(p)) => {
+            labkit::affinity::pin_process(pid, &p.api_cpus)
+                .with_context(|| format!("pinning pid {pid} to CPU {:?}", p.api_cpus))?;
+            limits.pinning = Some(p.clone());
+        }
+        Some(Err(why)) => {
+            limits.note.push_str("; ");
+            limits.note.push_str(why);
+        }
+        None => {}
+    }
+    Ok(())
 }
 
 /// A free 127.0.0.1 port (bound then released: a tiny race the lab accepts).
@@ -147,8 +204,34 @@ impl ApiProcess {
         limits: bool,
         logs: &Path,
     ) -> Result<ApiProcess> {
+        Self::start_as(name, settings, limits, logs, None)
+    }
+
+    /// [`ApiProcess::start`] of the release build under callgrind (`labkit::callgrind`), its
+    /// dumps written to `out_file`; no cgroup (valgrind needs several times the API's memory, and
+    /// a CPU quota would only slow it down: instructions do not depend on it).
+    pub fn start_under_callgrind(
+        name: &str,
+        settings: &BTreeMap<String, String>,
+        logs: &Path,
+        out_file: &Path,
+    ) -> Result<ApiProcess> {
+        Self::start_as(name, settings, false, logs, Some(out_file))
+    }
+
+    fn start_as(
+        name: &str,
+        settings: &BTreeMap<String, String>,
+        limits: bool,
+        logs: &Path,
+        callgrind: Option<&Path>,
+    ) -> Result<ApiProcess> {
         let port = free_port()?;
-        let bin: PathBuf = find_binary(name)?;
+        let bin: PathBuf = if callgrind.is_some() {
+            labkit::process::find_release_binary(name)?
+        } else {
+            find_binary(name)?
+        };
         let build_profile = if bin.components().any(|c| c.as_os_str() == "release") {
             "release"
         } else {
@@ -161,14 +244,34 @@ impl ApiProcess {
         env.push(("BIND_ADDR".to_owned(), format!("127.0.0.1:{port}")));
         env.push(("RUST_LOG".to_owned(), "warn".to_owned()));
         let log = logs.join(format!("{name}.log"));
-        let process = ServiceProcess::spawn(name, &bin, Vec::<String>::new(), env.clone(), &log)?;
-        let (group, limits) = if limits {
+        let (program, args, ready_timeout) = match callgrind {
+            Some(out) => {
+                anyhow::ensure!(
+                    build_profile == "release",
+                    "instructions are counted on the release build; found {} (build it: cargo \
+                     build --release -p {name})",
+                    bin.display()
+                );
+                let args = labkit::callgrind::valgrind_args(out, &bin);
+                // Under valgrind the API starts (migrations included) some 50 times slower.
+                (PathBuf::from("valgrind"), args, READY_TIMEOUT * 5)
+            }
+            None => (bin.clone(), Vec::new(), READY_TIMEOUT),
+        };
+        let process = ServiceProcess::spawn(name, &program, args, env.clone(), &log)?;
+        let (group, mut limits) = if limits {
             confine(name, process.pid())
+        } else if callgrind.is_some() {
+            (
+                None,
+                not_enforced("under valgrind (instructions do not depend on limits)"),
+            )
         } else {
             (None, not_enforced("disabled with --no-limits"))
         };
+        pin_api(process.pid(), &mut limits)?;
         let url = format!("http://127.0.0.1:{port}");
-        process.wait_ready(&format!("{url}/ready"), READY_TIMEOUT)?;
+        process.wait_ready(&format!("{url}/ready"), ready_timeout)?;
         Ok(ApiProcess {
             url,
             pid: process.pid(),
@@ -203,6 +306,9 @@ impl ApiProcess {
             g.add_pid(process.pid())
                 .with_context(|| format!("moving the restarted {} into its cgroup", self.name))?;
         }
+        if let Some(p) = &self.limits.pinning {
+            labkit::affinity::pin_process(process.pid(), &p.api_cpus)?;
+        }
         process.wait_ready(&format!("{}/ready", self.url), READY_TIMEOUT)?;
         self.pid = process.pid();
         self.process = process;
@@ -224,6 +330,7 @@ pub fn not_enforced(why: &str) -> Limits {
         memory_bytes: None,
         mechanism: "none".to_owned(),
         note: format!("limits NOT enforced: {why}"),
+        pinning: None,
     }
 }
 
@@ -254,6 +361,7 @@ fn confine(name: &str, pid: u32) -> (Option<LimitedGroup>, Limits) {
         memory_bytes: held.memory_bytes,
         mechanism: format!("cgroup {}", held.version),
         note,
+        pinning: None,
     };
     (Some(group), limits)
 }

@@ -21,6 +21,25 @@ pub fn split_last(cpus: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
     (!rest.is_empty()).then(|| (vec![*last], rest.to_vec()))
 }
 
+/// The lab's CPUs split between the API and everything else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuSplit {
+    pub api: Vec<usize>,
+    pub harness: Vec<usize>,
+}
+
+/// Pins this process — and so every child it starts from now on — to all its CPUs but the last,
+/// which it leaves to the API; `Ok(None)` with fewer than two CPUs (nothing pinned).
+pub fn reserve_last_cpu() -> anyhow::Result<Option<CpuSplit>> {
+    let cpus = allowed_cpus()?;
+    let Some((api, harness)) = split_last(&cpus) else {
+        return Ok(None);
+    };
+    pin_process(std::process::id(), &harness)
+        .context("pinning this process to the harness's CPUs")?;
+    Ok(Some(CpuSplit { api, harness }))
+}
+
 /// Pins every thread of `pid` to `cpus`; returns how many threads were set.
 pub fn pin_process(pid: u32, cpus: &[usize]) -> anyhow::Result<usize> {
     anyhow::ensure!(!cpus.is_empty(), "no CPU to pin to");

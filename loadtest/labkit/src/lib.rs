@@ -15,6 +15,8 @@
 //!   `/ready`, locating the workspace binaries, raising `RLIMIT_NOFILE`;
 //! - [`counters`]: cumulative counters of a process (user and system CPU apart, context
 //!   switches, RSS and its peak) and of the machine, for per-order arithmetic between two readings;
+//! - [`callgrind`]: instructions a process executes (valgrind), zeroed and dumped around a window,
+//!   and the dump read back per function;
 //! - [`affinity`]: pinning a process, every thread of it, to CPUs (`taskset` for a running process);
 //! - [`envinfo`]: the machine, OS, compiler and commit a run happened on;
 //! - [`cleanup`]: the one Ctrl-C/SIGTERM handler that stops everything above before exiting 130.
@@ -23,6 +25,7 @@
 //! plain `main`s and (sparingly, at set-up time) from async code.
 
 pub mod affinity;
+pub mod callgrind;
 pub mod cgroup;
 pub mod cleanup;
 pub mod counters;

@@ -302,6 +302,29 @@ pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
     find_binary_in(name, &dirs)
 }
 
+/// [`find_binary`] of the release build only (next to this executable when it is a release
+/// build, else in the workspace's `target/release`): for figures that mean nothing in a debug
+/// build, whichever build of the lab itself runs.
+pub fn find_release_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_owned))
+        .filter(|d| d.ends_with("release"))
+    {
+        dirs.push(dir);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for target in std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([workspace.join("target")])
+    {
+        dirs.push(target.join("release"));
+    }
+    find_binary_in(name, &dirs)
+}
+
 /// [`find_binary`] over an explicit list of directories.
 pub fn find_binary_in(name: &str, dirs: &[PathBuf]) -> anyhow::Result<PathBuf> {
     let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);

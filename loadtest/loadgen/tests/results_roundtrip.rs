@@ -36,6 +36,7 @@ fn meta(profile: &Profile) -> RunMeta {
                 memory_bytes: Some(1 << 30),
                 mechanism: "cgroup v2".into(),
                 note: String::new(),
+                pinning: None,
             },
             tx_scope: "short".into(),
             request_timeout_ms: 60_000,
@@ -212,6 +213,7 @@ fn harness_bound_blames_the_harness_not_a_busy_api() {
         memory_bytes: None,
         mechanism: String::new(),
         note: String::new(),
+        pinning: None,
     };
     let second = |t: u32, api_cpu: f64, mock: f64, late: f64| SecondSample {
         t,
@@ -259,6 +261,7 @@ fn harness_bound_blames_the_machine_when_the_api_waits_for_a_cpu() {
         memory_bytes: None,
         mechanism: String::new(),
         note: String::new(),
+        pinning: None,
     };
     let second = |t: u32, api_cpu: f64, wait: f64| SecondSample {
         t,

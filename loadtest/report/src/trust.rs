@@ -110,7 +110,7 @@ fn limits(groups: &[ApiRuns<'_>]) -> Item {
             let mem = l.memory_bytes.map_or("no memory limit".to_owned(), |b| {
                 format!("{:.0} MiB", b as f64 / MIB)
             });
-            format!("{cpu}, {mem} ({})", l.mechanism)
+            format!("{cpu}, {mem} ({}); {}", l.mechanism, l.placement())
         })
         .collect();
     seen.sort();

@@ -15,6 +15,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+pub use crate::Pinning;
 use crate::{Environment, Limits, MockLatencies};
 
 /// Version of the bench schema. Bumped only for changes an old reader could misread.
@@ -55,6 +56,12 @@ pub struct BenchResults {
     /// Caveats worth printing (contention, counters that could not be read…).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// `--instructions`: how the instruction windows ran (`None` for a CPU-time bench).
+    #[serde(default)]
+    pub instruction_settings: Option<crate::cost::InstructionSettings>,
+    /// `--instructions`: one window of a fixed number of orders per API under callgrind.
+    #[serde(default)]
+    pub instructions: Vec<crate::cost::InstructionCell>,
 }
 
 /// How the bench ran.
@@ -73,14 +80,6 @@ pub struct BenchSettings {
     pub api_settings: BTreeMap<String, String>,
     /// CPU affinity: `None` when nothing was pinned.
     pub pinning: Option<Pinning>,
-}
-
-/// Which CPUs the API and the harness were pinned to (`sched_setaffinity`, every thread).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pinning {
-    pub api_cpus: Vec<usize>,
-    /// The load generator (this process), mock-deps, PostgreSQL, the latency proxy.
-    pub harness_cpus: Vec<usize>,
 }
 
 /// One API at one mock setting.
@@ -152,6 +151,11 @@ pub struct WindowCounts {
     pub latency_proxy_cpu_s: Option<f64>,
     /// Busy CPU time of the whole machine, all CPUs (`/proc/stat`), seconds.
     pub machine_busy_s: Option<f64>,
+    /// PostgreSQL's WAL, commits and buffer counters over the window (`None`: not read). Its
+    /// backends publish their counts at most once a second, so each end may miss up to a second
+    /// of them; under a steady load the two ends' shortfalls about cancel.
+    #[serde(default)]
+    pub postgres: Option<crate::cost::PgCounters>,
 }
 
 impl WindowCounts {
@@ -220,6 +224,9 @@ pub struct PerOrder {
     pub harness_cpu_us: f64,
     /// [`WindowCounts::other_cpu_s`] per order.
     pub other_cpu_us: Option<f64>,
+    /// [`WindowCounts::postgres`] per order.
+    #[serde(default)]
+    pub postgres: Option<crate::cost::PgPerOrder>,
 }
 
 impl PerOrder {
@@ -246,6 +253,7 @@ impl PerOrder {
             latency_proxy_cpu_us: w.latency_proxy_cpu_s.map(us),
             harness_cpu_us: us(w.harness_cpu_s()),
             other_cpu_us: w.other_cpu_s().map(us),
+            postgres: w.postgres.and_then(|p| p.per_order(w.orders)),
         })
     }
 }

@@ -16,6 +16,12 @@ fn window() -> WindowCounts {
         postgres_cpu_s: Some(10.0),
         latency_proxy_cpu_s: None,
         machine_busy_s: Some(38.0),
+        postgres: Some(crate::cost::PgCounters {
+            wal_records: 80_000,
+            wal_bytes: 16_000_000,
+            commits: 24_000,
+            ..Default::default()
+        }),
     }
 }
 
@@ -36,6 +42,7 @@ pub(crate) fn cell(api: &str, mocks: &str, busy: f64, rss: u64) -> BenchCell {
             memory_bytes: Some(1 << 30),
             mechanism: "cgroup v1".to_owned(),
             note: String::new(),
+            pinning: None,
         },
         per_order: PerOrder::from_window(&w),
         orders_per_s: w.orders_per_s(),
@@ -81,6 +88,11 @@ fn per_order_divides_every_counter_by_the_orders() {
     assert!((p.harness_cpu_us - 1650.0).abs() < 1e-9);
     // 38 s busy − 4 s API − 13.2 s harness = 20.8 s of other load.
     assert!((p.other_cpu_us.unwrap() - 2600.0).abs() < 1e-6);
+    let pg = p.postgres.unwrap();
+    assert_eq!(
+        (pg.wal_records, pg.wal_bytes, pg.commits),
+        (10.0, 2000.0, 3.0)
+    );
     let w = window();
     assert!((w.orders_per_s() - 400.0).abs() < 1e-9);
     assert!((w.api_cpu_share() - 0.2).abs() < 1e-9);
@@ -254,6 +266,8 @@ fn json_round_trip_and_newer_versions_are_refused() {
         memory_slopes: slopes,
         cells,
         notes: vec!["contention".to_owned()],
+        instruction_settings: None,
+        instructions: Vec::new(),
     };
     let dir = std::env::temp_dir().join(format!("bench-json-{}", std::process::id()));
     let path = dir.join("bench.json");

@@ -23,6 +23,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 pub mod bench;
+pub mod cost;
 mod db_activity;
 pub mod faults;
 pub mod inject;
@@ -234,6 +235,30 @@ pub struct Limits {
     pub mechanism: String,
     /// Human note, e.g. why limits are NOT enforced.
     pub note: String,
+    /// The CPUs the API and the harness were pinned to; `None`: not pinned (the note says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinning: Option<Pinning>,
+}
+
+impl Limits {
+    /// Where the API ran, for a report's limits line.
+    pub fn placement(&self) -> String {
+        match &self.pinning {
+            Some(p) => format!(
+                "API alone on CPU {:?}, harness on CPU {:?}",
+                p.api_cpus, p.harness_cpus
+            ),
+            None => "API not pinned: it shares the CPUs with the harness".to_owned(),
+        }
+    }
+}
+
+/// Which CPUs the API and the harness were pinned to (`sched_setaffinity`, every thread).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pinning {
+    pub api_cpus: Vec<usize>,
+    /// The load generator (the lab's process), mock-deps, PostgreSQL, NATS, the latency proxy.
+    pub harness_cpus: Vec<usize>,
 }
 
 /// Where the run happened.

@@ -221,6 +221,7 @@ mod tests {
                 memory_bytes: None,
                 mechanism: "none".to_owned(),
                 note: String::new(),
+                pinning: None,
             },
             per_order: PerOrder::from_window(&w),
             orders_per_s: w.orders_per_s(),
@@ -255,6 +256,8 @@ mod tests {
             memory_slopes: Vec::new(),
             targets: Vec::new(),
             notes: Vec::new(),
+            instruction_settings: None,
+            instructions: Vec::new(),
         }
     }
 

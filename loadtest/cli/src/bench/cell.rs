@@ -57,6 +57,41 @@ pub(super) fn common_settings(args: &BenchArgs, api: &str) -> BTreeMap<String, S
     s
 }
 
+/// [`common_settings`] and where the harness is: mock-deps, the database, the request-hash key.
+pub(super) fn api_env(args: &BenchArgs, h: &Harness, api: &str) -> BTreeMap<String, String> {
+    let mut env = common_settings(args, api);
+    env.insert("DEPS_URL".to_owned(), h.deps.url.clone());
+    env.insert("DATABASE_URL".to_owned(), h.api_database_url.clone());
+    env.insert(
+        "REQUEST_HASH_KEY".to_owned(),
+        crate::lab::LAB_REQUEST_HASH_KEY.to_owned(),
+    );
+    env
+}
+
+/// A closed loop of `clients` against `target` that sends `requests` orders in all (fresh
+/// keys, 16 sellers, no duplicates) and then ends.
+pub(super) fn closed_loop(target: &str, clients: u64, requests: u64) -> DriverConfig {
+    DriverConfig {
+        target: target.to_owned(),
+        profile: Profile {
+            name: format!("closed-{clients}"),
+            model: Model::Closed { clients, requests },
+            phases: Vec::new(),
+            duration_scale: 1.0,
+        },
+        request_timeout: REQUEST_TIMEOUT,
+        max_in_flight: clients,
+        run_id: new_run_id(),
+        sellers: 16,
+        duplicate_ratio: 0.0,
+        goose_reports: Vec::new(),
+        progress: None,
+        retry: None,
+        sharding: Default::default(),
+    }
+}
+
 pub(super) async fn run(
     args: &BenchArgs,
     h: &Harness,
@@ -66,13 +101,7 @@ pub(super) async fn run(
     let latency = mocks.latencies();
     let clients = args.clients_for(api, mocks);
     set_mock_latencies(&h.deps.url, latency).await?;
-    let mut env = common_settings(args, api);
-    env.insert("DEPS_URL".to_owned(), h.deps.url.clone());
-    env.insert("DATABASE_URL".to_owned(), h.api_database_url.clone());
-    env.insert(
-        "REQUEST_HASH_KEY".to_owned(),
-        crate::lab::LAB_REQUEST_HASH_KEY.to_owned(),
-    );
+    let env = api_env(args, h, api);
     let (name, limit, logs) = (api.to_owned(), !args.no_limits, h.logs.clone());
     let process =
         tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, limit, &logs)).await??;
@@ -97,29 +126,8 @@ pub(super) async fn run(
         postgres: h.db.pid,
         latency_proxy: h.proxy.as_ref().map(|p| p.pid()),
     };
-    let profile = Profile {
-        name: format!("closed-{clients}"),
-        model: Model::Closed {
-            clients,
-            // More than any window needs: the loop is stopped, not run out.
-            requests: clients.saturating_mul(1_000_000_000),
-        },
-        phases: Vec::new(),
-        duration_scale: 1.0,
-    };
-    let driver = DriverConfig {
-        target: process.url.clone(),
-        profile,
-        request_timeout: REQUEST_TIMEOUT,
-        max_in_flight: clients,
-        run_id: new_run_id(),
-        sellers: 16,
-        duplicate_ratio: 0.0,
-        goose_reports: Vec::new(),
-        progress: None,
-        retry: None,
-        sharding: Default::default(),
-    };
+    // More than any window needs: the loop is stopped, not run out.
+    let driver = closed_loop(&process.url, clients, clients.saturating_mul(1_000_000_000));
     let control = Arc::new(LoopControl::default());
     let looping = tokio::spawn(loadgen::driver::drive_with(
         driver,

@@ -24,6 +24,9 @@ use sqlx::Connection;
 
 pub mod baseline;
 mod cell;
+mod cost_render;
+pub mod instructions;
+pub mod pg_counters;
 pub mod probe;
 pub mod render;
 
@@ -119,6 +122,29 @@ pub struct BenchArgs {
     /// An earlier bench.json: print the change against it.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
+    /// Count instructions per order instead of CPU time: each API's release build under
+    /// valgrind (callgrind), mocks at 0 ms, a fixed number of orders (see --orders).
+    #[arg(long)]
+    pub instructions: bool,
+    /// --instructions: orders in the counted window.
+    #[arg(long, default_value_t = 1000)]
+    pub orders: u64,
+    /// --instructions: orders before the window (not counted).
+    #[arg(long, default_value_t = 200)]
+    pub warmup_orders: u64,
+    /// --instructions: closed-loop clients.
+    #[arg(long, default_value_t = 8)]
+    pub instruction_clients: u64,
+    /// --instructions: hold the figures against this baseline (docs/bench/baseline.json) and
+    /// exit 1 if instructions per order rose more than 5 % or WAL bytes per order more than 10 %.
+    #[arg(long, requires = "instructions")]
+    pub check: Option<PathBuf>,
+    /// --instructions: write the figures as a new baseline to this file (a deliberate commit).
+    #[arg(long, requires_all = ["instructions", "why"])]
+    pub save_baseline: Option<PathBuf>,
+    /// Why the new baseline (--save-baseline) is right: kept in the file.
+    #[arg(long)]
+    pub why: Option<String>,
 }
 
 impl BenchArgs {
@@ -154,6 +180,24 @@ pub async fn command(args: BenchArgs) -> Result<ExitCode> {
     let json = out.join("bench.json");
     results.save(&json)?;
     let mut md = render::markdown(&results);
+    let mut gate_ok = true;
+    if let Some(path) = &args.check {
+        let (ok, text) = instructions::check(path, &results.instructions)?;
+        gate_ok = ok;
+        md.push_str(&text);
+    }
+    if let Some(path) = &args.save_baseline {
+        let b = lab_results::cost::CostBaseline::of(
+            &results.instructions,
+            args.why.as_deref().unwrap_or_default(),
+            &results.command,
+            &results.environment.git_sha,
+            &results.started_at,
+        );
+        std::fs::write(path, serde_json::to_string_pretty(&b)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("baseline written to {}", path.display());
+    }
     if let Some(base) = &baseline {
         md.push_str(&baseline::render(
             &baseline::diff(base, &results),
@@ -168,6 +212,13 @@ pub async fn command(args: BenchArgs) -> Result<ExitCode> {
         out.join("bench.md").display()
     );
     let empty = results.cells.iter().any(|c| c.window.orders == 0);
+    if !gate_ok {
+        eprintln!(
+            "bench: instructions or WAL bytes per order rose past the baseline's tolerance (table \
+             above)"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(if empty {
         eprintln!(
             "a cell completed no order in its window: see the logs in {}",
@@ -212,32 +263,49 @@ async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
     let _ = labkit::process::raise_nofile_limit();
     let mut notes = Vec::new();
     // Pin this process first: every child started from now on inherits the harness's CPUs.
-    let pinning = if args.no_pin {
-        None
-    } else {
-        let cpus = labkit::affinity::allowed_cpus().unwrap_or_default();
-        match labkit::affinity::split_last(&cpus) {
-            Some((api_cpus, harness_cpus)) => {
-                labkit::affinity::pin_process(std::process::id(), &harness_cpus)
-                    .context("pinning the bench to the harness's CPUs")?;
-                Some(Pinning {
-                    api_cpus,
-                    harness_cpus,
-                })
-            }
-            None => {
-                notes.push(format!(
-                    "not pinned: {} CPU(s) available; the API shares its CPU with the harness",
-                    cpus.len()
-                ));
-                None
-            }
+    let pinning = match crate::services::place_harness(!args.no_pin)? {
+        Ok(p) => Some(p),
+        Err(why) => {
+            notes.push(why);
+            None
         }
     };
     let logs = out.join("logs");
-    let harness = start_harness(args, &logs, pinning.as_ref(), &mut notes).await?;
+    let pg_settings = if args.instructions {
+        instructions::PG_SETTINGS
+    } else {
+        &[]
+    };
+    let harness = start_harness(args, &logs, pinning.as_ref(), pg_settings, &mut notes).await?;
     let mut cells = Vec::new();
-    for api in &apis {
+    let mut counted = Vec::new();
+    let instruction_settings = if args.instructions {
+        let valgrind = instructions::valgrind_version()?;
+        for api in &apis {
+            eprintln!(
+                "bench: {api} under callgrind, {} clients: {} orders of warm-up, {} counted",
+                args.instruction_clients, args.warmup_orders, args.orders
+            );
+            let c = instructions::run(args, &harness, api)
+                .await
+                .with_context(|| format!("{api} under callgrind"))?;
+            eprintln!(
+                "  {api}: {:.0} instructions per order ({} orders, {:.1} s under valgrind)",
+                c.instructions_per_order, c.orders, c.window_s
+            );
+            counted.push(c);
+        }
+        Some(lab_results::cost::InstructionSettings {
+            warmup_orders: args.warmup_orders,
+            orders: args.orders,
+            clients: args.instruction_clients,
+            valgrind: format!("{valgrind}, callgrind"),
+            hardware_counters: instructions::hardware_counters(),
+        })
+    } else {
+        None
+    };
+    for api in apis.iter().filter(|_| !args.instructions) {
         for &mocks in &args.mocks {
             eprintln!(
                 "bench: {api}, mocks {}, {} clients: {} s warm-up, {} s measured",
@@ -284,6 +352,8 @@ async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
         memory_slopes: slopes,
         targets,
         notes,
+        instruction_settings,
+        instructions: counted,
     })
 }
 
@@ -291,11 +361,14 @@ async fn start_harness(
     args: &BenchArgs,
     logs: &Path,
     pinning: Option<&Pinning>,
+    pg_settings: &'static [(&'static str, &'static str)],
     notes: &mut Vec<String>,
 ) -> Result<Harness> {
     let (url, durability) = (args.database_url.clone(), args.db_durability);
-    let db = tokio::task::spawn_blocking(move || Database::open_with(url.as_deref(), durability))
-        .await??;
+    let db = tokio::task::spawn_blocking(move || {
+        Database::open_with_settings(url.as_deref(), durability, pg_settings)
+    })
+    .await??;
     if let (Some(pid), Some(p)) = (db.pid, pinning) {
         // Started by this (pinned) process, but pg_ctl may have daemonised it: pin it all.
         let _ = labkit::affinity::pin_tree(pid, &p.harness_cpus);

@@ -4,7 +4,8 @@
 //! context switches and CPU wait; the CPU of each harness part (this process = the generator,
 //! mock-deps, PostgreSQL's tree, the latency proxy); the machine's busy time; the orders in the
 //! database; the requests mock-deps received. [`Snapshot::delta`] turns two of them into the
-//! window's [`WindowCounts`]. SQL statements come from pg_stat_statements, reset at the window's
+//! window's [`WindowCounts`]. PostgreSQL's WAL, commits and buffers come from its own counters
+//! ([`super::pg_counters`]). SQL statements come from pg_stat_statements, reset at the window's
 //! start ([`reset_statements`]) and read at its end ([`read_statements`]). [`sample_memory`]
 //! reads the API's RSS, threads and busy gauge twice a second through the window.
 
@@ -43,6 +44,7 @@ pub struct Snapshot {
     pub machine_busy_s: Option<f64>,
     pub orders: u64,
     pub http_calls: Option<u64>,
+    pub postgres: Option<lab_results::cost::PgCounters>,
 }
 
 impl Snapshot {
@@ -54,6 +56,7 @@ impl Snapshot {
         deps_url: &str,
     ) -> Result<Snapshot> {
         let orders = count_orders(conn).await?;
+        let postgres = super::pg_counters::read(conn).await.ok();
         let http_calls = mock_requests(deps_url).await.ok();
         let read = tokio::task::spawn_blocking(move || {
             let cpu = |t: Target| procstat::read(t).ok().map(|s| s.cpu_seconds);
@@ -85,6 +88,7 @@ impl Snapshot {
             machine_busy_s: machine,
             orders,
             http_calls,
+            postgres,
         })
     }
 
@@ -115,11 +119,13 @@ impl Snapshot {
             postgres_cpu_s: d(self.postgres_cpu_s, end.postgres_cpu_s),
             latency_proxy_cpu_s: d(self.latency_proxy_cpu_s, end.latency_proxy_cpu_s),
             machine_busy_s: d(self.machine_busy_s, end.machine_busy_s),
+            postgres: self.postgres.zip(end.postgres).map(|(a, b)| a.delta(&b)),
         }
     }
 }
 
-async fn count_orders(conn: &mut sqlx::PgConnection) -> Result<u64> {
+/// Orders in the database now.
+pub async fn count_orders(conn: &mut sqlx::PgConnection) -> Result<u64> {
     let sql = format!("SELECT {TAG} count(*) FROM orders");
     let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .fetch_one(conn)
@@ -325,6 +331,7 @@ mod tests {
             machine_busy_s: Some(cpu * 6.0),
             orders,
             http_calls: Some(orders * 3),
+            postgres: None,
         };
         let w = snap(5, 1.0, 100).delta(&snap(25, 3.0, 1100));
         assert_eq!(w.seconds, 20.0);

@@ -93,24 +93,45 @@ pub fn markdown(r: &BenchResults) -> String {
             )
         },
     );
-    let _ = writeln!(
-        s,
-        "Each API alone: limits {limits}, {pin}. Closed loop, {} s warm-up then {} s measured per \
-         cell; PostgreSQL durability {}{}; admission control off (the loop bounds the load).\n",
-        st.warmup_s,
-        st.seconds,
-        st.db_durability,
-        if st.db_rtt_ms > 0.0 {
-            format!(", {} ms RTT to it (latency-proxy)", st.db_rtt_ms)
-        } else {
-            String::new()
-        }
-    );
-    per_order(&mut s, r);
-    conditions(&mut s, r);
-    memory(&mut s, r);
-    targets(&mut s, r);
-    statements(&mut s, r);
+    if r.cells.is_empty() {
+        let _ = writeln!(
+            s,
+            "Each API alone: {pin}; PostgreSQL durability {}.\n",
+            st.db_durability
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "Each API alone: limits {limits}, {pin}. Closed loop, {} s warm-up then {} s measured per \
+             cell; PostgreSQL durability {}{}; admission control off (the loop bounds the load).\n",
+            st.warmup_s,
+            st.seconds,
+            st.db_durability,
+            if st.db_rtt_ms > 0.0 {
+                format!(", {} ms RTT to it (latency-proxy)", st.db_rtt_ms)
+            } else {
+                String::new()
+            }
+        );
+    }
+    super::cost_render::instructions(&mut s, r);
+    if !r.cells.is_empty() {
+        per_order(&mut s, r);
+        super::cost_render::postgres(
+            &mut s,
+            "over each CPU-time window",
+            r.cells.iter().map(|c| {
+                (
+                    format!("{} mocks {}", c.api, c.mocks),
+                    c.per_order.as_ref().and_then(|p| p.postgres),
+                )
+            }),
+        );
+        conditions(&mut s, r);
+        memory(&mut s, r);
+        targets(&mut s, r);
+        statements(&mut s, r);
+    }
     if !r.notes.is_empty() {
         let _ = writeln!(s, "## Notes\n");
         for n in &r.notes {

@@ -94,6 +94,10 @@ pub struct EventsLab {
 
 impl EventsLab {
     pub async fn start(database_url: Option<String>, logs: &Path, limits: bool) -> Result<Self> {
+        // The API alone on its CPU, NATS and the rest on the others (as in `loadtest lab`).
+        if let Err(why) = crate::services::place_harness(true)? {
+            eprintln!("events: {why}");
+        }
         let logs_owned = logs.to_owned();
         let (db, mock, nats) = tokio::task::spawn_blocking(move || -> Result<_> {
             let db = Database::open(database_url.as_deref())?;

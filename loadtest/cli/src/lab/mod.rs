@@ -5,6 +5,11 @@
 //! its cgroup with the same settings as the other, empty the tables and the payment ledger, warm up
 //! (excluded), empty them again, measure, check the invariants, stop it. With `--targets` the APIs
 //! are already running (docker compose) and only the load, the truncation and the checks happen.
+//!
+//! With two CPUs or more the API runs alone on the last one and everything else (PostgreSQL,
+//! mock-deps, the generator, the latency proxy) on the others, as in `loadtest bench`
+//! (`services::place_harness`; recorded in each run's limits): otherwise the API and PostgreSQL
+//! share both cores and a harness-bound flag cannot tell the harness from the API.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,6 +73,10 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     if targets.is_empty() {
         let apis = args.apis.clone();
         tokio::task::spawn_blocking(move || crate::services::build_services(&apis)).await??;
+        // Before any harness process starts: each inherits the harness's CPUs.
+        if let Err(why) = crate::services::place_harness(!args.no_pin)? {
+            eprintln!("lab: {why}");
+        }
     }
     // Thousands of connections can be open at once; children inherit the raised limit.
     args.load.max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
