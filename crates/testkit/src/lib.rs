@@ -10,11 +10,13 @@
 
 mod app;
 mod database;
+mod money;
 mod orders;
 mod stub_gateway;
 
 pub use app::{Api, TestApp, build, start_nats};
 pub use database::{TestDatabase, admin_url};
+pub use money::{assert_money_balances, fast_recovery};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
 pub use stub_gateway::StubGateway;
 

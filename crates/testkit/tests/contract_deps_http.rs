@@ -45,14 +45,7 @@ async fn with_h2c_every_dependency_call_is_http2(api: Api) {
 async fn a_seller_id_with_url_characters_is_encoded_in_gateway_paths(api: Api) {
     let mut mocks = MockConfig::instant();
     mocks.payment.charged_error_rate = 1.0;
-    let app = TestApp::spawn_with(api, mocks, |s| {
-        // A lease of 2.5 s (the floor for these timeouts) and a recovery pass every 200 ms.
-        s.deps_timeout_ms = 1000;
-        s.db_pool_timeout_ms = 500;
-        s.lease_ms = 2500;
-        s.reconcile_interval_ms = 200;
-    })
-    .await;
+    let app = TestApp::spawn_with(api, mocks, testkit::fast_recovery).await;
     let response = app
         .post_order("sk_shop/1?a%2f", &valid_order("url-1"))
         .await;

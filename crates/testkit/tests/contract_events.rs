@@ -24,10 +24,7 @@ contract_tests!(
 /// A short lease and a fast recovery loop, and NATS calls bounded by 500 ms (so a prepared
 /// transaction is in doubt after 2 × 0.5 + 1 = 2 s).
 fn fast(s: &mut CommonSettings) {
-    s.deps_timeout_ms = 1000;
-    s.db_pool_timeout_ms = 500;
-    s.lease_ms = 2500;
-    s.reconcile_interval_ms = 200;
+    testkit::fast_recovery(s);
     s.events.nats_timeout_ms = 500;
     s.events.outbox_poll_ms = 20;
 }

@@ -25,10 +25,7 @@ contract_tests!(
 const BROKER_RTT: Duration = Duration::from_millis(1500);
 
 fn slow_broker(s: &mut CommonSettings) {
-    s.deps_timeout_ms = 1000;
-    s.db_pool_timeout_ms = 500;
-    s.lease_ms = 2500;
-    s.reconcile_interval_ms = 200;
+    testkit::fast_recovery(s);
     s.db_statement_timeout_ms = 500;
     s.events.nats_timeout_ms = 5000;
     s.events.outbox_poll_ms = 20;

@@ -4,9 +4,11 @@
 //! the test.
 
 use mock_deps::MockConfig;
-use order_core::settings::CommonSettings;
 use sqlx::Connection;
-use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
+use testkit::{
+    Api, TOKEN, TestApp, assert_money_balances, contract_tests, eventually, fast_recovery,
+    valid_order,
+};
 
 contract_tests!(
     database_refusing_after_the_charge_is_recovered_into_one_order,
@@ -15,14 +17,6 @@ contract_tests!(
     an_uncharged_key_is_voided_at_the_gateway_and_released,
     an_order_that_cannot_be_made_has_its_charge_voided,
 );
-
-/// A lease of 2.5 s (the floor for these timeouts) and a recovery pass every 200 ms.
-fn fast_recovery(s: &mut CommonSettings) {
-    s.deps_timeout_ms = 1000;
-    s.db_pool_timeout_ms = 500;
-    s.lease_ms = 2500;
-    s.reconcile_interval_ms = 200;
-}
 
 /// The key's state and stored status.
 async fn key_state(app: &TestApp) -> (String, Option<i32>) {
@@ -34,27 +28,6 @@ async fn key_state(app: &TestApp) -> (String, Option<i32>) {
 
 async fn settled(app: &TestApp) -> bool {
     key_state(app).await.0 == "COMPLETED"
-}
-
-/// Every order's charge is live in the ledger under the order's payment key, with its amount,
-/// and every live charge has its order.
-async fn assert_money_balances(app: &TestApp) {
-    let ledger = app.deps.ledger_with_detail();
-    assert_eq!(ledger.keys_charged_more_than_once, 0);
-    let live: Vec<(String, i64)> = ledger
-        .charges_by_key
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(_, c)| c.charges > 0 && !c.voided)
-        .map(|(key, c)| (key, c.amount))
-        .collect();
-    let mut orders: Vec<(String, i64)> =
-        sqlx::query_as("SELECT payment_key, amount FROM orders ORDER BY payment_key")
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
-    orders.sort();
-    assert_eq!(orders, live, "orders (payment key, amount) = live charges");
 }
 
 async fn database_refusing_after_the_charge_is_recovered_into_one_order(api: Api) {

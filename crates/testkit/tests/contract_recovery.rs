@@ -11,7 +11,10 @@ use order_core::contract::CreateOrderRequest;
 use order_core::order::PendingOrder;
 use order_core::request_hash::RequestHashKey;
 use order_core::settings::CommonSettings;
-use testkit::{Api, StubGateway, TOKEN, TestApp, contract_tests, eventually, valid_order};
+use testkit::{
+    Api, StubGateway, TOKEN, TestApp, assert_money_balances, contract_tests, eventually,
+    fast_recovery, valid_order,
+};
 
 contract_tests!(
     transient_database_errors_during_recovery_never_void_a_charge,
@@ -22,14 +25,6 @@ contract_tests!(
     a_restored_database_never_replays_an_old_charge,
     an_expired_card_retry_of_a_charging_key_is_in_progress_not_refused,
 );
-
-/// A lease of 2.5 s and a recovery pass every 200 ms.
-fn fast_recovery(s: &mut CommonSettings) {
-    s.deps_timeout_ms = 1000;
-    s.db_pool_timeout_ms = 500;
-    s.lease_ms = 2500;
-    s.reconcile_interval_ms = 200;
-}
 
 async fn key_state(app: &TestApp, reference_id: &str) -> (String, Option<i32>) {
     sqlx::query_as("SELECT state, response_status FROM idempotency_keys WHERE reference_id = $1")
@@ -42,26 +37,6 @@ async fn key_state(app: &TestApp, reference_id: &str) -> (String, Option<i32>) {
 async fn action_count(app: &TestApp, action: &str) -> f64 {
     let name = format!(r#"recovery_actions_total{{action="{action}"}}"#);
     app.metric(&name).await.unwrap_or(0.0)
-}
-
-/// Every order's charge is live in mock-deps' ledger, and every live charge has its order.
-async fn assert_money_balances(app: &TestApp) {
-    let ledger = app.deps.ledger_with_detail();
-    assert_eq!(ledger.keys_charged_more_than_once, 0);
-    let mut live: Vec<(String, i64)> = ledger
-        .charges_by_key
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(_, c)| c.charges > 0 && !c.voided)
-        .map(|(key, c)| (key, c.amount))
-        .collect();
-    live.sort();
-    let orders: Vec<(String, i64)> =
-        sqlx::query_as("SELECT payment_key, amount FROM orders ORDER BY payment_key")
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
-    assert_eq!(orders, live, "orders (payment key, amount) = live charges");
 }
 
 /// Writes a key left in `CHARGING` (lease expired) with the pending order of `valid_order`.
