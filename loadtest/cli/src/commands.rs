@@ -245,16 +245,8 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         Some(&metrics_url),
     )
     .await;
-    // The target's LEASE_MS and RECONCILE_INTERVAL_MS are not known here: the APIs' defaults.
-    let settle = crate::money::settle_bound(30_000, 5000);
-    let (money, checks) = crate::money::count(
-        args.database_url.as_deref(),
-        args.deps_url.as_deref(),
-        settle,
-    )
-    .await;
-    results.money = money;
-    results.invariants.extend(checks);
+    let (database_url, deps_url) = (args.database_url.as_deref(), args.deps_url.as_deref());
+    crate::money::count_into(&mut results, database_url, deps_url).await;
     results.after_give_up =
         Some(orders_after_give_up(args.database_url.as_deref(), &gave_up).await);
     Ok(results)

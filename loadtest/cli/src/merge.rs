@@ -47,15 +47,8 @@ pub async fn command(args: MergeArgs) -> Result<ExitCode> {
     run.invariants.extend(db);
     run.invariants
         .push(crate::invariants::ledger(args.deps_url.as_deref()).await);
-    let settle = crate::money::settle_bound(30_000, 5000);
-    let (money, checks) = crate::money::count(
-        args.database_url.as_deref(),
-        args.deps_url.as_deref(),
-        settle,
-    )
-    .await;
-    run.money = money;
-    run.invariants.extend(checks);
+    let (database_url, deps_url) = (args.database_url.as_deref(), args.deps_url.as_deref());
+    crate::money::count_into(&mut run, database_url, deps_url).await;
     let path = results_path(&args.out);
     run.save(&path)?;
     let (paths, summary) = lab_report::write_report(std::slice::from_ref(&run), &args.out)?;

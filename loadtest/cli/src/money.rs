@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use sqlx::Connection;
 
-use lab_results::{InvariantCheck, MoneyRecord};
+use lab_results::{InvariantCheck, MoneyRecord, RunResults};
 use mock_deps::admin::{KeyCharges, Ledger};
 
 /// Offending keys listed per kind in [`MoneyRecord::examples`].
@@ -220,6 +220,21 @@ async fn gather(database_url: &str, deps_url: &str, settle: Duration) -> Result<
     m.charging_left = charging;
     m.settle_wait_s = settle_wait_s;
     Ok(m)
+}
+
+/// The APIs' default `LEASE_MS` and `RECONCILE_INTERVAL_MS` (order-core's settings), for a run
+/// whose target's own are not known here.
+const DEFAULT_LEASE_MS: u64 = 30_000;
+const DEFAULT_RECONCILE_INTERVAL_MS: u64 = 5000;
+
+/// [`count`] for a run against a target whose `LEASE_MS` and `RECONCILE_INTERVAL_MS` are not
+/// known here (`loadtest run`, `loadtest merge`): waits as long as the APIs' defaults need, and
+/// records the money and its checks on the run.
+pub async fn count_into(run: &mut RunResults, database_url: Option<&str>, deps_url: Option<&str>) {
+    let settle = settle_bound(DEFAULT_LEASE_MS, DEFAULT_RECONCILE_INTERVAL_MS);
+    let (money, checks) = count(database_url, deps_url, settle).await;
+    run.money = money;
+    run.invariants.extend(checks);
 }
 
 /// The longest the lab waits for `CHARGING` keys: one lease (an attempt's own time) plus two

@@ -92,6 +92,21 @@ pub(super) fn closed_loop(target: &str, clients: u64, requests: u64) -> DriverCo
     }
 }
 
+/// Readies a just-started API for a measured window: pins it where the bench pins, empties the
+/// tables its migrations made, resets mock-deps and checkpoints PostgreSQL.
+pub(super) async fn prepare_window(h: &Harness, api: &str, pid: u32) -> Result<()> {
+    if let Some(cpus) = &h.api_cpus {
+        labkit::affinity::pin_process(pid, cpus)
+            .with_context(|| format!("pinning {api} to CPU {cpus:?}"))?;
+    }
+    crate::invariants::truncate(&h.db.url).await?;
+    reset_mock(&h.deps.url).await?;
+    let mut conn = h.conn.lock().await;
+    // Needs superuser; the lab's own cluster grants it, an external one may not.
+    let _ = sqlx::query("CHECKPOINT").execute(&mut *conn).await;
+    Ok(())
+}
+
 pub(super) async fn run(
     args: &BenchArgs,
     h: &Harness,
@@ -105,18 +120,7 @@ pub(super) async fn run(
     let (name, limit, logs) = (api.to_owned(), !args.no_limits, h.logs.clone());
     let process =
         tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, limit, &logs)).await??;
-    if let Some(cpus) = &h.api_cpus {
-        labkit::affinity::pin_process(process.pid, cpus)
-            .with_context(|| format!("pinning {api} to CPU {cpus:?}"))?;
-    }
-    // The API made the tables at start (its migrations): now they can be emptied.
-    crate::invariants::truncate(&h.db.url).await?;
-    reset_mock(&h.deps.url).await?;
-    {
-        let mut conn = h.conn.lock().await;
-        // Needs superuser; the lab's own cluster grants it, an external one may not.
-        let _ = sqlx::query("CHECKPOINT").execute(&mut *conn).await;
-    }
+    prepare_window(h, api, process.pid).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle = labkit::counters::read_process(process.pid)?;
 

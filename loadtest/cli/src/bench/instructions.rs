@@ -37,7 +37,7 @@ use lab_results::cost::{CostShare, FrameCost, InstructionCell, group_of};
 use loadgen::driver::LoopControl;
 
 use super::{BenchArgs, Harness, Mocks, cell, pg_counters, probe};
-use crate::run::{reset_mock, set_mock_latencies};
+use crate::run::set_mock_latencies;
 use crate::services::ApiProcess;
 
 /// PostgreSQL settings of an instruction run, on top of the bench's: nothing that follows the
@@ -96,16 +96,7 @@ pub(super) async fn run(args: &BenchArgs, h: &Harness, api: &str) -> Result<Inst
         ApiProcess::start_under_callgrind(&name, &env, &logs, &out)
     })
     .await??;
-    if let Some(cpus) = &h.api_cpus {
-        labkit::affinity::pin_process(process.pid, cpus)
-            .with_context(|| format!("pinning {api} to CPU {cpus:?}"))?;
-    }
-    crate::invariants::truncate(&h.db.url).await?;
-    reset_mock(&h.deps.url).await?;
-    {
-        let mut conn = h.conn.lock().await;
-        let _ = sqlx::query("CHECKPOINT").execute(&mut *conn).await;
-    }
+    cell::prepare_window(h, api, process.pid).await?;
     let clients = args.instruction_clients.max(1);
     closed_loop(&process.url, clients, args.warmup_orders, "warm-up").await?;
     // Every backend has published the warm-up's counters after this.
