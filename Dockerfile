@@ -30,8 +30,11 @@ RUN apt-get update \
     && printf '%s\n' '#!/bin/sh' \
         '# Open files: the soft limit up to the hard one the engine grants.' \
         'ulimit -n "$(ulimit -Hn)" 2>/dev/null || true' 'exec "$@"' > /usr/local/bin/raise-nofile \
-    && chmod 755 /usr/local/bin/raise-nofile
+    && chmod 755 /usr/local/bin/raise-nofile \
+    && mkdir /app && chown lab:lab /app
 COPY --from=builder /out/blocking-api /out/reactive-api /out/mock-deps /out/loadtest /usr/local/bin/
+# Made above, not by WORKDIR: podman 4.3's `kube play` refuses a working directory that is not in
+# the image's layers (it makes none), and WORKDIR alone leaves /app out of them under buildah.
 WORKDIR /app
 # Migrations are embedded in the API binaries (sqlx::migrate!), nothing else to copy.
 USER lab

@@ -41,9 +41,15 @@ if ! has nats:2.10-alpine; then
     podman build -q -f "$here/nats.Containerfile" -t docker.io/library/nats:2.10-alpine "$here" >/dev/null
 fi
 
-if ! has postgres:15; then
+# Rebuilt when its Containerfile or entrypoint changed since (a label holds their hash): a kept
+# image would otherwise run an old entrypoint. Only the COPY layer is rebuilt then.
+pg_hash=$(cat "$here/postgres.Containerfile" "$here/postgres-entrypoint.sh" | sha256sum | cut -c1-16)
+pg_label=$(podman image inspect docker.io/library/postgres:15 \
+    --format '{{index .Labels "order-lab.standin"}}' 2>/dev/null || true)
+if ! has postgres:15 || [ "$pg_label" != "$pg_hash" ]; then
     echo "stand-in postgres:15: Debian's postgresql-15"
-    podman build -q -f "$here/postgres.Containerfile" -t docker.io/library/postgres:15 "$here" >/dev/null
+    podman build -q --label "order-lab.standin=$pg_hash" -f "$here/postgres.Containerfile" \
+        -t docker.io/library/postgres:15 "$here" >/dev/null
 fi
 
 if ! has rust:1.95-bookworm; then

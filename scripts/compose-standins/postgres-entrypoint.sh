@@ -2,8 +2,10 @@
 # The part of the upstream postgres image's entrypoint that docker-compose.yml uses: on first start,
 # a cluster in $PGDATA whose superuser is $POSTGRES_USER (password $POSTGRES_PASSWORD, SCRAM over
 # TCP from anywhere, trust on the local socket) and a database $POSTGRES_DB; then the server, with
-# any `-c name=value` arguments given after `postgres`.
+# any `-c name=value` arguments given after `postgres`, or alone (as Kubernetes' `args` give them,
+# with the upstream entrypoint's rule: a first argument that starts with '-' means postgres).
 set -eu
+case "${1:-}" in -*) set -- postgres "$@" ;; esac
 if [ "${1:-}" = postgres ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
     user=${POSTGRES_USER:-postgres}
     db=${POSTGRES_DB:-$user}
