@@ -158,6 +158,12 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
         .await
         .ok()?;
     let m = parse_prometheus(&text);
+    // The throttling counters only mean something where the API read its cgroup's cpu.stat.
+    let cgroup = |name: &str| {
+        (m.get("cgroup_cpu_stat_readable") == Some(&1.0))
+            .then(|| m.get(name).copied())
+            .flatten()
+    };
     Some(ApiMetrics {
         db_pool_in_use: m.get("db_pool_connections_in_use").copied(),
         db_pool_waiting: m.get("db_pool_waiting").copied(),
@@ -167,6 +173,8 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
         in_flight: m.get("http_requests_in_flight").copied(),
         db_tx_seconds_sum: m.get("db_transaction_duration_seconds_sum").copied(),
         db_tx_count: m.get("db_transaction_duration_seconds_count").copied(),
+        cgroup_throttled_periods: cgroup("cgroup_cpu_nr_throttled"),
+        cgroup_throttled_seconds: cgroup("cgroup_cpu_throttled_seconds"),
     })
 }
 

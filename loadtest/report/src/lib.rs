@@ -68,6 +68,7 @@ pub mod svg;
 
 pub use html::CSS;
 mod tables;
+mod throttling;
 mod trust;
 mod verdict;
 

@@ -4,7 +4,8 @@
 use lab_results::{RunResults, Summary};
 
 use super::drain::{answering_s, drain, open_at_plateau_end};
-use super::model::{ApiRuns, Spread, Unit, fmt, schedule_s};
+use super::model::{ApiRuns, Spread, Unit, fmt, plateau_seconds, schedule_s};
+use super::throttling::throttled;
 
 /// Which span of the run a summary covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +57,15 @@ fn f(name: &str, unit: Unit, get: impl Fn(&Summary) -> Option<f64> + 'static) ->
 /// A row read from the whole run (the per-second series), for the spans it applies to.
 fn run_row(name: &str, unit: Unit, get: fn(&RunResults, Span) -> Option<f64>) -> Def {
     (name.to_owned(), unit, Box::new(get))
+}
+
+/// The API's cgroup CPU throttling over the span (see [`throttled`]).
+fn throttled_over(run: &RunResults, span: Span) -> Option<(f64, f64)> {
+    let window = match span {
+        Span::Whole => None,
+        Span::Plateau => Some(plateau_seconds(run)?),
+    };
+    throttled(&run.seconds, window)
 }
 
 /// A rate row, per second of the span's schedule (see [`rates`]).
@@ -202,6 +212,16 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
         f("peak open files", Unit::Count, |s| {
             s.peak_fds.map(|t| t as f64)
         }),
+        run_row(
+            "CPU throttled periods (cgroup CFS)",
+            Unit::Count,
+            |r, span| throttled_over(r, span).map(|t| t.0),
+        ),
+        run_row(
+            "CPU throttled time (cgroup CFS)",
+            Unit::Decimal("s"),
+            |r, span| throttled_over(r, span).map(|t| t.1),
+        ),
     ];
     let generator = vec![
         f("generator lateness p99", Unit::Millis, |s| {

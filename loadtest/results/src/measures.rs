@@ -106,6 +106,13 @@ pub struct ApiMetrics {
     /// `db_transaction_duration_seconds_count`, all kinds (cumulative).
     #[serde(default)]
     pub db_tx_count: Option<f64>,
+    /// `cgroup_cpu_nr_throttled` (cumulative): CFS periods in which the API's cgroup hit its CPU
+    /// quota. `None` where the API could not read its cgroup's `cpu.stat`.
+    #[serde(default)]
+    pub cgroup_throttled_periods: Option<f64>,
+    /// `cgroup_cpu_throttled_seconds` (cumulative): time the API's threads were held back by it.
+    #[serde(default)]
+    pub cgroup_throttled_seconds: Option<f64>,
 }
 
 /// CPU of the harness over one second, % of one core.
