@@ -1,5 +1,5 @@
 //! The documentation kept true: README.md stays short enough to read in five minutes, every
-//! relative link in README.md and docs/ leads to a file that exists (a `#anchor`, to a heading of
+//! relative link in README.md, loadtest/README.md and docs/ leads to a file that exists (a `#anchor`, to a heading of
 //! that file under GitHub's slug), and the README's crate table names exactly the workspace's
 //! members, each with its path.
 //!
@@ -33,7 +33,7 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// README.md and every `.md` file under docs/, at any depth.
+/// README.md, the lab's loadtest/README.md and every `.md` file under docs/, at any depth.
 fn markdown_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -46,7 +46,7 @@ fn markdown_files() -> Vec<PathBuf> {
             }
         }
     }
-    let mut files = vec![root().join("README.md")];
+    let mut files = vec![root().join("README.md"), root().join("loadtest/README.md")];
     walk(&root().join("docs"), &mut files);
     files.sort();
     files
@@ -208,7 +208,7 @@ fn the_readme_reads_in_five_minutes() {
 }
 
 #[test]
-fn every_relative_link_in_readme_and_docs_resolves() {
+fn every_relative_link_in_the_readmes_and_docs_resolves() {
     let files = markdown_files();
     assert!(files.len() > 1, "docs/ holds markdown files");
     let broken: Vec<String> = files.iter().flat_map(|f| broken_links(f)).collect();
