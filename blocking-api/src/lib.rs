@@ -1,4 +1,5 @@
-//! blocking-api: the order API as thread-per-request.
+//! blocking-api: the order API as thread-per-request — one of the lab's two products under test,
+//! beside `reactive-api`; the load lab under `loadtest/` measures it, nothing of the lab is in it.
 //!
 //! actix-web accepts connections on `HTTP_WORKERS` event loops, then hands each order request,
 //! whole, to a bounded pool of `BLOCKING_THREADS` threads (`web::block`), where it runs as plain
@@ -7,10 +8,13 @@
 //! servlet container with 200 threads, whose ceiling Little's law predicts:
 //! `BLOCKING_THREADS ÷ request latency` requests per second.
 //!
-//! The contract, validation, SQL and metrics come from `order-core`; only [`service`], [`db`],
-//! [`clients`], the [`recovery`] loop and the order event ([`events`], over the blocking facade
-//! [`broker`]) are this crate's own, written to read step for step like
-//! reactive-api's.
+//! The contract, validation, SQL and metrics come from `order-core`. This crate's own modules are
+//! twins of reactive-api's files of the same names, each written to read step for step like its
+//! twin and differing by the execution model, the database driver (diesel here, sqlx there), or
+//! both: [`service`], [`clients`], [`db`], [`connections`], [`batch`], [`events`], [`outbox`],
+//! [`recovery`], [`routes`], [`startup`], [`state`]. Two have no twin: the thread pools
+//! ([`pool`]) and the blocking facade over the NATS client ([`broker`]). The README's table of
+//! twin files says what differs in each.
 
 pub mod batch;
 pub mod broker;

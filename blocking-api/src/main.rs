@@ -1,3 +1,5 @@
+//! `blocking-api` binary: start tracing, parse settings, build and run. See the library for the rest.
+
 use blocking_api::{Application, Settings};
 use clap::Parser;
 

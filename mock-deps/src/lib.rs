@@ -3,7 +3,8 @@
 //! The lab compares a blocking and an async implementation of the same order API. Both call three
 //! remote dependencies on every `POST /orders`: a seller token check, a risk analysis and a payment
 //! gateway, each with a fixed delay (200 ms, 1000 ms, 1000 ms in the original experiment). This
-//! crate plays those dependencies.
+//! crate plays those dependencies, for the lab (`loadtest/`), the contract suite and anyone running
+//! the APIs by hand: it sits beside the two APIs, outside the lab's crates.
 //!
 //! In the experiment being reproduced, the mock server (a heavy JVM tool) died under load before
 //! the apps did. So this mock is built to be the last thing standing: delays are tokio timers (a

@@ -1,11 +1,16 @@
-//! reactive-api: the order API on async actix-web handlers, tokio, reqwest and sqlx.
+//! reactive-api: the order API on async actix-web handlers, tokio, reqwest and sqlx — one of the
+//! lab's two products under test, beside `blocking-api`; the load lab under `loadtest/` measures
+//! it, nothing of the lab is in it.
 //!
 //! Every request is a future on one of `HTTP_WORKERS` event loops: while it waits for a
 //! dependency or a database connection it costs a few kilobytes of state and no thread. Its
 //! ceiling is therefore CPU, memory and the database pool, not a thread count — which is what the
 //! lab measures against `blocking-api`. The contract, validation, SQL and metrics come from
-//! `order-core`; only [`service`], [`db`], [`clients`], the [`recovery`] loop and the order
-//! event ([`events`]) are this crate's own, and they are written to read step for step like blocking-api's.
+//! `order-core`. This crate's own modules are twins of blocking-api's files of the same names,
+//! each written to read step for step like its twin and differing by the execution model, the
+//! database driver (sqlx on deadpool here, diesel on r2d2 there), or both: [`service`],
+//! [`clients`], [`db`], [`connections`], [`batch`], [`events`], [`outbox`], [`recovery`],
+//! [`routes`], [`startup`], [`state`]. The README's table of twin files says what differs in each.
 //!
 //! `clippy.toml` forbids blocking calls (`reqwest::blocking`, `std::thread::sleep`, `web::block`…)
 //! so the async model cannot quietly borrow the blocking one's tricks.

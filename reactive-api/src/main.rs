@@ -1,3 +1,5 @@
+//! `reactive-api` binary: start tracing, parse settings, build and run. See the library for the rest.
+
 use clap::Parser;
 use reactive_api::{Application, Settings};
 

@@ -1,7 +1,8 @@
 //! The broker of the order events: NATS with JetStream, written once for both APIs and the lab.
 //!
-//! Why a crate of its own: both APIs publish the `order.created` event (issue 10, the
-//! two-phase / after-commit / outbox experiment) and the lab counts what reached the stream;
+//! Part of the product (`crates/`), used by the lab only to count. Why a crate of its own: both
+//! APIs publish the `order.created` event (the two-phase / after-commit / outbox experiment,
+//! `docs/design.md`) and the lab counts what reached the stream;
 //! none of them should carry a NATS client of its own, and `order-core` (the APIs' shared
 //! contract) should not pull in a broker client for everyone who only needs the contract.
 //!

@@ -9,8 +9,11 @@
 //! route table and server both use ([`http`], [`server`]), the Prometheus metrics with identical
 //! names ([`metrics`]), the order event and its modes ([`events`]; two-phase's need of prepared transactions, [`prepared`]) and the migrations, applied by one migrator ([`migrate`]).
 //!
-//! Only `service`, `db` and `clients` are written twice — as plain functions on a blocking pool in
-//! `blocking-api`, as `async fn`s in `reactive-api`.
+//! Part of the product (`crates/`), not of the lab. What is written twice is each API's twin
+//! files (`service`, `clients`, `db`, `connections`, `batch`, `events`, `outbox`, `recovery`,
+//! `routes`, `startup`, `state`) — as plain functions on threads in `blocking-api`, as `async fn`s
+//! in `reactive-api`, with diesel in one and sqlx in the other; the README's table of twin files
+//! says what differs in each.
 
 pub mod admission;
 pub mod batch;

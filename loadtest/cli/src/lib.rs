@@ -1,5 +1,8 @@
 //! # loadtest — the load lab's binary: CLI, orchestration, scenarios
 //!
+//! `loadtest/cli`, the top of the lab: `loadtest/` holds the whole lab (this crate and the ones it
+//! is built from), `crates/` only what the product shares, none of the lab.
+//!
 //! The lab's product is a comparison a reader can trust between the thread-per-request
 //! `blocking-api` and the async `reactive-api` (experiment A of `shared/SEEDS.md`). Trust comes
 //! from how the load is made and how it is counted, so the layers are separate crates, each

@@ -1,4 +1,5 @@
-//! labkit — the load lab's infrastructure.
+//! labkit — the load lab's infrastructure (`loadtest/labkit`; the contract suite borrows its
+//! throw-away PostgreSQL and NATS too).
 //!
 //! The `loadtest` crate's `lab` command compares the thread-per-request `blocking-api` with the
 //! async `reactive-api` under the same load. A comparison is only fair if both run against the same
@@ -6,7 +7,7 @@
 //! was measured. labkit provides those pieces, and nothing about HTTP load or reporting:
 //!
 //! - [`pg`]: a throw-away PostgreSQL cluster (its settings are exposed so the report can print them);
-//! - [`nats`]: a throw-away `nats-server -js` (the order events' broker, issue 10);
+//! - [`nats`]: a throw-away `nats-server -js` (the order events' broker);
 //! - [`cgroup`]: CPU/memory limits for a child process (cgroup v2 or v1), read back from the kernel
 //!   so a report never claims a limit that is not enforced;
 //! - [`procstat`]: CPU seconds, RSS, threads and open files of processes (or process trees, e.g. a

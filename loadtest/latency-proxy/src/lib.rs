@@ -1,5 +1,5 @@
 //! A TCP proxy that adds a fixed round-trip time, to put "distance" between an API and its
-//! PostgreSQL.
+//! PostgreSQL. Part of the lab (`loadtest/latency-proxy`); the contract suite uses it too.
 //!
 //! Why: experiment D (see `SEEDS.md`, "Database latency") compares the blocking and the async
 //! API when the database is in the same zone (0.3 ms app→DB RTT), another zone (0.6 ms) or

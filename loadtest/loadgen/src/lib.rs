@@ -1,6 +1,6 @@
 //! # loadgen — the load lab's generator
 //!
-//! Makes the load and counts it; knows nothing of how the APIs are started (that is the
+//! Part of the lab (`loadtest/loadgen`). Makes the load and counts it; knows nothing of how the APIs are started (that is the
 //! `loadtest` binary's lab) nor of how the results are shown (`lab-report`). Its output is a
 //! [`lab_results::RunResults`].
 //!

@@ -1,6 +1,6 @@
 //! # lab-report — report.html and summary.md, from results only
 //!
-//! Comparison reports from load-test results: a self-contained `report.html` (inline CSS and SVG
+//! Part of the lab (`loadtest/report`). Comparison reports from load-test results: a self-contained `report.html` (inline CSS and SVG
 //! charts, nothing fetched from anywhere, readable offline and on paper) and a `summary.md` to
 //! paste into a pull request.
 //!

@@ -1,5 +1,6 @@
 //! # lab-results — the load lab's results schema
 //!
+//! Part of the lab (`loadtest/results`), shared by the generator, the report and the lab's binary.
 //! The results schema: one [`RunResults`] per API per repeat, saved as `results-<label>-<n>.json`.
 //!
 //! This is the contract between the generator (which fills it), the report (which only reads it) and
