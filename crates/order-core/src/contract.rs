@@ -5,6 +5,7 @@ use crate::error::ApiError;
 use crate::request_hash::RequestHashKey;
 use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// Largest accepted request body, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -15,7 +16,7 @@ pub const MAX_QUANTITY: i64 = 100_000;
 /// Largest amount, in cents, of one order or one item value (one billion currency units).
 pub const MAX_AMOUNT: i64 = 100_000_000_000;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CreateOrderRequest {
     pub reference_id: String,
     pub payment: Payment,
@@ -23,14 +24,14 @@ pub struct CreateOrderRequest {
     pub customer: Customer,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Payment {
     /// Integer cents; must equal Σ quantity × value.
     pub amount: i64,
     pub payment_method: PaymentMethod,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PaymentMethod {
     #[serde(rename = "type")]
     pub kind: String,
@@ -38,7 +39,7 @@ pub struct PaymentMethod {
     pub card: Card,
 }
 
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Card {
     pub number: String,
     pub holder: String,
@@ -64,21 +65,21 @@ impl Card {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Item {
     pub name: String,
     pub quantity: i64,
     pub value: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Customer {
     pub full_name: String,
     pub tax_id: String,
     pub address: Address,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Address {
     pub street: String,
     pub number: String,
