@@ -158,3 +158,61 @@ async fn both_apis_route_every_documented_operation() {
         }
     }
 }
+
+/// Every schema `schema` leads to, `$ref`s resolved by oas3 (a dangling one fails).
+fn resolve_all(schema: &oas3::spec::Schema, spec: &oas3::Spec, at: &str) -> usize {
+    use oas3::spec::{ObjectOrReference, Schema};
+    let resolved = schema.resolve(spec).unwrap_or_else(|e| panic!("{at}: {e}"));
+    let Schema::Object(object) = resolved else {
+        return 1;
+    };
+    let ObjectOrReference::Object(object) = object.as_ref() else {
+        panic!("{at}: a reference resolved to a reference");
+    };
+    let nested = object.properties.values();
+    let nested = nested.chain(&object.one_of).chain(&object.all_of);
+    1 + nested
+        .chain(object.items.as_deref())
+        .map(|s| resolve_all(s, spec, at))
+        .sum::<usize>()
+}
+
+#[test]
+fn the_committed_document_is_openapi_3_1_with_every_reference_resolved() {
+    let spec = oas3::from_json(committed()).expect("docs/openapi.json parses as OpenAPI 3.1");
+    let version = spec
+        .validate_version()
+        .expect("a supported OpenAPI version");
+    assert_eq!((version.major, version.minor), (3, 1));
+    let mut schemas = 0;
+    for (path, method, operation) in spec.operations() {
+        let at = format!("{method} {path}");
+        let bodies = operation.request_body.iter().map(|body| {
+            let body = body.resolve(&spec).unwrap_or_else(|e| panic!("{at}: {e}"));
+            body.content
+        });
+        let responses = operation
+            .responses
+            .iter()
+            .flatten()
+            .map(|(status, response)| {
+                let response = response
+                    .resolve(&spec)
+                    .unwrap_or_else(|e| panic!("{at} {status}: {e}"));
+                for (name, header) in &response.headers {
+                    header
+                        .resolve(&spec)
+                        .unwrap_or_else(|e| panic!("{at} {status} {name}: {e}"));
+                }
+                response.content
+            });
+        for content in bodies.chain(responses).collect::<Vec<_>>() {
+            for media in content.values() {
+                let schema = media.schema.as_ref().expect("every content has a schema");
+                schemas += resolve_all(schema, &spec, &at);
+            }
+        }
+    }
+    assert_eq!(spec.operations().count(), operations(&committed()).len());
+    assert!(schemas > 50, "the walk reached {schemas} schemas");
+}
