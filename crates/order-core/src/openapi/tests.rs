@@ -7,6 +7,7 @@ use serde_json::Value;
 use strum::IntoEnumIterator;
 
 use super::*;
+use crate::ApiError;
 
 fn doc() -> Value {
     serde_json::from_str(json()).expect("the document is JSON")
@@ -160,4 +161,132 @@ fn the_check_sees_a_code_under_the_wrong_status() {
 fn the_document_is_openapi_3_1_and_identical_each_time() {
     assert_eq!(doc()["openapi"], "3.1.0");
     assert_eq!(document().to_pretty_json().unwrap() + "\n", json());
+}
+
+/// The outcome of validating the committed sample order with the value at `pointer` replaced.
+/// An amount comes with one item of that value, so that it still equals the items' sum.
+fn sample_with(pointer: &str, value: Value) -> Result<(), ApiError> {
+    let mut sample: Value =
+        serde_json::from_str(include_str!("../../../../docs/sample-order.json")).unwrap();
+    if pointer == "/payment/amount" {
+        sample["items"] = serde_json::json!([{"name": "a", "quantity": 1, "value": value}]);
+    }
+    *sample
+        .pointer_mut(pointer)
+        .expect("the sample has the field") = value;
+    let key = crate::request_hash::RequestHashKey::new(b"openapi-bounds-key");
+    CreateOrderRequest::parse(&serde_json::to_vec(&sample).unwrap())?.validate(&key)?;
+    Ok(())
+}
+
+/// A value as a failure names it: an array or a string by its length.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Array(items) => format!("{} items", items.len()),
+        Value::String(text) => format!("{} characters", text.chars().count()),
+        other => other.to_string(),
+    }
+}
+
+fn field_refused(result: Result<(), ApiError>) -> Option<String> {
+    match result {
+        Err(ApiError::InvalidRequest { field, .. }) => Some(field),
+        _ => None,
+    }
+}
+
+/// Every bound (`minimum`, `maximum`, `minLength`, `maxLength`, `minItems`, `maxItems`) the
+/// request's schema documents, as (JSON pointer in the sample, field as an error names it,
+/// property schema), reached from `schema` through references, first array items included.
+fn bounded_fields(
+    doc: &Value,
+    schema: &Value,
+    pointer: &str,
+    field: &str,
+) -> Vec<(String, String, Value)> {
+    let mut found = Vec::new();
+    for (name, property) in schema["properties"].as_object().expect("properties") {
+        let (pointer, field) = (
+            format!("{pointer}/{name}"),
+            if field.is_empty() {
+                name.clone()
+            } else {
+                format!("{field}.{name}")
+            },
+        );
+        let bounded = [
+            "minimum",
+            "maximum",
+            "minLength",
+            "maxLength",
+            "minItems",
+            "maxItems",
+        ];
+        if bounded.iter().any(|b| property.get(b).is_some()) {
+            found.push((pointer.clone(), field.clone(), property.clone()));
+        }
+        let nested = property["items"]["$ref"].as_str().map(|r| (r, "/0", "[0]"));
+        let nested = nested.or(property["$ref"].as_str().map(|r| (r, "", "")));
+        if let Some((reference, index_pointer, index_field)) = nested {
+            let name = reference.rsplit('/').next().unwrap();
+            let target = &doc["components"]["schemas"][name];
+            let (pointer, field) = (pointer + index_pointer, field + index_field);
+            found.extend(bounded_fields(doc, target, &pointer, &field));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_documented_bounds_are_the_ones_validation_enforces() {
+    let doc = doc();
+    let request = &doc["components"]["schemas"]["CreateOrderRequest"];
+    let fields = bounded_fields(&doc, request, "", "");
+    assert!(fields.len() >= 15, "{fields:#?}");
+    for (pointer, field, schema) in fields {
+        let bound = |name: &str| schema[name].as_i64();
+        let text = |n: i64| Value::from("a".repeat(usize::try_from(n).unwrap()));
+        let items = |n: i64| {
+            Value::from(vec![
+                serde_json::json!({"name": "a", "quantity": 1, "value": 1});
+                usize::try_from(n).unwrap()
+            ])
+        };
+        let outside = [
+            bound("minimum").map(|n| Value::from(n - 1)),
+            bound("maximum").map(|n| Value::from(n + 1)),
+            bound("minLength").filter(|n| *n > 0).map(|n| text(n - 1)),
+            bound("maxLength").map(|n| text(n + 1)),
+            bound("minItems").filter(|n| *n > 0).map(|n| items(n - 1)),
+            bound("maxItems").map(|n| items(n + 1)),
+        ];
+        for value in outside.into_iter().flatten() {
+            let refused = field_refused(sample_with(&pointer, value.clone()));
+            assert_eq!(
+                refused.as_deref(),
+                Some(field.as_str()),
+                "{field} = {}: accepted past its documented bound",
+                shown(&value)
+            );
+        }
+        // At the bound itself the field passes (another rule may still refuse the request: an
+        // item's value or quantity at its bound makes the amount differ from the items' sum).
+        let at = [
+            bound("minimum").map(Value::from),
+            bound("maximum").map(Value::from),
+            bound("minLength").map(text),
+            bound("maxLength").map(text),
+            bound("minItems").map(items),
+            bound("maxItems").map(items),
+        ];
+        for value in at.into_iter().flatten() {
+            let refused = field_refused(sample_with(&pointer, value.clone()));
+            assert_ne!(
+                refused.as_deref(),
+                Some(field.as_str()),
+                "{field} = {}: refused at its documented bound",
+                shown(&value)
+            );
+        }
+    }
 }
