@@ -5,6 +5,7 @@ use crate::error::ApiError;
 use crate::request_hash::RequestHashKey;
 use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// Largest accepted request body, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -15,34 +16,55 @@ pub const MAX_QUANTITY: i64 = 100_000;
 /// Largest amount, in cents, of one order or one item value (one billion currency units).
 pub const MAX_AMOUNT: i64 = 100_000_000_000;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// The `#[schema]` bounds below are the rules `validate` checks, written where the OpenAPI
+// document can read them (utoipa takes literals only; openapi's tests compare them with the
+// constants above). Lengths count characters; every string also refuses control characters.
+
+/// The body of `POST /orders`. Unknown fields are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CreateOrderRequest {
+    /// The seller's key for this order: a retry with the same key and body is answered from the
+    /// stored outcome, the same key with another body is refused.
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub reference_id: String,
     pub payment: Payment,
+    #[schema(min_items = 1, max_items = 100)]
     pub items: Vec<Item>,
     pub customer: Customer,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Payment {
     /// Integer cents; must equal Σ quantity × value.
+    #[schema(minimum = 1, maximum = 100_000_000_000_i64)]
     pub amount: i64,
     pub payment_method: PaymentMethod,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PaymentMethod {
+    /// `CREDIT_CARD` or `DEBIT_CARD`.
     #[serde(rename = "type")]
+    #[schema(pattern = "^(CREDIT_CARD|DEBIT_CARD)$")]
     pub kind: String,
+    /// 1-12 for a credit card, 1 for a debit card.
+    #[schema(minimum = 1, maximum = 12)]
     pub installments: i64,
     pub card: Card,
 }
 
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The card's number and CVV are never returned, logged or stored.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Card {
+    /// 13-19 digits, Luhn-valid.
+    #[schema(pattern = "^[0-9]{13,19}$")]
     pub number: String,
+    #[schema(min_length = 1, max_length = 100)]
     pub holder: String,
+    #[schema(pattern = "^[0-9]{3,4}$")]
     pub cvv: String,
+    /// `MM-YYYY`, not before the current month.
+    #[schema(pattern = "^(0[1-9]|1[0-2])-[0-9]{4}$")]
     pub expiration_date: String,
 }
 
@@ -64,29 +86,43 @@ impl Card {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Item {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
+    #[schema(minimum = 1, maximum = 100_000)]
     pub quantity: i64,
+    /// Integer cents, per unit.
+    #[schema(minimum = 1, maximum = 100_000_000_000_i64)]
     pub value: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Customer {
+    #[schema(min_length = 1, max_length = 200)]
     pub full_name: String,
+    /// 11 or 14 digits.
+    #[schema(pattern = "^([0-9]{11}|[0-9]{14})$")]
     pub tax_id: String,
     pub address: Address,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Address {
+    #[schema(min_length = 1, max_length = 200)]
     pub street: String,
+    #[schema(min_length = 1, max_length = 20)]
     pub number: String,
+    #[schema(min_length = 1, max_length = 50)]
     pub state: String,
+    #[schema(min_length = 1, max_length = 100)]
     pub city: String,
+    #[schema(min_length = 1, max_length = 100)]
     pub locality: String,
+    #[schema(min_length = 1, max_length = 20)]
     pub zip_code: String,
     #[serde(default)]
+    #[schema(max_length = 200)]
     pub complement: Option<String>,
 }
 

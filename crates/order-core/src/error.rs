@@ -7,9 +7,10 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 /// One of the three services the order flow calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Dependency {
     Seller,
@@ -31,6 +32,99 @@ impl Dependency {
 }
 
 impl std::fmt::Display for Dependency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The stable machine codes, the `error` of every error body. Each has one status
+/// ([`ErrorCode::status`]); every [`ApiError`] has one code ([`ApiError::error_code`]), and
+/// `shutting_down` is `/ready`'s while the server drains. Iterable (`ErrorCode::iter()`), so that
+/// the OpenAPI document's tests can check every code against it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    ToSchema,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidRequest,
+    Unauthorized,
+    RiskRejected,
+    PaymentDeclined,
+    IdempotencyKeyReused,
+    RequestInProgress,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    RequestTimeout,
+    DependencyUnavailable,
+    DatabaseUnavailable,
+    Overloaded,
+    DeadlineExceeded,
+    ClientClosedRequest,
+    OrderVoided,
+    NotFound,
+    MethodNotAllowed,
+    ShuttingDown,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// The status every response carrying this code has.
+    pub fn status(self) -> StatusCode {
+        use ErrorCode::*;
+        match self {
+            InvalidRequest => StatusCode::BAD_REQUEST,
+            Unauthorized => StatusCode::UNAUTHORIZED,
+            PaymentDeclined => StatusCode::PAYMENT_REQUIRED,
+            RiskRejected | IdempotencyKeyReused | OrderVoided => StatusCode::UNPROCESSABLE_ENTITY,
+            RequestInProgress => StatusCode::CONFLICT,
+            PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            DependencyUnavailable
+            | DatabaseUnavailable
+            | Overloaded
+            | DeadlineExceeded
+            | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            ClientClosedRequest => StatusCode::from_u16(499).expect("499 is a valid status code"),
+            NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Seconds a client should wait before retrying (the `Retry-After` header), for the codes
+    /// of an error response that invite a retry. `shutting_down` is `/ready`'s answer to a load
+    /// balancer, which has its own probe period: it carries none.
+    pub fn retry_after(self) -> Option<&'static str> {
+        use ErrorCode::*;
+        match self {
+            RequestInProgress
+            | DatabaseUnavailable
+            | DependencyUnavailable
+            | Overloaded
+            | DeadlineExceeded => Some("1"),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -84,14 +178,20 @@ pub enum ApiError {
     Internal(#[source] anyhow::Error),
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
-    error: &'a str,
-    detail: String,
+/// The body of every error response: `{"error": "<code>", "detail": "<human text>"}`, plus
+/// `field` for a 400 and `dependency` for a dependency's failure.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody<'a> {
+    /// The stable machine code clients may branch on.
+    pub error: ErrorCode,
+    /// Human-readable; never repeats a value that was sent.
+    pub detail: String,
+    /// The request field that failed validation (`invalid_request` only), e.g. `payment.amount`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    field: Option<&'a str>,
+    pub field: Option<&'a str>,
+    /// The service that failed (`dependency_unavailable` only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    dependency: Option<Dependency>,
+    pub dependency: Option<Dependency>,
 }
 
 impl ApiError {
@@ -111,32 +211,37 @@ impl ApiError {
 
     /// The stable machine code clients may branch on.
     pub fn code(&self) -> &'static str {
+        self.error_code().as_str()
+    }
+
+    /// The code of this error, which also fixes its status and `Retry-After`.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            ApiError::InvalidRequest { .. } => "invalid_request",
-            ApiError::Unauthorized => "unauthorized",
-            ApiError::RiskRejected => "risk_rejected",
-            ApiError::PaymentDeclined => "payment_declined",
-            ApiError::IdempotencyKeyReused => "idempotency_key_reused",
-            ApiError::RequestInProgress => "request_in_progress",
-            ApiError::PayloadTooLarge { .. } => "payload_too_large",
-            ApiError::UnsupportedMediaType => "unsupported_media_type",
-            ApiError::RequestTimeout => "request_timeout",
-            ApiError::DependencyUnavailable { .. } => "dependency_unavailable",
-            ApiError::DatabaseUnavailable(_) => "database_unavailable",
-            ApiError::Overloaded => "overloaded",
-            ApiError::DeadlineExceeded => "deadline_exceeded",
-            ApiError::ClientGone => "client_closed_request",
-            ApiError::OrderVoided => "order_voided",
-            ApiError::NotFound => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
-            ApiError::Internal(_) => "internal_error",
+            ApiError::InvalidRequest { .. } => ErrorCode::InvalidRequest,
+            ApiError::Unauthorized => ErrorCode::Unauthorized,
+            ApiError::RiskRejected => ErrorCode::RiskRejected,
+            ApiError::PaymentDeclined => ErrorCode::PaymentDeclined,
+            ApiError::IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
+            ApiError::RequestInProgress => ErrorCode::RequestInProgress,
+            ApiError::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            ApiError::UnsupportedMediaType => ErrorCode::UnsupportedMediaType,
+            ApiError::RequestTimeout => ErrorCode::RequestTimeout,
+            ApiError::DependencyUnavailable { .. } => ErrorCode::DependencyUnavailable,
+            ApiError::DatabaseUnavailable(_) => ErrorCode::DatabaseUnavailable,
+            ApiError::Overloaded => ErrorCode::Overloaded,
+            ApiError::DeadlineExceeded => ErrorCode::DeadlineExceeded,
+            ApiError::ClientGone => ErrorCode::ClientClosedRequest,
+            ApiError::OrderVoided => ErrorCode::OrderVoided,
+            ApiError::NotFound => ErrorCode::NotFound,
+            ApiError::MethodNotAllowed => ErrorCode::MethodNotAllowed,
+            ApiError::Internal(_) => ErrorCode::InternalError,
         }
     }
 
     /// The error's JSON body, as sent (and, for completed outcomes, stored and replayed).
     pub fn body(&self) -> String {
         let body = ErrorBody {
-            error: self.code(),
+            error: self.error_code(),
             detail: self.to_string(),
             field: match self {
                 ApiError::InvalidRequest { field, .. } => Some(field),
@@ -149,42 +254,11 @@ impl ApiError {
         };
         serde_json::to_string(&body).expect("an error body always serialises")
     }
-
-    /// Seconds a client should wait before retrying, for the errors that invite a retry.
-    fn retry_after(&self) -> Option<&'static str> {
-        match self {
-            ApiError::RequestInProgress
-            | ApiError::DatabaseUnavailable(_)
-            | ApiError::DependencyUnavailable { .. }
-            | ApiError::Overloaded
-            | ApiError::DeadlineExceeded => Some("1"),
-            _ => None,
-        }
-    }
 }
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        match self {
-            ApiError::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::PaymentDeclined => StatusCode::PAYMENT_REQUIRED,
-            ApiError::RiskRejected | ApiError::IdempotencyKeyReused | ApiError::OrderVoided => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            ApiError::RequestInProgress => StatusCode::CONFLICT,
-            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            ApiError::DependencyUnavailable { .. }
-            | ApiError::DatabaseUnavailable(_)
-            | ApiError::Overloaded
-            | ApiError::DeadlineExceeded => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::ClientGone => StatusCode::from_u16(499).expect("499 is a valid status code"),
-            ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.error_code().status()
     }
 
     fn error_response(&self) -> HttpResponse {
@@ -201,7 +275,7 @@ impl ResponseError for ApiError {
         }
         let mut response = HttpResponse::build(self.status_code());
         response.content_type("application/json");
-        if let Some(seconds) = self.retry_after() {
+        if let Some(seconds) = self.error_code().retry_after() {
             response.insert_header(("Retry-After", seconds));
         }
         response.body(self.body())

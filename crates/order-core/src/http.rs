@@ -1,5 +1,6 @@
 //! actix-web glue shared by both servers: reading the body within its limits, the seller token,
-//! the metrics middleware, JSON fallbacks for unknown routes and methods, `/health`, `/metrics`.
+//! the metrics middleware, JSON fallbacks for unknown routes and methods, `/health`, `/metrics`,
+//! `/openapi.json`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,8 +13,11 @@ use actix_web::web::{self, Bytes, BytesMut};
 use actix_web::{HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 
+use serde::Serialize;
+use utoipa::ToSchema;
+
 use crate::contract::MAX_BODY_BYTES;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::metrics::Metrics;
 
 /// Reads a JSON request body: `application/json` only (415), at most 64 KiB (413, refused from
@@ -146,29 +150,64 @@ pub fn method_label(method: &actix_web::http::Method) -> &'static str {
     }
 }
 
+/// The body of `/health` and `/ready`: the state, and for a 503 the reason's code and text.
+#[derive(Serialize, ToSchema)]
+pub struct Probe {
+    pub status: ProbeStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorCode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeStatus {
+    /// `/health`: the process is up.
+    Ok,
+    /// `/ready`: the database answered.
+    Ready,
+    /// `/ready`: the database did not answer (`error` says how).
+    Unavailable,
+    /// `/ready` from SIGTERM on (`error` is `shutting_down`).
+    Draining,
+}
+
+impl Probe {
+    fn of(status: ProbeStatus) -> Self {
+        Probe {
+            status,
+            error: None,
+            detail: None,
+        }
+    }
+}
+
 /// `GET /health`: the process is up.
 pub async fn health() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(r#"{"status":"ok"}"#)
+    HttpResponse::Ok().json(Probe::of(ProbeStatus::Ok))
 }
 
 /// `GET /ready` while draining for shutdown: 503 at once, without asking the database.
 pub fn draining_response(lifecycle: &crate::server::Lifecycle) -> Option<HttpResponse> {
     lifecycle.draining().then(|| {
-        HttpResponse::ServiceUnavailable().json(serde_json::json!({
-            "status": "draining", "error": "shutting_down", "detail": "the server is shutting down"
-        }))
+        HttpResponse::ServiceUnavailable().json(Probe {
+            status: ProbeStatus::Draining,
+            error: Some(ErrorCode::ShuttingDown),
+            detail: Some("the server is shutting down".to_owned()),
+        })
     })
 }
 
 /// `GET /ready`: 200 when the database answered, else 503 with the reason's code.
 pub fn ready_response(ping: Result<(), ApiError>) -> HttpResponse {
     match ping {
-        Ok(()) => HttpResponse::Ok().json(serde_json::json!({"status": "ready"})),
-        Err(e) => HttpResponse::ServiceUnavailable().json(serde_json::json!({
-            "status": "unavailable", "error": e.code(), "detail": e.to_string()
-        })),
+        Ok(()) => HttpResponse::Ok().json(Probe::of(ProbeStatus::Ready)),
+        Err(e) => HttpResponse::ServiceUnavailable().json(Probe {
+            status: ProbeStatus::Unavailable,
+            error: Some(e.error_code()),
+            detail: Some(e.to_string()),
+        }),
     }
 }
 
@@ -195,7 +234,9 @@ pub fn shared_routes(cfg: &mut web::ServiceConfig) {
         web::resource("/health")
             .route(web::get().to(health))
             .default_service(web::to(method_not_allowed)),
-    );
+    )
+    // Like `/health`, outside admission: a client reads the contract however loaded the API is.
+    .route("/openapi.json", web::get().to(crate::openapi::serve));
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! ([`idempotency`]), when a pooled connection is tested ([`connections`]), what recovery does with a charge left unfinished ([`recovery`]), the keyed
 //! request hash ([`request_hash`]), the order document returned and replayed ([`order`]), the actix-web glue,
 //! route table and server both use ([`http`], [`server`]), the Prometheus metrics with identical
-//! names ([`metrics`]), the order event and its modes ([`events`]; two-phase's need of prepared transactions, [`prepared`]) and the migrations, applied by one migrator ([`migrate`]).
+//! names ([`metrics`]), the order event and its modes ([`events`]; two-phase's need of prepared transactions, [`prepared`]) and the migrations, applied by one migrator ([`migrate`]); the OpenAPI document both serve ([`openapi`]).
 //!
 //! Part of the product (`crates/`), not of the lab. What is written twice is each API's twin
 //! files (`service`, `clients`, `db`, `connections`, `batch`, `events`, `outbox`, `recovery`,
@@ -27,6 +27,7 @@ pub mod http;
 pub mod idempotency;
 pub mod metrics;
 pub mod migrate;
+pub mod openapi;
 pub mod order;
 pub mod prepared;
 pub mod recovery;
@@ -37,4 +38,4 @@ pub mod sql;
 pub mod telemetry;
 pub mod throttling;
 
-pub use error::{ApiError, Dependency};
+pub use error::{ApiError, Dependency, ErrorCode};

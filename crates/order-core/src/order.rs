@@ -5,6 +5,7 @@ use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::contract::{Customer, Item, ValidOrder};
 use crate::deps::{PayResult, PayStatus, Recommendation};
@@ -13,7 +14,7 @@ use crate::error::ApiError;
 pub const STATUS_CONFIRMED: &str = "CONFIRMED";
 
 /// The order as returned to its seller. It carries the card's last four digits only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct OrderDocument {
     pub id: String,
     pub reference_id: String,
@@ -28,7 +29,7 @@ pub struct OrderDocument {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PaymentSummary {
     pub method: String,
     /// The gateway's code for the charge.
@@ -37,7 +38,7 @@ pub struct PaymentSummary {
     pub card_last4: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RiskSummary {
     pub recommendation: Recommendation,
 }
