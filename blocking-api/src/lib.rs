@@ -25,5 +25,6 @@ pub mod routes;
 pub mod service;
 pub mod startup;
 pub mod state;
+pub mod watchdog;
 
 pub use startup::{Application, Settings};
