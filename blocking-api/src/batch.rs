@@ -18,8 +18,9 @@ use order_core::order::{OrderDocument, Outcome};
 use order_core::settings::CommonSettings;
 
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
-use diesel::{PgConnection, QueryableByName, RunQueryDsl, sql_query};
+use diesel::{QueryableByName, RunQueryDsl, sql_query};
 
+use crate::connections::PgConn;
 use crate::db::{Conn, Db, Prepare, db_error};
 
 /// One order and where its outcome goes.
@@ -152,45 +153,48 @@ fn persist_rows<'r>(
 }
 
 /// `batch::PERSIST_ORDERS` with its arrays bound; the positions of the orders written.
-fn persist_orders(conn: &mut PgConnection, c: PersistColumns) -> Result<Vec<i64>, ApiError> {
+fn persist_orders(conn: &mut PgConn, c: PersistColumns) -> Result<Vec<i64>, ApiError> {
     #[derive(QueryableByName)]
     struct Completed {
         #[diesel(sql_type = BigInt)]
         completed: i64,
     }
-    let rows: Vec<Completed> = sql_query(batch::PERSIST_ORDERS)
-        .bind::<Array<Text>, _>(c.seller_id)
-        .bind::<Array<Text>, _>(c.reference_id)
-        .bind::<Array<Integer>, _>(c.attempt)
-        .bind::<Array<Integer>, _>(c.response_status)
-        .bind::<Array<Text>, _>(c.response_body)
-        .bind::<Array<Text>, _>(c.order_id)
-        .bind::<Array<Text>, _>(c.full_name)
-        .bind::<Array<Text>, _>(c.tax_id)
-        .bind::<Array<Text>, _>(c.street)
-        .bind::<Array<Text>, _>(c.number)
-        .bind::<Array<Text>, _>(c.state)
-        .bind::<Array<Text>, _>(c.city)
-        .bind::<Array<Text>, _>(c.locality)
-        .bind::<Array<Text>, _>(c.zip_code)
-        .bind::<Array<Nullable<Text>>, _>(c.complement)
-        .bind::<Array<Text>, _>(c.status)
-        .bind::<Array<BigInt>, _>(c.amount)
-        .bind::<Array<BigInt>, _>(c.installments)
-        .bind::<Array<Text>, _>(c.payment_method)
-        .bind::<Array<Text>, _>(c.card_last4)
-        .bind::<Array<Text>, _>(c.payment_code)
-        .bind::<Array<Text>, _>(c.payment_status)
-        .bind::<Array<Text>, _>(c.risk_recommendation)
-        .bind::<Array<Timestamptz>, _>(c.created_at)
-        .bind::<Array<Text>, _>(c.payment_key)
-        .bind::<Array<BigInt>, _>(c.item_order)
-        .bind::<Array<Integer>, _>(c.item_position)
-        .bind::<Array<Text>, _>(c.item_name)
-        .bind::<Array<BigInt>, _>(c.item_quantity)
-        .bind::<Array<BigInt>, _>(c.item_value)
-        .prepared()
-        .load(conn)
+    let rows: Vec<Completed> = conn
+        .run(|pg| {
+            sql_query(batch::PERSIST_ORDERS)
+                .bind::<Array<Text>, _>(c.seller_id)
+                .bind::<Array<Text>, _>(c.reference_id)
+                .bind::<Array<Integer>, _>(c.attempt)
+                .bind::<Array<Integer>, _>(c.response_status)
+                .bind::<Array<Text>, _>(c.response_body)
+                .bind::<Array<Text>, _>(c.order_id)
+                .bind::<Array<Text>, _>(c.full_name)
+                .bind::<Array<Text>, _>(c.tax_id)
+                .bind::<Array<Text>, _>(c.street)
+                .bind::<Array<Text>, _>(c.number)
+                .bind::<Array<Text>, _>(c.state)
+                .bind::<Array<Text>, _>(c.city)
+                .bind::<Array<Text>, _>(c.locality)
+                .bind::<Array<Text>, _>(c.zip_code)
+                .bind::<Array<Nullable<Text>>, _>(c.complement)
+                .bind::<Array<Text>, _>(c.status)
+                .bind::<Array<BigInt>, _>(c.amount)
+                .bind::<Array<BigInt>, _>(c.installments)
+                .bind::<Array<Text>, _>(c.payment_method)
+                .bind::<Array<Text>, _>(c.card_last4)
+                .bind::<Array<Text>, _>(c.payment_code)
+                .bind::<Array<Text>, _>(c.payment_status)
+                .bind::<Array<Text>, _>(c.risk_recommendation)
+                .bind::<Array<Timestamptz>, _>(c.created_at)
+                .bind::<Array<Text>, _>(c.payment_key)
+                .bind::<Array<BigInt>, _>(c.item_order)
+                .bind::<Array<Integer>, _>(c.item_position)
+                .bind::<Array<Text>, _>(c.item_name)
+                .bind::<Array<BigInt>, _>(c.item_quantity)
+                .bind::<Array<BigInt>, _>(c.item_value)
+                .prepared()
+                .load(pg)
+        })
         .map_err(db_error)?;
     Ok(rows.into_iter().map(|r| r.completed).collect())
 }

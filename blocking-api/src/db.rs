@@ -3,13 +3,15 @@
 //! Mirrors reactive-api's `db.rs`: the same statements, each in autocommit (or in the request's
 //! held transaction with `DB_TX_SCOPE=request`), with every
 //! acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting, wait time, timeouts).
-//! These functions block their thread; they only ever run on the blocking pool.
+//! These functions block their thread; they only ever run on the blocking pool. Every call is
+//! bounded by the client deadline (`connections::PgConn::run`, `watchdog.rs`).
 
 use std::sync::Arc;
 
+use anyhow::Context;
+
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::pg::Pg;
-use diesel::pg::PgConnection;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::r2d2::{Pool, PooledConnection};
 use diesel::sql_types::Untyped;
@@ -25,7 +27,7 @@ use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
 use prometheus::HistogramTimer;
 
-use crate::connections::Manager;
+use crate::connections::{self, Manager, PgConn};
 
 type PgPool = Pool<Manager>;
 
@@ -45,7 +47,9 @@ pub struct Tx {
 impl Tx {
     fn commit(mut self) -> Result<(), ApiError> {
         self.open = false;
-        AnsiTransactionManager::commit_transaction(&mut self.conn.raw).map_err(db_error)
+        self.conn
+            .run(AnsiTransactionManager::commit_transaction)
+            .map_err(db_error)
     }
 }
 
@@ -53,7 +57,7 @@ impl Drop for Tx {
     fn drop(&mut self) {
         if self.open {
             // A failed rollback marks the connection broken; r2d2 then discards it.
-            let _ = AnsiTransactionManager::rollback_transaction(&mut self.conn.raw);
+            let _ = self.conn.run(AnsiTransactionManager::rollback_transaction);
         }
     }
 }
@@ -77,8 +81,8 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn conn(&mut self) -> &mut PgConnection {
-        &mut self.conn.raw
+    pub fn conn(&mut self) -> &mut PgConn {
+        &mut self.conn
     }
 }
 
@@ -92,9 +96,9 @@ pub enum Step<'h> {
 }
 
 impl Step<'_> {
-    pub fn conn(&mut self) -> &mut PgConnection {
+    pub fn conn(&mut self) -> &mut PgConn {
         match self {
-            Step::Held(tx) => &mut tx.conn.raw,
+            Step::Held(tx) => &mut tx.conn,
             Step::Own(c) => c.conn(),
         }
     }
@@ -104,7 +108,13 @@ impl Db {
     /// A lazy pool: connections open on first use, as in reactive-api's sqlx pool. Every
     /// connection starts with `CommonSettings::session_options` (libpq's `options` parameter).
     pub fn connect(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
-        let url = with_libpq_options(&settings.database_url, &settings.session_options());
+        let deadline = settings.db_client_deadline();
+        let url = with_libpq_options(
+            &settings.database_url,
+            &settings.session_options(),
+            deadline,
+        );
+        let (host, port) = address_of(&settings.database_url)?;
         let pool = Pool::builder()
             .max_size(settings.db_pool_size)
             .min_idle(Some(0))
@@ -112,7 +122,7 @@ impl Db {
             // A checkout pings only after a failure that may have lost connections
             // (`connections.rs`); reactive-api's pool follows the same rule.
             .test_on_check_out(true)
-            .build_unchecked(Manager::new(url));
+            .build_unchecked(Manager::new(url, &host, port, deadline));
         Ok(Db { pool, metrics })
     }
 
@@ -137,7 +147,7 @@ impl Db {
     /// Takes a connection (bounded wait, measured) and opens a transaction on it.
     pub fn begin(&self, kind: &str) -> Result<Tx, ApiError> {
         let Conn { mut conn, _held } = self.acquire(kind)?;
-        if let Err(e) = AnsiTransactionManager::begin_transaction(&mut conn.raw) {
+        if let Err(e) = conn.run(AnsiTransactionManager::begin_transaction) {
             // No transaction was held.
             _held.stop_and_discard();
             return Err(begin_failed(e));
@@ -178,8 +188,12 @@ impl Db {
     pub fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
         if let Some(tx) = &mut held.0 {
             tx.open = false;
-            AnsiTransactionManager::commit_transaction(&mut tx.conn.raw).map_err(db_error)?;
-            AnsiTransactionManager::begin_transaction(&mut tx.conn.raw).map_err(begin_failed)?;
+            tx.conn
+                .run(AnsiTransactionManager::commit_transaction)
+                .map_err(db_error)?;
+            tx.conn
+                .run(AnsiTransactionManager::begin_transaction)
+                .map_err(begin_failed)?;
             tx.open = true;
         }
         Ok(())
@@ -193,12 +207,15 @@ impl Db {
         drop(held);
         let result = (|| {
             let mut c = self.acquire("release")?;
-            sql_query(sql::RELEASE_KEY)
-                .bind::<Text, _>(seller_id)
-                .bind::<Text, _>(reference_id)
-                .bind::<Integer, _>(attempt)
-                .prepared()
-                .execute(c.conn())
+            c.conn()
+                .run(|pg| {
+                    sql_query(sql::RELEASE_KEY)
+                        .bind::<Text, _>(seller_id)
+                        .bind::<Text, _>(reference_id)
+                        .bind::<Integer, _>(attempt)
+                        .prepared()
+                        .execute(pg)
+                })
                 .map_err(db_error)
         })();
         if let Err(e) = result {
@@ -211,9 +228,7 @@ impl Db {
         let conn = self.pool.get();
         timer.finish(conn.is_err());
         let mut conn = conn.map_err(|e| ApiError::DatabaseUnavailable(e.into()))?;
-        sql_query(sql::PING)
-            .prepared()
-            .execute(&mut conn.raw)
+        conn.run(|pg| sql_query(sql::PING).prepared().execute(pg))
             .map_err(db_error)?;
         Ok(())
     }
@@ -242,11 +257,15 @@ impl Db {
             deferrals: i32,
         }
         let mut c = self.acquire("recovery")?;
-        let rows: Vec<Claimed> = sql_query(sql::CLAIM_CHARGING)
-            .bind::<Double, _>(lease_seconds)
-            .bind::<BigInt, _>(batch)
-            .prepared()
-            .load(c.conn())
+        let rows: Vec<Claimed> = c
+            .conn()
+            .run(|pg| {
+                sql_query(sql::CLAIM_CHARGING)
+                    .bind::<Double, _>(lease_seconds)
+                    .bind::<BigInt, _>(batch)
+                    .prepared()
+                    .load(pg)
+            })
             .map_err(db_error)?;
         Ok(rows
             .into_iter()
@@ -265,13 +284,16 @@ impl Db {
     /// Recovery: puts a claimed key off for `backoff_seconds` (`sql::DEFER_KEY`).
     pub fn defer(&self, key: &ClaimedKey, backoff_seconds: f64) -> Result<(), ApiError> {
         let mut c = self.acquire("recovery")?;
-        sql_query(sql::DEFER_KEY)
-            .bind::<Text, _>(&key.seller_id)
-            .bind::<Text, _>(&key.reference_id)
-            .bind::<Integer, _>(key.attempt)
-            .bind::<Double, _>(backoff_seconds)
-            .prepared()
-            .execute(c.conn())
+        c.conn()
+            .run(|pg| {
+                sql_query(sql::DEFER_KEY)
+                    .bind::<Text, _>(&key.seller_id)
+                    .bind::<Text, _>(&key.reference_id)
+                    .bind::<Integer, _>(key.attempt)
+                    .bind::<Double, _>(backoff_seconds)
+                    .prepared()
+                    .execute(pg)
+            })
             .map_err(db_error)?;
         Ok(())
     }
@@ -279,13 +301,17 @@ impl Db {
     /// Recovery, right before a void: whether the claim still holds (`sql::REASSERT_CLAIM`).
     pub fn reassert_claim(&self, key: &ClaimedKey, lease_seconds: f64) -> Result<bool, ApiError> {
         let mut c = self.acquire("recovery")?;
-        let rows = sql_query(sql::REASSERT_CLAIM)
-            .bind::<Text, _>(&key.seller_id)
-            .bind::<Text, _>(&key.reference_id)
-            .bind::<Integer, _>(key.attempt)
-            .bind::<Double, _>(lease_seconds)
-            .prepared()
-            .execute(c.conn())
+        let rows = c
+            .conn()
+            .run(|pg| {
+                sql_query(sql::REASSERT_CLAIM)
+                    .bind::<Text, _>(&key.seller_id)
+                    .bind::<Text, _>(&key.reference_id)
+                    .bind::<Integer, _>(key.attempt)
+                    .bind::<Double, _>(lease_seconds)
+                    .prepared()
+                    .execute(pg)
+            })
             .map_err(db_error)?;
         Ok(rows == 1)
     }
@@ -298,9 +324,9 @@ impl Db {
             deferred: i64,
         }
         let mut c = self.acquire("recovery")?;
-        let row: Count = sql_query(sql::DEFERRED_KEYS)
-            .prepared()
-            .get_result(c.conn())
+        let row: Count = c
+            .conn()
+            .run(|pg| sql_query(sql::DEFERRED_KEYS).prepared().get_result(pg))
             .map_err(db_error)?;
         Ok(row.deferred)
     }
@@ -308,12 +334,16 @@ impl Db {
     /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
     pub fn release_uncharged(&self, key: &ClaimedKey) -> Result<bool, ApiError> {
         let mut c = self.acquire("recovery")?;
-        let rows = sql_query(sql::RELEASE_UNCHARGED)
-            .bind::<Text, _>(&key.seller_id)
-            .bind::<Text, _>(&key.reference_id)
-            .bind::<Integer, _>(key.attempt)
-            .prepared()
-            .execute(c.conn())
+        let rows = c
+            .conn()
+            .run(|pg| {
+                sql_query(sql::RELEASE_UNCHARGED)
+                    .bind::<Text, _>(&key.seller_id)
+                    .bind::<Text, _>(&key.reference_id)
+                    .bind::<Integer, _>(key.attempt)
+                    .prepared()
+                    .execute(pg)
+            })
             .map_err(db_error)?;
         Ok(rows == 1)
     }
@@ -326,11 +356,15 @@ impl Db {
             response_body: String,
         }
         let mut c = self.acquire("read")?;
-        let found: Option<Found> = sql_query(sql::FIND_ORDER)
-            .bind::<Text, _>(id)
-            .bind::<Text, _>(seller_id)
-            .prepared()
-            .get_result(c.conn())
+        let found: Option<Found> = c
+            .conn()
+            .run(|pg| {
+                sql_query(sql::FIND_ORDER)
+                    .bind::<Text, _>(id)
+                    .bind::<Text, _>(seller_id)
+                    .prepared()
+                    .get_result(pg)
+            })
             .map(Some)
             .or_else(not_found_is_none)?;
         Ok(found.map(|f| f.response_body))
@@ -367,19 +401,22 @@ struct KeyRow {
 
 /// Reserves the key, or reads who holds it (see `order_core::idempotency`).
 pub fn reserve(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     seller_id: &str,
     order: &ValidOrder,
     lease_seconds: f64,
 ) -> Result<Reservation, ApiError> {
     let reference_id = &order.request.reference_id;
-    let won: Option<Won> = sql_query(sql::RESERVE_KEY)
-        .bind::<Text, _>(seller_id)
-        .bind::<Text, _>(reference_id)
-        .bind::<Text, _>(&order.request_hash)
-        .bind::<Double, _>(lease_seconds)
-        .prepared()
-        .get_result(conn)
+    let won: Option<Won> = conn
+        .run(|pg| {
+            sql_query(sql::RESERVE_KEY)
+                .bind::<Text, _>(seller_id)
+                .bind::<Text, _>(reference_id)
+                .bind::<Text, _>(&order.request_hash)
+                .bind::<Double, _>(lease_seconds)
+                .prepared()
+                .get_result(pg)
+        })
         .map(Some)
         .or_else(not_found_is_none)?;
     if let Some(w) = won {
@@ -399,15 +436,18 @@ pub fn reserve(
 
 /// Reads a key's row.
 pub fn find_key(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     seller_id: &str,
     reference_id: &str,
 ) -> Result<Option<ExistingKey>, ApiError> {
-    let row: Option<KeyRow> = sql_query(sql::FIND_KEY)
-        .bind::<Text, _>(seller_id)
-        .bind::<Text, _>(reference_id)
-        .prepared()
-        .get_result(conn)
+    let row: Option<KeyRow> = conn
+        .run(|pg| {
+            sql_query(sql::FIND_KEY)
+                .bind::<Text, _>(seller_id)
+                .bind::<Text, _>(reference_id)
+                .prepared()
+                .get_result(pg)
+        })
         .map(Some)
         .or_else(not_found_is_none)?;
     Ok(row.map(|row| ExistingKey {
@@ -421,44 +461,50 @@ pub fn find_key(
 
 /// Marks the key `CHARGING` with its charge. `false`: this attempt lost its lease.
 pub fn mark_charging(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     seller_id: &str,
     reference_id: &str,
     attempt: i32,
     charging: &Charging,
     lease_seconds: f64,
 ) -> Result<bool, ApiError> {
-    let rows = sql_query(sql::MARK_CHARGING)
-        .bind::<Text, _>(seller_id)
-        .bind::<Text, _>(reference_id)
-        .bind::<Integer, _>(attempt)
-        .bind::<Text, _>(&charging.gateway_key)
-        .bind::<BigInt, _>(charging.pending.amount)
-        .bind::<Text, _>(charging.pending.to_json())
-        .bind::<Double, _>(lease_seconds)
-        .prepared()
-        .execute(conn)
+    let rows = conn
+        .run(|pg| {
+            sql_query(sql::MARK_CHARGING)
+                .bind::<Text, _>(seller_id)
+                .bind::<Text, _>(reference_id)
+                .bind::<Integer, _>(attempt)
+                .bind::<Text, _>(&charging.gateway_key)
+                .bind::<BigInt, _>(charging.pending.amount)
+                .bind::<Text, _>(charging.pending.to_json())
+                .bind::<Double, _>(lease_seconds)
+                .prepared()
+                .execute(pg)
+        })
         .map_err(db_error)?;
     Ok(rows == 1)
 }
 
 /// Stores a completed outcome on the key. `false`: this attempt lost its lease.
 pub fn complete_key(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     seller_id: &str,
     reference_id: &str,
     attempt: i32,
     outcome: &Outcome,
 ) -> Result<bool, ApiError> {
-    let rows = sql_query(sql::COMPLETE_KEY)
-        .bind::<Text, _>(seller_id)
-        .bind::<Text, _>(reference_id)
-        .bind::<Integer, _>(attempt)
-        .bind::<Integer, _>(i32::from(outcome.status))
-        .bind::<Text, _>(&outcome.body)
-        .bind::<Nullable<Text>, _>(outcome.order_id.as_deref())
-        .prepared()
-        .execute(conn)
+    let rows = conn
+        .run(|pg| {
+            sql_query(sql::COMPLETE_KEY)
+                .bind::<Text, _>(seller_id)
+                .bind::<Text, _>(reference_id)
+                .bind::<Integer, _>(attempt)
+                .bind::<Integer, _>(i32::from(outcome.status))
+                .bind::<Text, _>(&outcome.body)
+                .bind::<Nullable<Text>, _>(outcome.order_id.as_deref())
+                .prepared()
+                .execute(pg)
+        })
         .map_err(db_error)?;
     Ok(rows == 1)
 }
@@ -467,7 +513,7 @@ pub fn complete_key(
 /// (`sql::PERSIST_ORDER`). `false`: this attempt lost its lease, and nothing was written.
 /// `payment_key` is the gateway idempotency key of the order's charge.
 pub fn persist_order(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     key: (&str, &str, i32),
     outcome: &Outcome,
     doc: &OrderDocument,
@@ -486,38 +532,41 @@ pub fn persist_order(
     let names: Vec<&str> = doc.items.iter().map(|i| i.name.as_str()).collect();
     let quantities: Vec<i64> = doc.items.iter().map(|i| i.quantity).collect();
     let values: Vec<i64> = doc.items.iter().map(|i| i.value).collect();
-    let row: Completed = sql_query(sql::PERSIST_ORDER)
-        .bind::<Text, _>(seller_id)
-        .bind::<Text, _>(reference_id)
-        .bind::<Integer, _>(attempt)
-        .bind::<Integer, _>(i32::from(outcome.status))
-        .bind::<Text, _>(&outcome.body)
-        .bind::<Text, _>(&doc.id)
-        .bind::<Text, _>(&c.full_name)
-        .bind::<Text, _>(&c.tax_id)
-        .bind::<Text, _>(&a.street)
-        .bind::<Text, _>(&a.number)
-        .bind::<Text, _>(&a.state)
-        .bind::<Text, _>(&a.city)
-        .bind::<Text, _>(&a.locality)
-        .bind::<Text, _>(&a.zip_code)
-        .bind::<Nullable<Text>, _>(a.complement.as_deref())
-        .bind::<Text, _>(&doc.status)
-        .bind::<BigInt, _>(doc.amount)
-        .bind::<BigInt, _>(doc.installments)
-        .bind::<Text, _>(&p.method)
-        .bind::<Text, _>(&p.card_last4)
-        .bind::<Text, _>(&p.code)
-        .bind::<Text, _>(plain(&p.status))
-        .bind::<Text, _>(plain(&doc.risk.recommendation))
-        .bind::<Timestamptz, _>(doc.created_at)
-        .bind::<Text, _>(payment_key)
-        .bind::<Array<Integer>, _>(positions)
-        .bind::<Array<Text>, _>(names)
-        .bind::<Array<BigInt>, _>(quantities)
-        .bind::<Array<BigInt>, _>(values)
-        .prepared()
-        .get_result(conn)
+    let row: Completed = conn
+        .run(|pg| {
+            sql_query(sql::PERSIST_ORDER)
+                .bind::<Text, _>(seller_id)
+                .bind::<Text, _>(reference_id)
+                .bind::<Integer, _>(attempt)
+                .bind::<Integer, _>(i32::from(outcome.status))
+                .bind::<Text, _>(&outcome.body)
+                .bind::<Text, _>(&doc.id)
+                .bind::<Text, _>(&c.full_name)
+                .bind::<Text, _>(&c.tax_id)
+                .bind::<Text, _>(&a.street)
+                .bind::<Text, _>(&a.number)
+                .bind::<Text, _>(&a.state)
+                .bind::<Text, _>(&a.city)
+                .bind::<Text, _>(&a.locality)
+                .bind::<Text, _>(&a.zip_code)
+                .bind::<Nullable<Text>, _>(a.complement.as_deref())
+                .bind::<Text, _>(&doc.status)
+                .bind::<BigInt, _>(doc.amount)
+                .bind::<BigInt, _>(doc.installments)
+                .bind::<Text, _>(&p.method)
+                .bind::<Text, _>(&p.card_last4)
+                .bind::<Text, _>(&p.code)
+                .bind::<Text, _>(plain(&p.status))
+                .bind::<Text, _>(plain(&doc.risk.recommendation))
+                .bind::<Timestamptz, _>(doc.created_at)
+                .bind::<Text, _>(payment_key)
+                .bind::<Array<Integer>, _>(positions)
+                .bind::<Array<Text>, _>(names)
+                .bind::<Array<BigInt>, _>(quantities)
+                .bind::<Array<BigInt>, _>(values)
+                .prepared()
+                .get_result(pg)
+        })
         .map_err(db_error)?;
     Ok(row.completed == 1)
 }
@@ -526,10 +575,35 @@ pub fn persist_order(
 /// `gssencmode=disable` unless the URL says otherwise. sqlx (reactive-api) never negotiates GSSAPI
 /// encryption; libpq's default (`prefer`) loads Kerberos at every connect, on r2d2's background
 /// threads, whose mutexes can then abort a process that exits while one connects.
-fn with_libpq_options(url: &str, options: &[(&str, String)]) -> String {
+///
+/// With a client `deadline`, the socket's own bounds too, unless the URL sets them: TCP
+/// keepalives, `tcp_user_timeout` (data unacknowledged that long fails the connection) and
+/// `connect_timeout` (whole seconds, at least 2, libpq's floor). They end a call on a path that
+/// drops packets; a path that still acknowledges them (a stopped proxy) needs the watchdog.
+fn with_libpq_options(
+    url: &str,
+    options: &[(&str, String)],
+    deadline: Option<std::time::Duration>,
+) -> String {
     let mut params = Vec::new();
     if !url.contains("gssencmode=") {
         params.push("gssencmode=disable".to_owned());
+    }
+    if let Some(deadline) = deadline {
+        let connect_s = deadline.as_millis().div_ceil(1000).max(2);
+        let bounds = [
+            ("keepalives", "1".to_owned()),
+            ("keepalives_idle", "30".to_owned()),
+            ("keepalives_interval", "10".to_owned()),
+            ("keepalives_count", "3".to_owned()),
+            ("tcp_user_timeout", deadline.as_millis().to_string()),
+            ("connect_timeout", connect_s.to_string()),
+        ];
+        for (name, value) in bounds {
+            if !url.contains(&format!("{name}=")) {
+                params.push(format!("{name}={value}"));
+            }
+        }
     }
     if !options.is_empty() {
         let value: Vec<String> = options.iter().map(|(k, v)| format!("-c {k}={v}")).collect();
@@ -547,10 +621,40 @@ fn with_libpq_options(url: &str, options: &[(&str, String)]) -> String {
     format!("{url}{separator}{}", params.join("&"))
 }
 
+/// Where the database listens (host, or a Unix socket's directory, and port), as libpq reads the
+/// URL: the `host`/`hostaddr`/`port` parameters override the authority; `localhost:5432` by
+/// default. `connections.rs` recognises each connection's socket by it.
+fn address_of(database_url: &str) -> anyhow::Result<(String, u16)> {
+    let url = url::Url::parse(database_url).context("parsing DATABASE_URL")?;
+    let param = |name: &str| {
+        url.query_pairs()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+    };
+    let host = param("hostaddr")
+        .or_else(|| param("host"))
+        .or_else(|| {
+            url.host().map(|h| match h {
+                url::Host::Ipv6(ip) => ip.to_string(),
+                other => other.to_string(),
+            })
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    let port = match param("port") {
+        Some(port) => port.parse().context("the port parameter of DATABASE_URL")?,
+        None => url.port().unwrap_or(5432),
+    };
+    Ok((host, port))
+}
+
 /// A `BEGIN` that failed: no transaction was opened, and a connection that cannot even begin is
 /// as good as none — 503, like a failed checkout. A failure that may have lost the connection is
 /// noted for the pool by `db_error`, as reactive-api's `begin_failed` does.
 fn begin_failed(e: diesel::result::Error) -> ApiError {
+    if connections::is_deadline(&e) {
+        return db_error(e);
+    }
     match db_error(e) {
         ApiError::Internal(cause) => ApiError::DatabaseUnavailable(cause),
         unavailable => unavailable,
@@ -568,10 +672,16 @@ fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>, ApiError>
 /// text. diesel hides the SQLSTATE behind its error kinds, so [`sqlstate`] gives back the code of
 /// each kind it names; the others (`Unknown`: timeouts, shutdowns, deadlocks, bugs alike) are
 /// judged unknown — 503, never voided — and may have lost their connection, which is noted for
-/// the pool (`connections.rs`): each pooled connection then pays one ping.
+/// the pool (`connections.rs`): each pooled connection then pays one ping. A call given up at
+/// the client deadline is `db_failure::client_deadline`: unknown, never voided.
 pub(crate) fn db_error(e: diesel::result::Error) -> ApiError {
     use diesel::result::Error;
     use order_core::db_failure::{self, DbFailure};
+    if connections::is_deadline(&e) {
+        // The other pooled connections may share the frozen path: each tests itself once.
+        order_core::connections::note_possible_loss();
+        return db_failure::client_deadline();
+    }
     let judged = match &e {
         Error::DatabaseError(kind, _) => {
             let code = sqlstate(kind);
@@ -654,16 +764,47 @@ mod tests {
     fn libpq_options_are_appended_encoded() {
         let opts = [("statement_timeout", "5000".to_owned())];
         assert_eq!(
-            super::with_libpq_options("postgres://u@h/db", &opts),
+            super::with_libpq_options("postgres://u@h/db", &opts, None),
             "postgres://u@h/db?gssencmode=disable&options=-c%20statement_timeout%3D5000"
         );
         assert_eq!(
-            super::with_libpq_options("postgres://u@h/db?sslmode=disable", &opts),
+            super::with_libpq_options("postgres://u@h/db?sslmode=disable", &opts, None),
             "postgres://u@h/db?sslmode=disable&gssencmode=disable&options=-c%20statement_timeout%3D5000"
         );
         assert_eq!(
-            super::with_libpq_options("postgres://u@h/db?gssencmode=require", &[]),
+            super::with_libpq_options("postgres://u@h/db?gssencmode=require", &[], None),
             "postgres://u@h/db?gssencmode=require"
+        );
+    }
+
+    #[test]
+    fn a_client_deadline_bounds_the_socket_unless_the_url_does() {
+        let deadline = Some(std::time::Duration::from_millis(6000));
+        assert_eq!(
+            super::with_libpq_options("postgres://u@h/db?connect_timeout=9", &[], deadline),
+            "postgres://u@h/db?connect_timeout=9&gssencmode=disable&keepalives=1&\
+             keepalives_idle=30&keepalives_interval=10&keepalives_count=3&tcp_user_timeout=6000"
+        );
+        let short = Some(std::time::Duration::from_millis(1500));
+        let url = super::with_libpq_options("postgres://u@h/db", &[], short);
+        assert!(
+            url.ends_with("tcp_user_timeout=1500&connect_timeout=2"),
+            "{url}"
+        );
+    }
+
+    #[test]
+    fn the_database_address_is_read_as_libpq_reads_it() {
+        let of = |u: &str| super::address_of(u).unwrap();
+        assert_eq!(
+            of("postgres://u@db.example:6432/x"),
+            ("db.example".into(), 6432)
+        );
+        assert_eq!(of("postgres://u@h/x"), ("h".into(), 5432));
+        assert_eq!(of("postgres://u@[::1]/x"), ("::1".into(), 5432));
+        assert_eq!(
+            of("postgres://u@h/x?host=/run/postgresql&port=5433"),
+            ("/run/postgresql".into(), 5433)
         );
     }
 }

@@ -10,7 +10,6 @@
 
 use std::time::Instant;
 
-use diesel::pg::PgConnection;
 use diesel::sql_types::{Bool, Double, Text};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use event_broker::{Ack, Publication, PublishFailure};
@@ -20,6 +19,7 @@ use order_core::order::{OrderDocument, Outcome};
 use order_core::sql;
 
 use crate::broker::BlockingBroker;
+use crate::connections::PgConn;
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
 
@@ -77,21 +77,21 @@ pub(crate) fn record(app: &AppState, started: Instant, results: &[Result<Ack, Pu
 /// A transaction opened with a plain `BEGIN` on an autocommit connection (diesel's transaction
 /// manager never sees it, so a pooled connection never comes back believing it is in one);
 /// rolled back if dropped before [`RawTx::end`].
-struct RawTx<'c>(Option<&'c mut PgConnection>);
+struct RawTx<'c>(Option<&'c mut PgConn>);
 
 impl<'c> RawTx<'c> {
-    fn begin(conn: &'c mut PgConnection) -> Result<Self, ApiError> {
+    fn begin(conn: &'c mut PgConn) -> Result<Self, ApiError> {
         exec(conn, "BEGIN")?;
         Ok(RawTx(Some(conn)))
     }
 
-    fn conn(&mut self) -> &mut PgConnection {
+    fn conn(&mut self) -> &mut PgConn {
         self.0.as_deref_mut().expect("open until ended")
     }
 
     /// Ends it with `statement` (`COMMIT`, `PREPARE TRANSACTION '…'`) and gives the connection
     /// back. A failed end has ended the transaction too (PostgreSQL rolls it back).
-    fn end(mut self, statement: &str) -> Result<&'c mut PgConnection, ApiError> {
+    fn end(mut self, statement: &str) -> Result<&'c mut PgConn, ApiError> {
         let conn = self.0.take().expect("open until ended");
         exec(conn, statement)?;
         Ok(conn)
@@ -106,9 +106,8 @@ impl Drop for RawTx<'_> {
     }
 }
 
-fn exec(conn: &mut PgConnection, statement: &str) -> Result<(), ApiError> {
-    sql_query(statement)
-        .execute(conn)
+fn exec(conn: &mut PgConn, statement: &str) -> Result<(), ApiError> {
+    conn.run(|pg| sql_query(statement).execute(pg))
         .map(|_| ())
         .map_err(db_error)
 }
@@ -117,7 +116,7 @@ fn exec(conn: &mut PgConnection, statement: &str) -> Result<(), ApiError> {
 /// `false`: this attempt lost its key, and nothing was written.
 pub fn persist_order(
     app: &AppState,
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     key: (&str, &str, i32),
     outcome: &Outcome,
     doc: &OrderDocument,
@@ -133,12 +132,15 @@ pub fn persist_order(
         return Ok(false);
     }
     if app.events.mode == EventsMode::Outbox {
-        sql_query(sql::INSERT_OUTBOX)
-            .bind::<Text, _>(&ev.event_id)
-            .bind::<Text, _>(&ev.order_id)
-            .bind::<Text, _>(event_broker::subject_of(&ev.order_id))
-            .bind::<Text, _>(ev.to_json())
-            .execute(tx.conn())
+        tx.conn()
+            .run(|pg| {
+                sql_query(sql::INSERT_OUTBOX)
+                    .bind::<Text, _>(&ev.event_id)
+                    .bind::<Text, _>(&ev.order_id)
+                    .bind::<Text, _>(event_broker::subject_of(&ev.order_id))
+                    .bind::<Text, _>(ev.to_json())
+                    .execute(pg)
+            })
             .map_err(db_error)?;
         tx.end("COMMIT")?;
         return Ok(true);
@@ -160,7 +162,7 @@ pub fn persist_order(
 fn finish_prepared(
     app: &AppState,
     broker: &BlockingBroker,
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     gid: &str,
     ev: &OrderCreated,
 ) -> Result<(), ApiError> {
@@ -199,11 +201,7 @@ fn finish_prepared(
 /// live request, recovery) had already finished it — committed if its order is there, rolled
 /// back if not (`events::finished_elsewhere`); the failure stands only while it is still prepared.
 /// (diesel does not expose the SQLSTATE, `42704`, of the lost race; reading back needs none.)
-fn finish(
-    conn: &mut PgConnection,
-    gid: &str,
-    action: InDoubt,
-) -> Result<Option<InDoubt>, ApiError> {
+fn finish(conn: &mut PgConn, gid: &str, action: InDoubt) -> Result<Option<InDoubt>, ApiError> {
     #[derive(QueryableByName)]
     struct Outcome {
         #[diesel(sql_type = Bool)]
@@ -218,10 +216,12 @@ fn finish(
     let Err(failure) = exec(conn, &statement) else {
         return Ok(None);
     };
-    let outcome: Result<Outcome, _> = sql_query(sql::PREPARED_OUTCOME)
-        .bind::<Text, _>(gid)
-        .bind::<Text, _>(events::order_of_gid(gid).unwrap_or_default())
-        .get_result(conn);
+    let outcome: Result<Outcome, _> = conn.run(|pg| {
+        sql_query(sql::PREPARED_OUTCOME)
+            .bind::<Text, _>(gid)
+            .bind::<Text, _>(events::order_of_gid(gid).unwrap_or_default())
+            .get_result(pg)
+    });
     match outcome.map(|o| events::finished_elsewhere(o.still_prepared, o.order_made)) {
         Ok(Some(outcome)) => {
             tracing::info!(gid, ?outcome, "prepared transaction finished elsewhere");
@@ -256,9 +256,13 @@ pub fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
         age_s: f64,
     }
     let mut step = Step::Own(app.db.acquire("recovery")?);
-    let prepared: Vec<Prepared> = sql_query(sql::PREPARED_TRANSACTIONS)
-        .bind::<Text, _>(events::GID_PREFIX)
-        .load(step.conn())
+    let prepared: Vec<Prepared> = step
+        .conn()
+        .run(|pg| {
+            sql_query(sql::PREPARED_TRANSACTIONS)
+                .bind::<Text, _>(events::GID_PREFIX)
+                .load(pg)
+        })
         .map_err(db_error)?;
     let min_age = events::in_doubt_after(app.settings.events.nats_timeout()).as_secs_f64();
     let in_doubt: Vec<&Prepared> = prepared.iter().filter(|p| p.age_s >= min_age).collect();

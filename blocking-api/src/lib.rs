@@ -29,5 +29,6 @@ pub mod routes;
 pub mod service;
 pub mod startup;
 pub mod state;
+pub mod watchdog;
 
 pub use startup::{Application, Settings};

@@ -69,11 +69,15 @@ pub fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
     };
     let token = events::claim_token();
     let mut step = Step::Own(app.db.acquire("outbox")?);
-    let rows: Vec<OutboxRow> = sql_query(sql::CLAIM_OUTBOX)
-        .bind::<BigInt, _>(RELAY_BATCH)
-        .bind::<Double, _>(app.settings.outbox_claim_lease().as_secs_f64())
-        .bind::<Text, _>(&token)
-        .load(step.conn())
+    let rows: Vec<OutboxRow> = step
+        .conn()
+        .run(|pg| {
+            sql_query(sql::CLAIM_OUTBOX)
+                .bind::<BigInt, _>(RELAY_BATCH)
+                .bind::<Double, _>(app.settings.outbox_claim_lease().as_secs_f64())
+                .bind::<Text, _>(&token)
+                .load(pg)
+        })
         .map_err(db_error)?;
     let batch: Vec<Publication> = rows
         .into_iter()
@@ -96,10 +100,13 @@ pub fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
             .map(|(p, _)| p.msg_id.as_str())
             .collect();
         step = Step::Own(app.db.acquire("outbox")?);
-        sql_query(sql::SETTLE_OUTBOX_CLAIM)
-            .bind::<Text, _>(&token)
-            .bind::<Array<Text>, _>(&sent)
-            .execute(step.conn())
+        step.conn()
+            .run(|pg| {
+                sql_query(sql::SETTLE_OUTBOX_CLAIM)
+                    .bind::<Text, _>(&token)
+                    .bind::<Array<Text>, _>(&sent)
+                    .execute(pg)
+            })
             .map_err(db_error)?;
         unacknowledged = batch.len() - sent.len();
     }
@@ -108,8 +115,9 @@ pub fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
         #[diesel(sql_type = BigInt)]
         count: i64,
     }
-    let backlog: Backlog = sql_query(sql::OUTBOX_BACKLOG)
-        .get_result(step.conn())
+    let backlog: Backlog = step
+        .conn()
+        .run(|pg| sql_query(sql::OUTBOX_BACKLOG).get_result(pg))
         .map_err(db_error)?;
     app.metrics.events.outbox_backlog.set(backlog.count);
     if unacknowledged > 0 {

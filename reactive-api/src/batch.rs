@@ -13,11 +13,12 @@ use order_core::error::ApiError;
 use order_core::metrics::Metrics;
 use order_core::order::{OrderDocument, Outcome};
 use order_core::settings::CommonSettings;
-use sqlx::{PgConnection, Row};
+use sqlx::Row;
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use crate::connections::PgConn;
 use crate::db::{Conn, Db, db_error};
 
 /// One order and where its outcome goes.
@@ -150,39 +151,42 @@ async fn persist_rows<'r>(
 }
 
 /// `batch::PERSIST_ORDERS` with its arrays bound; the positions of the orders written.
-async fn persist_orders(conn: &mut PgConnection, c: PersistColumns) -> Result<Vec<i64>, ApiError> {
-    let rows = sqlx::query(batch::PERSIST_ORDERS)
-        .bind(c.seller_id)
-        .bind(c.reference_id)
-        .bind(c.attempt)
-        .bind(c.response_status)
-        .bind(c.response_body)
-        .bind(c.order_id)
-        .bind(c.full_name)
-        .bind(c.tax_id)
-        .bind(c.street)
-        .bind(c.number)
-        .bind(c.state)
-        .bind(c.city)
-        .bind(c.locality)
-        .bind(c.zip_code)
-        .bind(c.complement)
-        .bind(c.status)
-        .bind(c.amount)
-        .bind(c.installments)
-        .bind(c.payment_method)
-        .bind(c.card_last4)
-        .bind(c.payment_code)
-        .bind(c.payment_status)
-        .bind(c.risk_recommendation)
-        .bind(c.created_at)
-        .bind(c.payment_key)
-        .bind(c.item_order)
-        .bind(c.item_position)
-        .bind(c.item_name)
-        .bind(c.item_quantity)
-        .bind(c.item_value)
-        .fetch_all(&mut *conn)
+async fn persist_orders(conn: &mut PgConn, c: PersistColumns) -> Result<Vec<i64>, ApiError> {
+    let rows = conn
+        .run(|pg| {
+            sqlx::query(batch::PERSIST_ORDERS)
+                .bind(c.seller_id)
+                .bind(c.reference_id)
+                .bind(c.attempt)
+                .bind(c.response_status)
+                .bind(c.response_body)
+                .bind(c.order_id)
+                .bind(c.full_name)
+                .bind(c.tax_id)
+                .bind(c.street)
+                .bind(c.number)
+                .bind(c.state)
+                .bind(c.city)
+                .bind(c.locality)
+                .bind(c.zip_code)
+                .bind(c.complement)
+                .bind(c.status)
+                .bind(c.amount)
+                .bind(c.installments)
+                .bind(c.payment_method)
+                .bind(c.card_last4)
+                .bind(c.payment_code)
+                .bind(c.payment_status)
+                .bind(c.risk_recommendation)
+                .bind(c.created_at)
+                .bind(c.payment_key)
+                .bind(c.item_order)
+                .bind(c.item_position)
+                .bind(c.item_name)
+                .bind(c.item_quantity)
+                .bind(c.item_value)
+                .fetch_all(pg)
+        })
         .await
         .map_err(db_error)?;
     rows.iter()

@@ -14,12 +14,21 @@
 //! A checkout ([`acquire`]) waits at most `DB_POOL_TIMEOUT_MS` in all: for a free connection, or
 //! for the database to accept a new one (an unreachable or unavailable server is tried again with
 //! backoff until then, as sqlx's pool and r2d2 do).
+//!
+//! Every call on a connection goes through [`PgConn::run`], bounded by the client deadline
+//! (`DB_STATEMENT_TIMEOUT_MS` + `DB_CLIENT_MARGIN_MS`). PostgreSQL's `statement_timeout` ends a
+//! slow statement, but not a call whose packets never reach the server: with the path to it frozen
+//! (a stopped proxy, a partition where the kernel still acknowledges what we send) keepalives and
+//! `tcp_user_timeout` never fire and the call would wait for ever. Past the deadline the call is
+//! dropped half-way, so the connection's protocol state is unknown: it is marked abandoned and
+//! closed as its holder lets it go ([`Lent`]), never lent again.
 
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult};
 use order_core::connections;
-use order_core::db_failure::{self, DbFailure};
+use order_core::db_failure::{self, ClientDeadline, DbFailure};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection};
 
@@ -28,17 +37,101 @@ pub type Pooled = managed::Object<Manager>;
 
 /// A pooled connection, and when it was last known good (`order_core::connections::mark`).
 pub struct PgConn {
-    pub(crate) raw: PgConnection,
+    raw: PgConnection,
     tested_at: u64,
+    /// The longest one call may take (`CommonSettings::db_client_deadline`; `None`: unbounded).
+    deadline: Option<Duration>,
+    /// A call was given up at the deadline: the connection is closed, never lent again.
+    abandoned: bool,
+}
+
+impl PgConn {
+    /// Runs one database call (`call` builds it on the raw connection), bounded by the client
+    /// deadline. Past it the call is dropped, the connection abandoned, and the error is the
+    /// deadline's ([`is_deadline`]); a connection already abandoned fails at once.
+    pub async fn run<'c, T, F>(
+        &'c mut self,
+        call: impl FnOnce(&'c mut PgConnection) -> F,
+    ) -> Result<T, sqlx::Error>
+    where
+        F: Future<Output = Result<T, sqlx::Error>> + 'c,
+    {
+        if self.abandoned {
+            return Err(deadline_passed());
+        }
+        let Some(limit) = self.deadline else {
+            return call(&mut self.raw).await;
+        };
+        match tokio::time::timeout(limit, call(&mut self.raw)).await {
+            Ok(result) => result,
+            Err(_) => {
+                self.abandoned = true;
+                Err(deadline_passed())
+            }
+        }
+    }
+}
+
+/// The error of a call given up at the client deadline: an I/O timeout, so that it counts as a
+/// possible loss for the other pooled connections too ([`note_failure`]).
+fn deadline_passed() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        ClientDeadline,
+    ))
+}
+
+/// Whether `e` is a call given up at the client deadline.
+pub fn is_deadline(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<ClientDeadline>()))
+}
+
+/// A connection lent out of the pool: given back when dropped, or closed if a call on it was
+/// abandoned at the client deadline.
+pub struct Lent(Option<Pooled>);
+
+impl Lent {
+    /// Closes the connection instead of giving it back (its state is unknown).
+    pub fn discard(mut self) {
+        if let Some(conn) = self.0.take() {
+            drop(managed::Object::take(conn));
+        }
+    }
+}
+
+impl Deref for Lent {
+    type Target = PgConn;
+
+    fn deref(&self) -> &PgConn {
+        self.0.as_ref().expect("lent until dropped")
+    }
+}
+
+impl DerefMut for Lent {
+    fn deref_mut(&mut self) -> &mut PgConn {
+        self.0.as_mut().expect("lent until dropped")
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take()
+            && conn.abandoned
+        {
+            drop(managed::Object::take(conn));
+        }
+    }
 }
 
 pub struct Manager {
     options: PgConnectOptions,
+    deadline: Option<Duration>,
 }
 
 impl Manager {
-    pub fn new(options: PgConnectOptions) -> Self {
-        Manager { options }
+    /// Connections with `options`, each call on them bounded by `deadline`.
+    pub fn new(options: PgConnectOptions, deadline: Option<Duration>) -> Self {
+        Manager { options, deadline }
     }
 }
 
@@ -49,15 +142,24 @@ impl managed::Manager for Manager {
     async fn create(&self) -> Result<PgConn, sqlx::Error> {
         let tested_at = connections::mark();
         let raw = PgConnection::connect_with(&self.options).await?;
-        Ok(PgConn { raw, tested_at })
+        Ok(PgConn {
+            raw,
+            tested_at,
+            deadline: self.deadline,
+            abandoned: false,
+        })
     }
 
     /// Runs when a pooled connection is taken: a round trip only if a connection may have been
-    /// lost since this one was known good, or if it has something unsent.
+    /// lost since this one was known good, or if it has something unsent. An abandoned
+    /// connection is never lent (`Lent` closes it first; this is the last line).
     async fn recycle(&self, conn: &mut PgConn, _: &Metrics) -> RecycleResult<sqlx::Error> {
+        if conn.abandoned {
+            return Err(RecycleError::message("abandoned at the client deadline"));
+        }
         if connections::needs_test(conn.tested_at) || conn.raw.should_flush() {
             let tested_at = connections::mark();
-            conn.raw.ping().await.map_err(RecycleError::Backend)?;
+            conn.run(|raw| raw.ping()).await?;
             conn.tested_at = tested_at;
         }
         Ok(())
@@ -84,12 +186,12 @@ pub fn note_failure(e: &sqlx::Error) {
 }
 
 /// Takes a connection, waiting at most `timeout` in all: `PoolTimedOut` once it passed.
-pub async fn acquire(pool: &Pool, timeout: Duration) -> Result<Pooled, sqlx::Error> {
+pub async fn acquire(pool: &Pool, timeout: Duration) -> Result<Lent, sqlx::Error> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut backoff = Duration::from_millis(10);
     loop {
         let error = match tokio::time::timeout_at(deadline, pool.get()).await {
-            Ok(Ok(conn)) => return Ok(conn),
+            Ok(Ok(conn)) => return Ok(Lent(Some(conn))),
             Err(_) | Ok(Err(PoolError::Timeout(_))) => return Err(sqlx::Error::PoolTimedOut),
             Ok(Err(PoolError::Closed)) => return Err(sqlx::Error::PoolClosed),
             Ok(Err(PoolError::Backend(e))) => e,
@@ -131,6 +233,17 @@ mod tests {
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
         note_failure(&sqlx::Error::Io(reset));
         assert!(connections::needs_test(good));
+        let after_reset = connections::mark();
+        note_failure(&deadline_passed());
+        assert!(connections::needs_test(after_reset));
+    }
+
+    #[test]
+    fn only_the_deadline_error_reads_as_the_deadline() {
+        assert!(is_deadline(&deadline_passed()));
+        let timed_out = std::io::Error::from(std::io::ErrorKind::TimedOut);
+        assert!(!is_deadline(&sqlx::Error::Io(timed_out)));
+        assert!(!is_deadline(&sqlx::Error::PoolTimedOut));
     }
 
     #[test]

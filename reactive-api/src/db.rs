@@ -3,7 +3,8 @@
 //!
 //! Mirrors blocking-api's `db.rs`: the same statements, each in autocommit (or in the request's
 //! held transaction with `DB_TX_SCOPE=request`), with every
-//! acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting, wait time, timeouts).
+//! acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting, wait time, timeouts), and every
+//! call bounded by the client deadline (`connections::PgConn::run`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,10 +20,10 @@ use order_core::recovery::ClaimedKey;
 use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
 use prometheus::HistogramTimer;
+use sqlx::Row;
 use sqlx::postgres::PgConnectOptions;
-use sqlx::{PgConnection, Row};
 
-use crate::connections::{self, Manager, Pool, Pooled};
+use crate::connections::{self, Lent, Manager, PgConn, Pool};
 
 #[derive(Clone)]
 pub struct Db {
@@ -36,17 +37,15 @@ pub struct Db {
 /// connection: an open transaction left on an idle pooled connection would keep its locks.
 pub struct Tx {
     /// Always `Some` until the transaction ends (committed, or handed to the rollback task).
-    conn: Option<Pooled>,
+    conn: Option<Lent>,
     _held: HistogramTimer,
 }
 
 impl Tx {
-    fn conn(&mut self) -> &mut PgConnection {
-        &mut self
-            .conn
+    fn conn(&mut self) -> &mut PgConn {
+        self.conn
             .as_mut()
             .expect("an open transaction has its connection")
-            .raw
     }
 }
 
@@ -58,14 +57,14 @@ impl Drop for Tx {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // No runtime left to roll back on: the connection is closed instead (the server ends
             // the transaction with the session).
-            drop(deadpool::managed::Object::take(conn));
+            conn.discard();
             return;
         };
         runtime.spawn(async move {
-            if let Err(e) = control(&mut conn.raw, "ROLLBACK").await {
+            if let Err(e) = control(&mut conn, "ROLLBACK").await {
                 connections::note_failure(&e);
                 // The transaction's state is unknown: closed, not reused.
-                drop(deadpool::managed::Object::take(conn));
+                conn.discard();
             }
         });
     }
@@ -85,13 +84,13 @@ impl Held {
 /// A pooled connection in autocommit: each statement is its own transaction, with no
 /// `BEGIN`/`COMMIT` round trips (every step of the order flow is one atomic statement).
 pub struct Conn {
-    conn: Pooled,
+    conn: Lent,
     _held: HistogramTimer,
 }
 
 impl Conn {
-    pub fn conn(&mut self) -> &mut PgConnection {
-        &mut self.conn.raw
+    pub fn conn(&mut self) -> &mut PgConn {
+        &mut self.conn
     }
 }
 
@@ -103,7 +102,7 @@ pub enum Step<'h> {
 }
 
 impl Step<'_> {
-    pub fn conn(&mut self) -> &mut PgConnection {
+    pub fn conn(&mut self) -> &mut PgConn {
         match self {
             Step::Held(tx) => tx.conn(),
             Step::Own(c) => c.conn(),
@@ -122,7 +121,8 @@ impl Db {
             .parse::<PgConnectOptions>()
             .context("parsing DATABASE_URL")?
             .options(settings.session_options());
-        let pool = Pool::builder(Manager::new(options))
+        let manager = Manager::new(options, settings.db_client_deadline());
+        let pool = Pool::builder(manager)
             .max_size(settings.db_pool_size as usize)
             .build()
             .context("building the connection pool")?;
@@ -149,7 +149,7 @@ impl Db {
     }
 
     /// A connection from the pool, the wait measured (not yet counted as held).
-    async fn checkout(&self) -> Result<Pooled, ApiError> {
+    async fn checkout(&self) -> Result<Lent, ApiError> {
         let timer = self.metrics.start_acquire();
         let conn = connections::acquire(&self.pool, self.timeout).await;
         timer.finish(matches!(conn, Err(sqlx::Error::PoolTimedOut)));
@@ -159,7 +159,7 @@ impl Db {
     /// Takes a connection (bounded wait, measured) and opens a transaction on it.
     pub async fn begin(&self, kind: &str) -> Result<Tx, ApiError> {
         let Conn { mut conn, _held } = self.acquire(kind).await?;
-        match control(&mut conn.raw, "BEGIN").await {
+        match control(&mut conn, "BEGIN").await {
             Ok(()) => Ok(Tx {
                 conn: Some(conn),
                 _held,
@@ -196,7 +196,7 @@ impl Db {
                     .conn
                     .take()
                     .expect("an open transaction has its connection");
-                control(&mut conn.raw, "COMMIT").await.map_err(db_error)
+                control(&mut conn, "COMMIT").await.map_err(db_error)
             }
             None => Ok(()),
         }
@@ -221,11 +221,14 @@ impl Db {
         drop(held);
         let result = async {
             let mut c = self.acquire("release").await?;
-            sqlx::query(sql::RELEASE_KEY)
-                .bind(seller_id)
-                .bind(reference_id)
-                .bind(attempt)
-                .execute(c.conn())
+            c.conn()
+                .run(|pg| {
+                    sqlx::query(sql::RELEASE_KEY)
+                        .bind(seller_id)
+                        .bind(reference_id)
+                        .bind(attempt)
+                        .execute(pg)
+                })
                 .await
                 .map_err(db_error)
         };
@@ -236,8 +239,7 @@ impl Db {
 
     pub async fn ping(&self) -> Result<(), ApiError> {
         let mut conn = self.checkout().await?;
-        sqlx::query(sql::PING)
-            .execute(&mut conn.raw)
+        conn.run(|pg| sqlx::query(sql::PING).execute(pg))
             .await
             .map_err(db_error)?;
         Ok(())
@@ -250,10 +252,14 @@ impl Db {
         batch: i64,
     ) -> Result<Vec<ClaimedKey>, ApiError> {
         let mut c = self.acquire("recovery").await?;
-        let rows = sqlx::query(sql::CLAIM_CHARGING)
-            .bind(lease_seconds)
-            .bind(batch)
-            .fetch_all(c.conn())
+        let rows = c
+            .conn()
+            .run(|pg| {
+                sqlx::query(sql::CLAIM_CHARGING)
+                    .bind(lease_seconds)
+                    .bind(batch)
+                    .fetch_all(pg)
+            })
             .await
             .map_err(db_error)?;
         rows.iter()
@@ -275,12 +281,15 @@ impl Db {
     /// Recovery: puts a claimed key off for `backoff_seconds` (`sql::DEFER_KEY`).
     pub async fn defer(&self, key: &ClaimedKey, backoff_seconds: f64) -> Result<(), ApiError> {
         let mut c = self.acquire("recovery").await?;
-        sqlx::query(sql::DEFER_KEY)
-            .bind(&key.seller_id)
-            .bind(&key.reference_id)
-            .bind(key.attempt)
-            .bind(backoff_seconds)
-            .execute(c.conn())
+        c.conn()
+            .run(|pg| {
+                sqlx::query(sql::DEFER_KEY)
+                    .bind(&key.seller_id)
+                    .bind(&key.reference_id)
+                    .bind(key.attempt)
+                    .bind(backoff_seconds)
+                    .execute(pg)
+            })
             .await
             .map_err(db_error)?;
         Ok(())
@@ -293,12 +302,16 @@ impl Db {
         lease_seconds: f64,
     ) -> Result<bool, ApiError> {
         let mut c = self.acquire("recovery").await?;
-        let done = sqlx::query(sql::REASSERT_CLAIM)
-            .bind(&key.seller_id)
-            .bind(&key.reference_id)
-            .bind(key.attempt)
-            .bind(lease_seconds)
-            .execute(c.conn())
+        let done = c
+            .conn()
+            .run(|pg| {
+                sqlx::query(sql::REASSERT_CLAIM)
+                    .bind(&key.seller_id)
+                    .bind(&key.reference_id)
+                    .bind(key.attempt)
+                    .bind(lease_seconds)
+                    .execute(pg)
+            })
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() == 1)
@@ -307,8 +320,9 @@ impl Db {
     /// Recovery's gauge: keys in `CHARGING` put off at least once (`sql::DEFERRED_KEYS`).
     pub async fn deferred_keys(&self) -> Result<i64, ApiError> {
         let mut c = self.acquire("recovery").await?;
-        let row = sqlx::query(sql::DEFERRED_KEYS)
-            .fetch_one(c.conn())
+        let row = c
+            .conn()
+            .run(|pg| sqlx::query(sql::DEFERRED_KEYS).fetch_one(pg))
             .await
             .map_err(db_error)?;
         row.try_get::<i64, _>(0).map_err(db_error)
@@ -317,11 +331,15 @@ impl Db {
     /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
     pub async fn release_uncharged(&self, key: &ClaimedKey) -> Result<bool, ApiError> {
         let mut c = self.acquire("recovery").await?;
-        let done = sqlx::query(sql::RELEASE_UNCHARGED)
-            .bind(&key.seller_id)
-            .bind(&key.reference_id)
-            .bind(key.attempt)
-            .execute(c.conn())
+        let done = c
+            .conn()
+            .run(|pg| {
+                sqlx::query(sql::RELEASE_UNCHARGED)
+                    .bind(&key.seller_id)
+                    .bind(&key.reference_id)
+                    .bind(key.attempt)
+                    .execute(pg)
+            })
             .await
             .map_err(db_error)?;
         Ok(done.rows_affected() == 1)
@@ -330,10 +348,14 @@ impl Db {
     /// The stored document of an order, if it belongs to `seller_id`.
     pub async fn find_order(&self, id: &str, seller_id: &str) -> Result<Option<String>, ApiError> {
         let mut c = self.acquire("read").await?;
-        let row = sqlx::query(sql::FIND_ORDER)
-            .bind(id)
-            .bind(seller_id)
-            .fetch_optional(c.conn())
+        let row = c
+            .conn()
+            .run(|pg| {
+                sqlx::query(sql::FIND_ORDER)
+                    .bind(id)
+                    .bind(seller_id)
+                    .fetch_optional(pg)
+            })
             .await
             .map_err(db_error)?;
         row.map(|r| r.try_get::<String, _>(0).map_err(db_error))
@@ -343,18 +365,21 @@ impl Db {
 
 /// Reserves the key, or reads who holds it (see `order_core::idempotency`).
 pub async fn reserve(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     seller_id: &str,
     order: &ValidOrder,
     lease_seconds: f64,
 ) -> Result<Reservation, ApiError> {
     let reference_id = &order.request.reference_id;
-    let won = sqlx::query(sql::RESERVE_KEY)
-        .bind(seller_id)
-        .bind(reference_id)
-        .bind(&order.request_hash)
-        .bind(lease_seconds)
-        .fetch_optional(&mut *conn)
+    let won = conn
+        .run(|pg| {
+            sqlx::query(sql::RESERVE_KEY)
+                .bind(seller_id)
+                .bind(reference_id)
+                .bind(&order.request_hash)
+                .bind(lease_seconds)
+                .fetch_optional(pg)
+        })
         .await
         .map_err(db_error)?;
     if let Some(row) = won {
@@ -378,14 +403,17 @@ pub async fn reserve(
 
 /// Reads a key's row.
 pub async fn find_key(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     seller_id: &str,
     reference_id: &str,
 ) -> Result<Option<ExistingKey>, ApiError> {
-    let row = sqlx::query(sql::FIND_KEY)
-        .bind(seller_id)
-        .bind(reference_id)
-        .fetch_optional(&mut *conn)
+    let row = conn
+        .run(|pg| {
+            sqlx::query(sql::FIND_KEY)
+                .bind(seller_id)
+                .bind(reference_id)
+                .fetch_optional(pg)
+        })
         .await
         .map_err(db_error)?;
     let Some(row) = row else {
@@ -402,22 +430,25 @@ pub async fn find_key(
 
 /// Marks the key `CHARGING` with its charge. `false`: this attempt lost its lease.
 pub async fn mark_charging(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     seller_id: &str,
     reference_id: &str,
     attempt: i32,
     charging: &Charging,
     lease_seconds: f64,
 ) -> Result<bool, ApiError> {
-    let done = sqlx::query(sql::MARK_CHARGING)
-        .bind(seller_id)
-        .bind(reference_id)
-        .bind(attempt)
-        .bind(&charging.gateway_key)
-        .bind(charging.pending.amount)
-        .bind(charging.pending.to_json())
-        .bind(lease_seconds)
-        .execute(&mut *conn)
+    let done = conn
+        .run(|pg| {
+            sqlx::query(sql::MARK_CHARGING)
+                .bind(seller_id)
+                .bind(reference_id)
+                .bind(attempt)
+                .bind(&charging.gateway_key)
+                .bind(charging.pending.amount)
+                .bind(charging.pending.to_json())
+                .bind(lease_seconds)
+                .execute(pg)
+        })
         .await
         .map_err(db_error)?;
     Ok(done.rows_affected() == 1)
@@ -425,20 +456,23 @@ pub async fn mark_charging(
 
 /// Stores a completed outcome on the key. `false`: this attempt lost its lease.
 pub async fn complete_key(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     seller_id: &str,
     reference_id: &str,
     attempt: i32,
     outcome: &Outcome,
 ) -> Result<bool, ApiError> {
-    let done = sqlx::query(sql::COMPLETE_KEY)
-        .bind(seller_id)
-        .bind(reference_id)
-        .bind(attempt)
-        .bind(i32::from(outcome.status))
-        .bind(&outcome.body)
-        .bind(outcome.order_id.as_deref())
-        .execute(&mut *conn)
+    let done = conn
+        .run(|pg| {
+            sqlx::query(sql::COMPLETE_KEY)
+                .bind(seller_id)
+                .bind(reference_id)
+                .bind(attempt)
+                .bind(i32::from(outcome.status))
+                .bind(&outcome.body)
+                .bind(outcome.order_id.as_deref())
+                .execute(pg)
+        })
         .await
         .map_err(db_error)?;
     Ok(done.rows_affected() == 1)
@@ -448,7 +482,7 @@ pub async fn complete_key(
 /// (`sql::PERSIST_ORDER`). `false`: this attempt lost its lease, and nothing was written.
 /// `payment_key` is the gateway idempotency key of the order's charge.
 pub async fn persist_order(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     key: (&str, &str, i32),
     outcome: &Outcome,
     doc: &OrderDocument,
@@ -462,37 +496,40 @@ pub async fn persist_order(
     let names: Vec<&str> = doc.items.iter().map(|i| i.name.as_str()).collect();
     let quantities: Vec<i64> = doc.items.iter().map(|i| i.quantity).collect();
     let values: Vec<i64> = doc.items.iter().map(|i| i.value).collect();
-    let completed: i64 = sqlx::query(sql::PERSIST_ORDER)
-        .bind(seller_id)
-        .bind(reference_id)
-        .bind(attempt)
-        .bind(i32::from(outcome.status))
-        .bind(&outcome.body)
-        .bind(&doc.id)
-        .bind(&c.full_name)
-        .bind(&c.tax_id)
-        .bind(&a.street)
-        .bind(&a.number)
-        .bind(&a.state)
-        .bind(&a.city)
-        .bind(&a.locality)
-        .bind(&a.zip_code)
-        .bind(a.complement.as_deref())
-        .bind(&doc.status)
-        .bind(doc.amount)
-        .bind(doc.installments)
-        .bind(&p.method)
-        .bind(&p.card_last4)
-        .bind(&p.code)
-        .bind(plain(&p.status))
-        .bind(plain(&doc.risk.recommendation))
-        .bind(doc.created_at)
-        .bind(payment_key)
-        .bind(positions)
-        .bind(names)
-        .bind(quantities)
-        .bind(values)
-        .fetch_one(&mut *conn)
+    let completed: i64 = conn
+        .run(|pg| {
+            sqlx::query(sql::PERSIST_ORDER)
+                .bind(seller_id)
+                .bind(reference_id)
+                .bind(attempt)
+                .bind(i32::from(outcome.status))
+                .bind(&outcome.body)
+                .bind(&doc.id)
+                .bind(&c.full_name)
+                .bind(&c.tax_id)
+                .bind(&a.street)
+                .bind(&a.number)
+                .bind(&a.state)
+                .bind(&a.city)
+                .bind(&a.locality)
+                .bind(&a.zip_code)
+                .bind(a.complement.as_deref())
+                .bind(&doc.status)
+                .bind(doc.amount)
+                .bind(doc.installments)
+                .bind(&p.method)
+                .bind(&p.card_last4)
+                .bind(&p.code)
+                .bind(plain(&p.status))
+                .bind(plain(&doc.risk.recommendation))
+                .bind(doc.created_at)
+                .bind(payment_key)
+                .bind(positions)
+                .bind(names)
+                .bind(quantities)
+                .bind(values)
+                .fetch_one(pg)
+        })
         .await
         .and_then(|row| row.try_get(0))
         .map_err(db_error)?;
@@ -502,25 +539,34 @@ pub async fn persist_order(
 /// A transaction-control statement (`BEGIN`, `COMMIT`, `ROLLBACK`, `PREPARE TRANSACTION …`), sent
 /// as it is, as in blocking-api (sqlx's `Transaction` needs a connection of sqlx's own pool).
 pub(crate) async fn control(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     statement: impl sqlx::SqlSafeStr,
 ) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql(statement).execute(conn).await.map(|_| ())
+    conn.run(|pg| sqlx::raw_sql(statement).execute(pg))
+        .await
+        .map(|_| ())
 }
 
 /// A `BEGIN` that failed: no transaction was opened, and a connection that cannot even begin is
 /// as good as none — 503, like a failed acquire.
 fn begin_failed(e: sqlx::Error) -> ApiError {
     connections::note_failure(&e);
+    if connections::is_deadline(&e) {
+        return db_failure::client_deadline();
+    }
     ApiError::DatabaseUnavailable(e.into())
 }
 
 /// Pool timeouts and lost connections are `database_unavailable`; a server error is judged by
 /// its SQLSTATE (`order_core::db_failure`: what may pass is 503, a refusal of the rows is marked
 /// for recovery); anything else is a bug. Every failure that may have lost its connection is
-/// noted for the pool (`connections.rs`).
+/// noted for the pool (`connections.rs`). A call given up at the client deadline is
+/// `db_failure::client_deadline`: unknown, never voided.
 pub(crate) fn db_error(e: sqlx::Error) -> ApiError {
     connections::note_failure(&e);
+    if connections::is_deadline(&e) {
+        return db_failure::client_deadline();
+    }
     let judged = match &e {
         sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed

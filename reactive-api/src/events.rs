@@ -19,8 +19,9 @@ use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
 use order_core::order::{OrderDocument, Outcome};
 use order_core::sql;
-use sqlx::{AssertSqlSafe, PgConnection, Row};
+use sqlx::{AssertSqlSafe, Row};
 
+use crate::connections::PgConn;
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
 
@@ -74,7 +75,7 @@ pub(crate) fn record(app: &AppState, started: Instant, results: &[Result<Ack, Pu
         .record(app.events.mode, elapsed, outcomes);
 }
 
-async fn exec(conn: &mut PgConnection, statement: &str) -> Result<(), ApiError> {
+async fn exec(conn: &mut PgConn, statement: &str) -> Result<(), ApiError> {
     db::control(conn, AssertSqlSafe(statement.to_owned()))
         .await
         .map_err(db_error)
@@ -84,7 +85,7 @@ async fn exec(conn: &mut PgConnection, statement: &str) -> Result<(), ApiError> 
 /// `false`: this attempt lost its key, and nothing was written.
 pub async fn persist_order(
     app: &AppState,
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     key: (&str, &str, i32),
     outcome: &Outcome,
     doc: &OrderDocument,
@@ -101,14 +102,16 @@ pub async fn persist_order(
             return Ok(false);
         }
         if app.events.mode == EventsMode::Outbox {
-            sqlx::query(sql::INSERT_OUTBOX)
-                .bind(&ev.event_id)
-                .bind(&ev.order_id)
-                .bind(subject_of(&ev.order_id))
-                .bind(ev.to_json())
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error)?;
+            conn.run(|pg| {
+                sqlx::query(sql::INSERT_OUTBOX)
+                    .bind(&ev.event_id)
+                    .bind(&ev.order_id)
+                    .bind(subject_of(&ev.order_id))
+                    .bind(ev.to_json())
+                    .execute(pg)
+            })
+            .await
+            .map_err(db_error)?;
         }
         Ok(true)
     }
@@ -144,7 +147,7 @@ pub async fn persist_order(
 async fn finish_prepared(
     app: &AppState,
     broker: &Broker,
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     gid: &str,
     ev: &OrderCreated,
 ) -> Result<(), ApiError> {
@@ -181,7 +184,7 @@ async fn finish_prepared(
 /// live request, recovery) had already finished it — committed if its order is there, rolled
 /// back if not (`events::finished_elsewhere`); the failure stands only while it is still prepared.
 async fn finish(
-    conn: &mut PgConnection,
+    conn: &mut PgConn,
     gid: &str,
     action: InDoubt,
 ) -> Result<Option<InDoubt>, ApiError> {
@@ -192,10 +195,13 @@ async fn finish(
     let Err(failure) = exec(conn, &statement).await else {
         return Ok(None);
     };
-    let outcome: Result<(bool, bool), _> = sqlx::query_as(sql::PREPARED_OUTCOME)
-        .bind(gid)
-        .bind(events::order_of_gid(gid).unwrap_or_default())
-        .fetch_one(&mut *conn)
+    let outcome: Result<(bool, bool), _> = conn
+        .run(|pg| {
+            sqlx::query_as(sql::PREPARED_OUTCOME)
+                .bind(gid)
+                .bind(events::order_of_gid(gid).unwrap_or_default())
+                .fetch_one(pg)
+        })
         .await;
     match outcome.map(|(prepared, made)| events::finished_elsewhere(prepared, made)) {
         Ok(Some(outcome)) => {
@@ -224,9 +230,13 @@ pub async fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
         return Ok(0);
     };
     let mut step = Step::Own(app.db.acquire("recovery").await?);
-    let rows = sqlx::query(sql::PREPARED_TRANSACTIONS)
-        .bind(events::GID_PREFIX)
-        .fetch_all(&mut *step.conn())
+    let rows = step
+        .conn()
+        .run(|pg| {
+            sqlx::query(sql::PREPARED_TRANSACTIONS)
+                .bind(events::GID_PREFIX)
+                .fetch_all(pg)
+        })
         .await
         .map_err(db_error)?;
     let min_age = events::in_doubt_after(app.settings.events.nats_timeout()).as_secs_f64();

@@ -55,11 +55,15 @@ pub async fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
     };
     let token = events::claim_token();
     let mut step = Step::Own(app.db.acquire("outbox").await?);
-    let rows = sqlx::query(sql::CLAIM_OUTBOX)
-        .bind(RELAY_BATCH)
-        .bind(app.settings.outbox_claim_lease().as_secs_f64())
-        .bind(&token)
-        .fetch_all(&mut *step.conn())
+    let rows = step
+        .conn()
+        .run(|pg| {
+            sqlx::query(sql::CLAIM_OUTBOX)
+                .bind(RELAY_BATCH)
+                .bind(app.settings.outbox_claim_lease().as_secs_f64())
+                .bind(&token)
+                .fetch_all(pg)
+        })
         .await
         .map_err(db_error)?;
     let batch: Vec<Publication> = rows
@@ -86,16 +90,20 @@ pub async fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
             .map(|(p, _)| p.msg_id.as_str())
             .collect();
         step = Step::Own(app.db.acquire("outbox").await?);
-        sqlx::query(sql::SETTLE_OUTBOX_CLAIM)
-            .bind(&token)
-            .bind(&sent)
-            .execute(&mut *step.conn())
+        step.conn()
+            .run(|pg| {
+                sqlx::query(sql::SETTLE_OUTBOX_CLAIM)
+                    .bind(&token)
+                    .bind(&sent)
+                    .execute(pg)
+            })
             .await
             .map_err(db_error)?;
         unacknowledged = batch.len() - sent.len();
     }
-    let backlog: i64 = sqlx::query_scalar(sql::OUTBOX_BACKLOG)
-        .fetch_one(&mut *step.conn())
+    let backlog: i64 = step
+        .conn()
+        .run(|pg| sqlx::query_scalar(sql::OUTBOX_BACKLOG).fetch_one(pg))
         .await
         .map_err(db_error)?;
     app.metrics.events.outbox_backlog.set(backlog);

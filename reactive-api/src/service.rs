@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use order_core::admission::Ticket;
 use order_core::contract::ValidOrder;
+use order_core::db_failure;
 use order_core::deps::Recommendation;
 use order_core::error::ApiError;
 use order_core::idempotency::{self, ChargePlan, Reservation};
@@ -58,6 +59,12 @@ pub async fn create_order(
         Ok(outcome) => {
             app.db.commit(held).await?;
             Ok(outcome)
+        }
+        Err(e) if db_failure::is_client_deadline(&e) => {
+            // The database did not answer: a release would only wait as long again, so the
+            // attempt's lease runs out instead.
+            drop(held);
+            Err(e)
         }
         Err(e) => {
             // A transient failure: end this attempt's lease so the client can retry at once.

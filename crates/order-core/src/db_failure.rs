@@ -20,6 +20,12 @@
 //! voided — validation refuses the values PostgreSQL would (NUL bytes, out-of-range numbers) before
 //! anything is charged, so that path is for bugs, which a person must look at anyway
 //! (`recovery_deferred_keys` counts the keys waiting).
+//!
+//! A call the API gave up at its own deadline ([`ClientDeadline`]: no answer within
+//! `DB_STATEMENT_TIMEOUT_MS` + `DB_CLIENT_MARGIN_MS`) carries no SQLSTATE and no verdict: the
+//! statement may have committed, or never arrived. It is [`DbFailure::Unknown`] — 503, the key left
+//! `CHARGING` for recovery, never voided; recovery re-asserts its claim, which reads the orders
+//! table, before any void.
 
 use crate::error::ApiError;
 
@@ -44,6 +50,31 @@ impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("the database refuses these rows for good")
     }
+}
+
+/// A database call given up at the client's deadline (`CommonSettings::db_client_deadline`): the
+/// database did not answer, and its connection was closed.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientDeadline;
+
+impl std::fmt::Display for ClientDeadline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no answer from the database within the client deadline")
+    }
+}
+
+impl std::error::Error for ClientDeadline {}
+
+/// The request's error after a [`ClientDeadline`]: unknown (503, never voided).
+pub fn client_deadline() -> ApiError {
+    DbFailure::Unknown.into_api_error(anyhow::Error::new(ClientDeadline))
+}
+
+/// Whether the request failed because the database did not answer in time: then nothing more is
+/// asked of it for this request (a release of the key would only wait as long again; its lease
+/// runs out instead).
+pub fn is_client_deadline(error: &ApiError) -> bool {
+    matches!(error, ApiError::DatabaseUnavailable(cause) if cause.is::<ClientDeadline>())
 }
 
 /// Judges a failure from its SQLSTATE (`None`: the driver did not say).
@@ -119,6 +150,15 @@ mod tests {
             let e = passing.into_api_error(anyhow::anyhow!("gone"));
             assert!(matches!(e, ApiError::DatabaseUnavailable(_)));
             assert!(!is_refusal(&e));
+            assert!(!is_client_deadline(&e));
         }
+    }
+
+    #[test]
+    fn a_client_deadline_is_unavailable_and_never_a_refusal() {
+        let e = client_deadline();
+        assert!(is_client_deadline(&e));
+        assert!(!is_refusal(&e));
+        assert_eq!(e.code(), "database_unavailable");
     }
 }

@@ -115,6 +115,12 @@ pub struct CommonSettings {
     /// connection; 0 leaves PostgreSQL's (unbounded) defaults.
     #[arg(long, env = "DB_STATEMENT_TIMEOUT_MS", default_value_t = 5000)]
     pub db_statement_timeout_ms: u64,
+    /// How much longer than `DB_STATEMENT_TIMEOUT_MS` the API itself waits for any database call
+    /// before it gives the call up: the connection is closed (never lent again) and the request
+    /// answered 503 `database_unavailable`. The server's `statement_timeout` cannot end a call
+    /// whose packets no longer reach it (a frozen network path, a stopped proxy).
+    #[arg(long, env = "DB_CLIENT_MARGIN_MS", default_value_t = 1000)]
+    pub db_client_margin_ms: u64,
     /// On SIGTERM/SIGINT: how long orders in flight may take to finish before the process exits.
     #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = 20_000)]
     pub shutdown_grace_ms: u64,
@@ -208,6 +214,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("client_header_timeout_ms", &self.client_header_timeout_ms)
             .field("client_body_timeout_ms", &self.client_body_timeout_ms)
             .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
+            .field("db_client_margin_ms", &self.db_client_margin_ms)
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
             .field("persist_batch_max", &self.persist_batch_max)
             .field("persist_batch_wait_ms", &self.persist_batch_wait_ms)
@@ -240,6 +247,7 @@ impl CommonSettings {
             client_header_timeout_ms: 5000,
             client_body_timeout_ms: 5000,
             db_statement_timeout_ms: 5000,
+            db_client_margin_ms: 1000,
             shutdown_grace_ms: 20_000,
             persist_batch_max: 1,
             persist_batch_wait_ms: 5,
@@ -338,6 +346,14 @@ impl CommonSettings {
 
     pub fn db_pool_timeout(&self) -> Duration {
         Duration::from_millis(self.db_pool_timeout_ms)
+    }
+
+    /// The longest the API waits for one database call (a statement, `BEGIN`/`COMMIT`, a
+    /// connection's test): `DB_STATEMENT_TIMEOUT_MS` + `DB_CLIENT_MARGIN_MS`. `None` when
+    /// `DB_STATEMENT_TIMEOUT_MS` is 0, which asks for unbounded database waits.
+    pub fn db_client_deadline(&self) -> Option<Duration> {
+        (self.db_statement_timeout_ms > 0)
+            .then(|| Duration::from_millis(self.db_statement_timeout_ms + self.db_client_margin_ms))
     }
 
     pub fn deps_timeout(&self) -> Duration {

@@ -13,12 +13,14 @@ mod app;
 mod database;
 mod money;
 mod orders;
+mod relay;
 mod stub_gateway;
 
 pub use app::{Api, TestApp, build, start_nats};
 pub use database::{TestDatabase, admin_url};
 pub use money::{assert_money_balances, fast_recovery};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
+pub use relay::FreezableRelay;
 pub use stub_gateway::StubGateway;
 
 /// Polls `check` every 50 ms until it holds, failing the test after `secs` seconds with `what`.
