@@ -19,9 +19,18 @@ pub struct Panel<'a> {
 }
 
 /// Horizontal bars in panels, each bar's value written beside it; an empty panel is left out.
-/// Narrower than the report's charts (600 units): on a phone its text scales down less.
+/// Narrower than the report's charts (at most 730 units): on a phone its text scales down less.
 pub fn bars(title: &str, panels: &[Panel]) -> String {
-    let (w, label_w, row_h) = (600.0, 200.0, 20.0);
+    // The labels' column as wide as the longest label (≈ 7.5 units a character at the tick size),
+    // so that none is cut at the left edge; the bars keep 320 units and their values 80.
+    let longest = panels
+        .iter()
+        .flat_map(|p| &p.bars)
+        .map(|b| b.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let label_w = (7.5 * longest as f64 + 10.0).clamp(120.0, 330.0);
+    let (w, row_h) = (label_w + 400.0, 20.0);
     let mut svg = String::new();
     let mut y = 0.0;
     for p in panels.iter().filter(|p| !p.bars.is_empty()) {

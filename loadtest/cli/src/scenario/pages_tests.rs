@@ -256,6 +256,16 @@ fn charts_draw_the_rows_only() {
     assert_eq!(html.matches("<rect ").count(), 7);
     let (_, html) = page("remotecall", &fixture("remotecall"));
     assert_eq!(html.matches("<rect ").count(), 16);
+    // The bars start right of the longest label (right-aligned before them), none cut at x = 0.
+    let x: f64 = html[html.find("<rect x=\"").expect("a bar") + 9..]
+        .split('"')
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("x");
+    assert!(
+        x >= 7.5 * "3000 ms · request · blocking-api".chars().count() as f64,
+        "{x}"
+    );
     let (_, html) = page("faults", &fixture("faults"));
     assert_eq!(html.matches("<rect ").count(), 12, "six money bars per API");
 }
