@@ -6,12 +6,14 @@
 #
 #   scripts/report-screenshots.sh [PAGE.html] [OUT_DIR]
 #   SHOTS=0 scripts/report-screenshots.sh PAGE.html    # the overflow check only
+#   scripts/report-screenshots.sh scenarios [OUT_DIR]   # every scenario page, from fixtures
 #
 # PAGE.html (report.html or a scenario.html) defaults to the fixture report (rendered afresh by the
 # report test into target/report-fixture/); OUT_DIR to screenshots/ (ignored by git: screenshots
-# never go in); images are named after the page (report-page-390.png, …). The scenario pages of
-# the committed results: SCENARIO_FIXTURE_OUT=DIR cargo test -p loadtest --lib findings writes
-# them to DIR (events-scenario.html, batching-scenario.html).
+# never go in); images are named after the page (report-page-390.png, …). `scenarios` renders
+# every scenario page (SCENARIO_FIXTURE_OUT=DIR cargo test -p loadtest --lib scenario:: writes
+# them: events and batching from the committed results, remotecall, db-latency, overload and
+# faults from their test fixtures) and checks (and shoots) each.
 # Needs `chromium` (Debian: apt-get install chromium). Nothing is fetched: the report is
 # self-contained, and Chromium runs with networking features off and a throw-away profile.
 set -euo pipefail
@@ -19,6 +21,16 @@ cd "$(dirname "$0")/.."
 
 report=${1:-}
 out=${2:-screenshots}
+if [ "$report" = scenarios ]; then
+    pages="$PWD/target/scenario-fixture"
+    rm -rf "$pages"
+    SCENARIO_FIXTURE_OUT="$pages" cargo test -q -p loadtest --lib scenario:: >/dev/null
+    status=0
+    for page in "$pages"/*-scenario.html; do
+        "$0" "$page" "$out" || status=1
+    done
+    exit $status
+fi
 if [ -z "$report" ]; then
     # The test writes the fixture report when REPORT_FIXTURE_OUT is set.
     REPORT_FIXTURE_OUT="$PWD/target/report-fixture" \

@@ -74,6 +74,7 @@ pub fn assemble(
                 api_metrics: row.metrics,
                 harness: row.harness,
                 in_flight,
+                answered_after: acc.answered_after.clone(),
             }
         })
         .collect();

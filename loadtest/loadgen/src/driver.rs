@@ -285,7 +285,7 @@ async fn closed_one(user: &mut GooseUser, s: &Shared, t0: Instant) -> Transactio
     let latency = end.saturating_duration_since(start);
     {
         let mut rec = s.rec();
-        rec.completed(since(t0, end), latency, 0, &outcome.kind);
+        rec.completed(since(t0, start), since(t0, end), latency, 0, &outcome.kind);
         rec.keys.note(&request, &outcome.kind);
     }
     crate::scheduler::record_in_goose(user, crate::scheduler::Done { latency, outcome }).await

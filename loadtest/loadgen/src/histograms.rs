@@ -32,6 +32,7 @@ pub fn encode(rec: &Recorder) -> HistogramSet {
             .map(|(k, h)| (k.clone(), encode_one(&mut ser, h)))
             .collect(),
         lateness_us: encode_one(&mut ser, &acc.lateness),
+        answered_after: acc.answered_after.clone(),
     };
     HistogramSet {
         encoding: HISTOGRAM_ENCODING.to_owned(),
@@ -59,6 +60,7 @@ pub fn decode(set: &HistogramSet) -> Result<Recorder> {
         acc.completed = c.completed;
         acc.slow = c.slow;
         acc.outcomes = c.outcomes.clone();
+        acc.answered_after = c.answered_after.clone();
         for (kind, text) in &c.latency_us {
             let h = decode_one(&mut de, text).with_context(|| format!("latency of {kind}"))?;
             acc.latency.add(&h).context("adding a decoded histogram")?;

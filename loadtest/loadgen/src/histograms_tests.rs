@@ -26,7 +26,7 @@ fn record(rec: &mut Recorder, j: u64, rng: &mut SmallRng) {
     } else {
         "201"
     };
-    rec.completed(t + latency.as_secs_f64(), latency, phase, outcome);
+    rec.completed(t, t + latency.as_secs_f64(), latency, phase, outcome);
 }
 
 fn assert_same(a: &Acc, b: &Acc, what: &str) {
@@ -38,6 +38,10 @@ fn assert_same(a: &Acc, b: &Acc, what: &str) {
     assert_eq!(a.outcomes, b.outcomes, "{what}: outcomes");
     assert_eq!(a.latency, b.latency, "{what}: latency");
     assert_eq!(a.lateness, b.lateness, "{what}: lateness");
+    assert_eq!(
+        a.answered_after, b.answered_after,
+        "{what}: answers by when they came"
+    );
     assert_eq!(
         a.by_outcome.keys().collect::<Vec<_>>(),
         b.by_outcome.keys().collect::<Vec<_>>(),

@@ -14,7 +14,10 @@ use hdrhistogram::Histogram;
 
 use crate::gave_up::ClientKeys;
 
-use lab_results::{LatencyPercentiles, Lateness, OUTCOME_CREATED, OUTCOME_REPLAYED};
+use lab_results::{
+    LatencyPercentiles, Lateness, OUTCOME_CREATED, OUTCOME_REPLAYED, SecondArrivals, WindowFate,
+    window_fate,
+};
 
 /// Largest value a histogram holds, µs (one hour; larger values are clamped).
 const MAX_US: u64 = 3_600_000_000;
@@ -49,6 +52,10 @@ pub struct Acc {
     pub lateness: Histogram<u64>,
     /// Completed requests slower than [`SLOW_US`].
     pub slow: u64,
+    /// Of a second: its arrivals (by intended send time) by when their answer came —
+    /// `answered_after[k]` in second `t + k` (`lab_results::window_fate` reads it). Empty for a
+    /// phase or the run, whose answers are already counted by arrival.
+    pub answered_after: Vec<u64>,
     /// Significant digits of its histograms.
     pub sigfig: u8,
 }
@@ -72,6 +79,7 @@ impl Acc {
             by_outcome: BTreeMap::new(),
             lateness: histogram(sigfig),
             slow: 0,
+            answered_after: Vec::new(),
             sigfig,
         }
     }
@@ -105,6 +113,12 @@ impl Acc {
         }
         add_all(&mut self.latency, &other.latency);
         add_all(&mut self.lateness, &other.lateness);
+        if self.answered_after.len() < other.answered_after.len() {
+            self.answered_after.resize(other.answered_after.len(), 0);
+        }
+        for (mine, theirs) in self.answered_after.iter_mut().zip(&other.answered_after) {
+            *mine += theirs;
+        }
     }
 
     /// Fresh `201`s.
@@ -210,11 +224,7 @@ impl Recorder {
     }
 
     fn second(&mut self, t: f64) -> &mut Acc {
-        let i = if t.is_finite() && t > 0.0 {
-            t as usize
-        } else {
-            0
-        };
+        let i = second_of(t);
         while self.seconds.len() <= i {
             self.seconds.push(Acc::new(2));
         }
@@ -268,48 +278,56 @@ impl Recorder {
         self.total.lateness.saturating_record(us);
     }
 
-    /// A request finished at `t` with `outcome`, `latency` after its intended send time.
-    pub fn completed(&mut self, t: f64, latency: Duration, phase: usize, outcome: &str) {
+    /// A request due at `intended` finished at `t` with `outcome`, `latency` after its intended
+    /// send time.
+    pub fn completed(
+        &mut self,
+        intended: f64,
+        t: f64,
+        latency: Duration,
+        phase: usize,
+        outcome: &str,
+    ) {
         let us = micros(latency);
+        let after = second_of(t).saturating_sub(second_of(intended));
+        let due = &mut self.second(intended).answered_after;
+        if due.len() <= after {
+            due.resize(after + 1, 0);
+        }
+        due[after] += 1;
         self.second(t).complete(us, outcome);
         self.phase(phase).complete(us, outcome);
         self.total.complete(us, outcome);
     }
+
+    /// What became of the arrivals due in `[from, to)` (whole seconds): answered within it,
+    /// after it, or never.
+    pub fn window(&self, from: u32, to: u32) -> WindowFate {
+        window_fate(
+            self.seconds
+                .iter()
+                .enumerate()
+                .map(|(t, s)| SecondArrivals {
+                    t: t as u32,
+                    offered: s.offered,
+                    not_sent: s.not_sent,
+                    answered_after: &s.answered_after,
+                }),
+            from,
+            to,
+        )
+    }
+}
+
+/// The whole second `t` (seconds since the start) falls in; 0 before the start.
+fn second_of(t: f64) -> usize {
+    if t.is_finite() && t > 0.0 {
+        t as usize
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_reconcile_and_percentiles_come_from_every_value() {
-        let mut r = Recorder::new(2);
-        for i in 0..1000u64 {
-            let t = i as f64 / 500.0;
-            r.offered(t, 0);
-            if i % 100 == 0 {
-                r.not_sent(t, 0);
-                continue;
-            }
-            r.sent(t, Duration::from_micros(100), 0);
-            let outcome = if i % 50 == 1 {
-                "timeout"
-            } else {
-                OUTCOME_CREATED
-            };
-            r.completed(t + 0.5, Duration::from_millis(i + 1), 0, outcome);
-        }
-        let t = &r.total;
-        assert_eq!(t.offered, 1000);
-        assert_eq!(t.offered, t.sent + t.not_sent);
-        assert_eq!(t.sent, t.completed);
-        assert_eq!(t.errors(), 20);
-        assert_eq!(t.ok(), 970);
-        assert_eq!(r.seconds.len(), 3);
-        assert_eq!(r.seconds[0].offered, 500);
-        let p = percentiles(&t.latency).unwrap();
-        assert!((p.p50 - 501.0).abs() < 2.0, "{p:?}");
-        assert!((p.max - 1000.0).abs() < 1.0, "{p:?}");
-        assert!(t.step_failed(), "2 % errors fail a stress step");
-    }
-}
+#[path = "recorder_tests.rs"]
+mod tests;

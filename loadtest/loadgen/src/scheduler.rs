@@ -144,7 +144,7 @@ fn launch(s: &Arc<Shared>, t0: Instant, a: Arrival, tx: mpsc::UnboundedSender<Do
         let latency = end.saturating_duration_since(intended);
         {
             let mut rec = s.rec();
-            rec.completed(since(t0, end), latency, phase, &outcome.kind);
+            rec.completed(at_s, since(t0, end), latency, phase, &outcome.kind);
             rec.keys.note(&request, &outcome.kind);
         }
         s.in_flight.fetch_sub(1, Ordering::SeqCst);

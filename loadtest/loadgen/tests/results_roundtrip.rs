@@ -62,6 +62,7 @@ fn recorded(profile: &Profile) -> DriverOutput {
         rec.offered(a.at_s, a.phase);
         rec.sent(a.at_s, Duration::from_millis(1), a.phase);
         rec.completed(
+            a.at_s,
             a.at_s + 2.2,
             Duration::from_millis(2200),
             a.phase,
@@ -149,6 +150,7 @@ fn shed_requests_are_their_own_kind_with_their_own_latency_and_round_trip() {
         out.recorder.offered(a.at_s, a.phase);
         out.recorder.sent(a.at_s, Duration::from_millis(1), a.phase);
         out.recorder.completed(
+            a.at_s,
             a.at_s + 0.005,
             Duration::from_millis(5),
             a.phase,

@@ -3,7 +3,7 @@
 
 use lab_results::{RunResults, Summary};
 
-use super::drain::{answering_s, drain, open_at_plateau_end};
+use super::drain::{answering_s, drain, open_at_plateau_end, plateau_fate};
 use super::model::{ApiRuns, Spread, Unit, fmt, plateau_seconds, schedule_s};
 use super::throttling::throttled;
 
@@ -119,7 +119,9 @@ pub fn notes(groups: &[ApiRuns<'_>]) -> Vec<String> {
         out.push(
             "Every share is of the arrivals. The plateau counts its own arrivals wherever their \
              answers came: its answers, errors and percentiles include the answers that came after \
-             it ended (late, still open at its end); its rates count the answers within its seconds."
+             it ended (late, still open at its end; their latency from the intended send time); \
+             its rates count the answers within its seconds. Late and unanswered are counted per \
+             arrival by the generator (— in a results file written before it recorded them)."
                 .to_owned(),
         );
     }
@@ -150,6 +152,20 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
             "open when the plateau ended (answered late or never)",
             Unit::Count,
             |r, span| (span == Span::Plateau).then(|| open_at_plateau_end(r).map(|n| n as f64))?,
+        ),
+        run_row(
+            "of those, answered late (after the plateau)",
+            Unit::Count,
+            |r, span| {
+                (span == Span::Plateau).then(|| plateau_fate(r).map(|f| f.answered_late as f64))?
+            },
+        ),
+        run_row(
+            "of those, unanswered at the run's end",
+            Unit::Count,
+            |r, span| {
+                (span == Span::Plateau).then(|| plateau_fate(r).map(|f| f.unanswered as f64))?
+            },
         ),
         f("never answered", Unit::Count, move |s| {
             count(s.offered.saturating_sub(s.completed))

@@ -486,3 +486,55 @@ fn hostile_strings_in_the_results_are_escaped() {
     assert!(rate.contains(&format!(">{escaped}</text>")), "{rate}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn the_plateau_table_counts_late_and_unanswered_arrivals_exactly() {
+    let runs = fixtures::pair();
+    let md = render_markdown(&runs);
+    let plateau = md.split("### ").nth(1).expect("plateau table");
+    let row = |name: &str| -> Vec<String> {
+        let line = plateau
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no row {name:?}"));
+        // Counts as printed, thousands separators dropped.
+        line.split('|')
+            .skip(2)
+            .map(|c| c.trim().replace(',', ""))
+            .take(2)
+            .collect()
+    };
+    // The generator's per-arrival record: every plateau arrival answered, within or late, so
+    // late + within = the plateau's answers and none is unanswered after the drain.
+    for (i, run) in runs.iter().enumerate() {
+        let p = run.plateau.as_ref().expect("plateau");
+        let arrivals = |from: u32, to: u32| -> (u64, u64, u64) {
+            let (mut within, mut late, mut offered) = (0, 0, 0);
+            for s in run.seconds.iter().filter(|s| s.t >= from && s.t < to) {
+                offered += s.offered;
+                for (k, n) in s.answered_after.iter().enumerate() {
+                    if s.t + (k as u32) < to {
+                        within += n;
+                    } else {
+                        late += n;
+                    }
+                }
+            }
+            (offered, within, late)
+        };
+        let (offered, within, late) = arrivals(30, 60);
+        assert_eq!(offered, p.offered, "{}", run.api);
+        assert_eq!(within + late, p.completed, "{}", run.api);
+        assert_eq!(
+            row("of those, answered late (after the plateau)")[i],
+            late.to_string()
+        );
+        assert_eq!(row("of those, unanswered at the run's end")[i], "0");
+        assert_eq!(
+            row("open when the plateau ended (answered late or never)")[i],
+            late.to_string()
+        );
+    }
+    // The blocking API fell behind: many of its plateau arrivals were answered late.
+    assert_ne!(row("of those, answered late (after the plateau)")[0], "0");
+}

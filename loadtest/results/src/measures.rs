@@ -38,6 +38,12 @@ pub struct SecondSample {
     /// Requests open (sent, not finished) at the end of the second, as the generator counts them.
     #[serde(default)]
     pub in_flight: u64,
+    /// The arrivals due in this second by when their answer came: `answered_after[k]` were
+    /// answered (any outcome) in second `t + k`. What is left of `offered − not_sent` was never
+    /// answered. Lets any window of seconds say exactly how many of its arrivals were answered
+    /// after it (`lab_results::window_fate`). Empty in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answered_after: Vec<u64>,
 }
 
 /// Latency percentiles, ms, from an HdrHistogram (3 significant digits).

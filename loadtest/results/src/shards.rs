@@ -75,4 +75,8 @@ pub struct CountsAndHistograms {
     pub latency_us: BTreeMap<String, String>,
     /// Lateness of the sends (actual − intended start), µs, encoded.
     pub lateness_us: String,
+    /// Of a second: its arrivals by when their answer came (`SecondSample::answered_after`);
+    /// shards' counts add. Empty for a phase or the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answered_after: Vec<u64>,
 }

@@ -1,10 +1,15 @@
-//! What the events and batching scenarios found, computed from their rows as `scenario.json`
-//! holds them: the conclusion at the top of their page and its chart. Reading the rows back from
+//! What the scenarios found, computed from their rows as `scenario.json` holds them: the
+//! conclusion at the top of their page and its chart — events and batching here, the scenarios
+//! made of lab runs in `conclusions.rs`. Reading the rows back from
 //! that JSON (not from the live structs) means the page of a committed result (docs/results/) is
 //! rebuilt the same way, and the tests can render it from those files.
 
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::conclusions;
+use super::findings_charts as charts;
+use super::points::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
 
 /// An events row, the fields the conclusion reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -202,8 +207,8 @@ pub fn batching_conclusion(rows: &[BatchPoint]) -> Vec<String> {
 }
 
 /// Sets the conclusion, the chart and the harness-bound marks of a scenario's table from its
-/// `scenario.json`, for the scenarios that have them (`events`, `batching`); the rows of the JSON
-/// are the rows of the table, in order.
+/// `scenario.json`, for every scenario that writes one (all but slow-dependency); the rows of the
+/// JSON are the rows of the table, in order.
 pub fn apply(
     table: &mut super::ScenarioTable,
     scenario: &str,
@@ -213,13 +218,37 @@ pub fn apply(
         "events" => {
             let rows: Vec<EventsPoint> = points(json)?;
             table.conclusion = events_conclusion(&rows);
-            table.chart = Some(super::findings_charts::events(&rows));
+            table.chart = Some(charts::events(&rows));
         }
         "batching" => {
             let rows: Vec<BatchPoint> = points(json)?;
             table.conclusion = batching_conclusion(&rows);
-            table.chart = Some(super::findings_charts::batching(&rows));
+            table.chart = Some(charts::batching(&rows));
             table.harness_bound = rows.iter().map(BatchPoint::harness_bound).collect();
+        }
+        "remotecall" => {
+            let rows: Vec<RemotecallPoint> = points(json)?;
+            table.conclusion = conclusions::remotecall(&rows);
+            table.chart = Some(charts::remotecall(&rows));
+            table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
+        }
+        "db-latency" => {
+            let rows: Vec<DbLatencyPoint> = points(json)?;
+            table.conclusion = conclusions::db_latency(&rows);
+            table.chart = Some(charts::db_latency(&rows));
+            table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
+        }
+        "overload" => {
+            let rows: Vec<OverloadPoint> = points(json)?;
+            table.conclusion = conclusions::overload(&rows);
+            table.chart = Some(charts::overload(&rows));
+            table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
+        }
+        "faults" => {
+            let rows: Vec<FaultsPoint> = points(json)?;
+            table.conclusion = conclusions::faults(&rows);
+            table.chart = Some(charts::faults(&rows));
+            table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
         _ => {}
     }

@@ -20,11 +20,14 @@
 //!   sets PostgreSQL's `commit_delay` for two of them).
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
-//! comparison table (`summary.md`, `scenario.html`). PostgreSQL is started once for all variants,
+//! comparison table (`summary.md`, `scenario.html`) and its rows' figures (`scenario.json`, from
+//! which the page's conclusion and chart are computed). PostgreSQL is started once for all variants,
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
+mod bars;
 mod batching;
 mod batching_table;
+mod conclusions;
 mod events;
 mod faults_table;
 mod findings;
@@ -32,6 +35,7 @@ mod findings_charts;
 mod fsync;
 mod overload;
 mod page;
+mod points;
 mod render;
 mod tables;
 
@@ -230,7 +234,12 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         done.push((variant, runs));
     }
     drop(db);
-    let table = tables::build(name, &done);
+    let mut table = tables::build(name, &done);
+    if let Some(rows) = points::rows(name, &done) {
+        std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(&rows)?)?;
+        findings::apply(&mut table, name, &rows)?;
+    }
+    table.conditions = page::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), render_html(&table))?;
     Ok((table, out))

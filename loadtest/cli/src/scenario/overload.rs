@@ -149,7 +149,7 @@ fn row(r: &RunResults) -> Vec<String> {
 }
 
 /// The schedule's length, s: the end of its last phase (at least 1 s).
-fn schedule_s(r: &RunResults) -> f64 {
+pub(super) fn schedule_s(r: &RunResults) -> f64 {
     r.config
         .profile
         .phases

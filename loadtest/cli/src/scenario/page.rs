@@ -16,10 +16,18 @@ pub struct ScenarioChart {
     pub svg: String,
 }
 
-/// `3 of 26 rows were harness-bound …`, or `None` when the scenario does not record it.
+/// `3 of 26 rows were harness-bound …`; for a scenario whose runs record no such verdict (events'
+/// own closed-model runs), that it was not recorded; `None` without rows.
 pub fn trust_line(t: &ScenarioTable) -> Option<String> {
-    if t.harness_bound.is_empty() {
+    if t.rows.is_empty() {
         return None;
+    }
+    if t.harness_bound.is_empty() {
+        return Some(
+            "Whether the rig kept up was not recorded for these runs (no harness-bound verdict): \
+             a rate here may be the machine's as much as the API's."
+                .to_owned(),
+        );
     }
     let (n, of) = (t.harness_bound.iter().filter(|b| **b).count(), t.rows.len());
     Some(match n {

@@ -117,12 +117,7 @@ fn db_latency(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         let Some(r) = runs.first() else { continue };
         let p = plateau(r);
         let constant = constant_seconds(r);
-        let in_use: Vec<f64> = constant
-            .iter()
-            .filter_map(|s| s.api_metrics?.db_pool_in_use)
-            .collect();
-        let mean_in_use = in_use.iter().sum::<f64>() / in_use.len().max(1) as f64;
-        let max_in_use = in_use.iter().copied().fold(0.0, f64::max);
+        let (mean_in_use, max_in_use) = connections_in_use(r).unwrap_or((0.0, 0.0));
         let relative = direct(&r.api).filter(|d| *d > 0.0).map_or("—".into(), |d| {
             format!("{:.0} %", 100.0 * p.ok_throughput_rps / d)
         });
@@ -243,14 +238,14 @@ fn slow_dependency(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
 
 /// Requests per second of a closed run, as `ab` reports it: completed ÷ time from first send to
 /// last answer (whole per-second buckets when that time was not recorded).
-fn closed_rate(r: &RunResults) -> f64 {
+pub(super) fn closed_rate(r: &RunResults) -> f64 {
     match r.elapsed_s {
         Some(t) if t > 0.0 => r.summary.completed as f64 / t,
         _ => r.summary.throughput_rps,
     }
 }
 
-fn rtt(r: &RunResults) -> f64 {
+pub(super) fn rtt(r: &RunResults) -> f64 {
     r.config
         .api_settings
         .get("DB_RTT_MS")
@@ -258,8 +253,19 @@ fn rtt(r: &RunResults) -> f64 {
         .unwrap_or(0.0)
 }
 
-fn plateau(r: &RunResults) -> &Summary {
+pub(super) fn plateau(r: &RunResults) -> &Summary {
     r.plateau.as_ref().unwrap_or(&r.summary)
+}
+
+/// Connections in use over the constant phase's seconds, (mean, max); `None` when no second
+/// scraped the gauge.
+pub(super) fn connections_in_use(r: &RunResults) -> Option<(f64, f64)> {
+    let in_use: Vec<f64> = constant_seconds(r)
+        .iter()
+        .filter_map(|s| s.api_metrics?.db_pool_in_use)
+        .collect();
+    let mean = in_use.iter().sum::<f64>() / (!in_use.is_empty()).then_some(in_use.len())? as f64;
+    Some((mean, in_use.iter().copied().fold(0.0, f64::max)))
 }
 
 fn constant_seconds(r: &RunResults) -> Vec<&SecondSample> {
@@ -287,7 +293,7 @@ fn mean_tx_ms(secs: &[&SecondSample]) -> Option<f64> {
     (count > 0.0).then(|| 1000.0 * (last.0 - first.0) / count)
 }
 
-fn median(runs: &[RunResults], f: impl Fn(&RunResults) -> f64) -> f64 {
+pub(super) fn median(runs: &[RunResults], f: impl Fn(&RunResults) -> f64) -> f64 {
     let mut v: Vec<f64> = runs.iter().map(f).filter(|x| x.is_finite()).collect();
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
