@@ -31,6 +31,7 @@
 pub mod admin;
 pub mod config;
 mod fault;
+mod json;
 mod ledger;
 mod routes;
 mod server;
