@@ -610,33 +610,12 @@ const STILL_STANDING: &[(&str, &str, &str)] = &[
     ),
     (
         "loadtest/cli/src",
-        "bench::cost_render ↔ bench::render",
-        "found by this check",
-    ),
-    (
-        "loadtest/cli/src",
-        "bench ↔ bench::cell ↔ bench::instructions ↔ cli ↔ lab ↔ lab::events ↔ lab::faults ↔ \
-         lab::overload ↔ services",
-        "BenchArgs, and the clap types used as the lab's vocabulary",
-    ),
-    (
-        "loadtest/cli/src",
         "scenario::page ↔ scenario::render",
         "found by this check",
     ),
     (
         "loadtest/cli/src",
         "scenario::findings ↔ scenario::findings_charts",
-        "found by this check",
-    ),
-    (
-        "loadtest/cli/src",
-        "scenario::batching ↔ scenario::batching_table",
-        "named in issue 25",
-    ),
-    (
-        "loadtest/cli/src",
-        "commands ↔ merge",
         "found by this check",
     ),
     (

@@ -24,6 +24,7 @@
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
 mod batching;
+mod batching_plan;
 mod batching_table;
 mod events;
 mod faults_table;
@@ -39,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{Durability, LabArgs, SEED_LATENCIES, TxScope};
+use crate::lab_args::{Durability, LabArgs, SEED_LATENCIES, TxScope};
 use crate::services::Database;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
@@ -172,8 +173,8 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
         }
         "overload" => out = overload::variants(base),
         "batching" => {
-            let delay = batching::commit_delay_us(None);
-            out = batching::cells(base, delay)
+            let delay = batching_plan::commit_delay_us(None);
+            out = batching_plan::cells(base, delay)
                 .into_iter()
                 .map(|c| c.variant)
                 .collect();
