@@ -82,7 +82,10 @@ mod tests {
         let me = std::process::id();
         let rss = rss_kib(me);
         assert!(rss > 0);
-        assert!(hwm_kib(me) >= rss, "the peak is at least what was resident before it");
+        assert!(
+            hwm_kib(me) >= rss,
+            "the peak is at least what was resident before it"
+        );
         let mut x = 0u64;
         for i in 0..20_000_000u64 {
             x = x.wrapping_mul(31).wrapping_add(i);
