@@ -9,7 +9,7 @@ use actix_web::HttpResponse;
 use rand::Rng;
 
 use crate::config::EndpointConfig;
-use crate::routes::json;
+use crate::json;
 use crate::stats::Counters;
 
 /// The delay of one request: `latency ± jitter`, uniform, floored at zero.

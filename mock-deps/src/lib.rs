@@ -32,6 +32,7 @@
 pub mod admin;
 pub mod config;
 mod fault;
+mod json;
 mod ledger;
 mod routes;
 mod server;

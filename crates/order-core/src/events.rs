@@ -28,26 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::order::OrderDocument;
 
-/// `EVENTS_MODE`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EventsMode {
-    Off,
-    TwoPhase,
-    AfterCommit,
-    Outbox,
-}
-
-impl EventsMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventsMode::Off => "off",
-            EventsMode::TwoPhase => "two-phase",
-            EventsMode::AfterCommit => "after-commit",
-            EventsMode::Outbox => "outbox",
-        }
-    }
-}
+pub use crate::events_mode::EventsMode;
 
 /// The event's type, in its body.
 pub const EVENT_TYPE: &str = "order.created";

@@ -189,7 +189,7 @@ pub async fn health() -> HttpResponse {
 }
 
 /// `GET /ready` while draining for shutdown: 503 at once, without asking the database.
-pub fn draining_response(lifecycle: &crate::server::Lifecycle) -> Option<HttpResponse> {
+pub fn draining_response(lifecycle: &crate::lifecycle::Lifecycle) -> Option<HttpResponse> {
     lifecycle.draining().then(|| {
         HttpResponse::ServiceUnavailable().json(Probe {
             status: ProbeStatus::Draining,

@@ -11,7 +11,7 @@
 use anyhow::{Context, bail};
 use sqlx::Connection;
 
-use crate::events::EventsMode;
+use crate::events_mode::EventsMode;
 use crate::sql;
 
 /// Whether a server whose `max_prepared_transactions` reads `setting` (as `SHOW` prints it) can

@@ -3,7 +3,6 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use actix_web::dev::Server;
@@ -15,6 +14,8 @@ use crate::admission::LoopLag;
 use crate::http::{method_not_allowed, not_found, shared_routes, track_metrics};
 use crate::metrics::Metrics;
 use crate::settings::CommonSettings;
+
+pub use crate::lifecycle::Lifecycle;
 
 /// Listen backlog of both servers: thousands of connections can arrive at once under a ramp.
 pub const BACKLOG: u32 = 4096;
@@ -56,23 +57,6 @@ pub fn order_routes<C, CA, G, GA, R, RA, M, MA>(
     )
     .route("/ready", web::get().to(ready))
     .route("/metrics", web::get().to(metrics));
-}
-
-/// Whether the server is draining: set when SIGTERM or SIGINT arrives, after which `/ready`
-/// answers 503 so that a load balancer stops sending before the listener closes.
-#[derive(Debug, Default)]
-pub struct Lifecycle {
-    draining: AtomicBool,
-}
-
-impl Lifecycle {
-    pub fn draining(&self) -> bool {
-        self.draining.load(Ordering::Acquire)
-    }
-
-    pub fn start_draining(&self) {
-        self.draining.store(true, Ordering::Release);
-    }
 }
 
 /// A started server: its port and the future that runs it.

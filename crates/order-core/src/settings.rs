@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::events::EventsMode;
+use crate::events_mode::EventsMode;
 
 /// How long a request holds its database connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]

@@ -189,7 +189,8 @@ impl TestApp {
         request.send().await.expect("GET")
     }
 
-    /// A sample's value in the API's `/metrics` (Prometheus text), if it is there.
+    /// A series' value in the API's `/metrics` (Prometheus text), if it is there: `name` as
+    /// written, with its labels if it has any (`name{label="v"}`).
     pub async fn metric(&self, name: &str) -> Option<f64> {
         let text = self
             .get("/metrics", None)
@@ -197,8 +198,7 @@ impl TestApp {
             .text()
             .await
             .expect("GET /metrics");
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        labkit::prometheus::value_of(&text, name)
     }
 
     /// Rows in a table of the API's database.

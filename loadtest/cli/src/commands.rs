@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::cli::{Cli, Command, RunArgs};
+use crate::exit_status::{INVARIANT_VIOLATED, SLO_MISSED};
 use crate::gave_up::orders_after_give_up;
 use crate::run::{environment, measure, mock_latencies, new_run_id};
 use crate::services::not_enforced;
@@ -16,11 +17,6 @@ use loadgen::driver::{DriverConfig, Sharding};
 use loadgen::profile::{BUILTIN, Profile};
 use loadgen::sampler::SampleTargets;
 use loadgen::start::StartGate;
-
-/// Exit status when every run finished but an invariant was violated.
-pub const INVARIANT_VIOLATED: u8 = 3;
-/// Exit status of `lab --fail-on-slo` when every invariant held but an API missed the objective.
-pub const SLO_MISSED: u8 = 4;
 
 /// Runs the command; the exit status says whether every invariant held.
 pub async fn run(cli: Cli) -> Result<ExitCode> {

@@ -27,10 +27,12 @@
 pub mod bench;
 pub mod cli;
 pub mod commands;
+pub mod exit_status;
 pub mod gave_up;
 pub mod inject;
 pub mod invariants;
 pub mod lab;
+pub mod lab_args;
 pub mod merge;
 pub mod money;
 pub mod run;

@@ -69,7 +69,7 @@ pub async fn command(args: MergeArgs) -> Result<ExitCode> {
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(crate::commands::INVARIANT_VIOLATED)
+        ExitCode::from(crate::exit_status::INVARIANT_VIOLATED)
     })
 }
 

@@ -14,7 +14,7 @@ use labkit::cgroup::{LimitedGroup, ResourceLimits};
 use labkit::pg::EphemeralPostgres;
 use labkit::process::{ServiceProcess, find_binary};
 
-use crate::cli::Durability;
+use crate::lab_args::Durability;
 use lab_results::{Limits, Pinning};
 
 /// How long a service may take to answer its readiness URL.
@@ -380,7 +380,7 @@ pub fn build_services(apis: &[String]) -> Result<()> {
     }
     for package in apis
         .iter()
-        .map(|a| crate::cli::api_names(a).0)
+        .map(|a| crate::lab_args::api_names(a).0)
         .chain(["mock-deps".to_owned()])
     {
         cmd.args(["-p", &package]);

@@ -5,7 +5,7 @@ use std::path::Path;
 use lab_results::{
     AfterGiveUp, Event, LatencyPercentiles, OUTCOME_OVERLOADED, RunResults, Shedding,
 };
-use loadtest::cli::LabArgs;
+use loadtest::lab_args::LabArgs;
 use loadtest::scenario::{Variant, build_table, render_html, render_markdown, variants};
 
 fn fixture(api: &str) -> RunResults {
@@ -267,7 +267,7 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     let a = &vs[0].args;
     assert_eq!(a.apis, ["blocking-api", "reactive-api"]);
     assert_eq!(a.load.retry_for_s, Some(60.0));
-    assert_eq!(a.db_durability, loadtest::cli::Durability::On);
+    assert_eq!(a.db_durability, loadtest::lab_args::Durability::On);
     assert_eq!(
         (a.lease_ms, a.reconcile_interval_ms, a.deps_timeout_ms),
         (15_000, 2000, 5000)

@@ -9,6 +9,8 @@
 //! - Memory: `VmRSS` and `VmHWM` (the peak RSS since the process started) of `/proc/PID/status`.
 //! - Machine: busy jiffies of all CPUs from the first line of `/proc/stat` (user, nice, system,
 //!   irq, softirq, steal; not idle, not iowait).
+//!
+//! Every file is read through the `procfs` crate, none parsed here.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,67 +47,41 @@ pub const DEFAULT_STACK_KIB: u64 = 2048;
 /// `/proc/PID/smaps`. A stack is recognised as an anonymous mapping of exactly `stack_kib` KiB
 /// (glibc maps its guard page apart), so only threads made with that stack size are counted.
 pub fn thread_stacks(pid: u32, stack_kib: u64) -> anyhow::Result<(u64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps"))?;
-    Ok(stacks_in_smaps(&text, stack_kib))
+    imp::thread_stacks(pid, stack_kib)
 }
 
-/// [`thread_stacks`] of an smaps text.
-pub fn stacks_in_smaps(smaps: &str, stack_kib: u64) -> (u64, u64) {
-    let (mut count, mut rss_kib) = (0, 0);
-    // Per mapping: anonymous (no path), and its Size; Rss follows Size.
-    let (mut anonymous, mut size) = (false, 0);
-    for line in smaps.lines() {
-        let mut f = line.split_whitespace();
-        let first = f.next().unwrap_or_default();
-        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-            // "start-end perms offset dev inode [path]"
-            anonymous = line.split_whitespace().nth(5).is_none();
-            size = 0;
-        } else if first == "Size:" {
-            size = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-        } else if first == "Rss:" && anonymous && size == stack_kib {
+/// [`thread_stacks`] of a process's memory maps.
+#[cfg(target_os = "linux")]
+pub fn stacks_in(maps: &procfs::process::MemoryMaps, stack_kib: u64) -> (u64, u64) {
+    let (mut count, mut rss) = (0, 0);
+    for m in maps {
+        // procfs gives the kB figures of smaps in bytes.
+        let field = |k: &str| m.extension.map.get(k).copied().unwrap_or(0);
+        if m.pathname == procfs::process::MMapPath::Anonymous && field("Size") == stack_kib * 1024 {
             count += 1;
-            rss_kib += f.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            rss += field("Rss");
         }
     }
-    (count, rss_kib * 1024)
+    (count, rss)
 }
 
 /// Busy CPU time of the whole machine so far, all CPUs together, seconds.
 pub fn machine_busy_seconds() -> anyhow::Result<f64> {
-    let text = std::fs::read_to_string("/proc/stat")?;
-    let first = text.lines().next().unwrap_or_default();
-    busy_jiffies(first)
-        .map(|j| j as f64 / ticks_per_second())
-        .ok_or_else(|| anyhow::anyhow!("/proc/stat: no cpu line"))
+    Ok(imp::machine_busy_jiffies()? as f64 / ticks_per_second())
 }
 
 /// CPUs of the machine (`cpuN` lines of `/proc/stat`), whatever this process's affinity; at
 /// least 1.
 pub fn online_cpus() -> usize {
-    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    text.lines()
-        .filter(|l| {
-            l.strip_prefix("cpu")
-                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
-        })
-        .count()
-        .max(1)
+    imp::online_cpus().max(1)
 }
 
 /// Busy jiffies of a `/proc/stat` `cpu` line: user + nice + system + irq + softirq + steal
 /// (guest time is already in user).
-pub fn busy_jiffies(line: &str) -> Option<u64> {
-    let mut fields = line.split_whitespace();
-    if !fields.next()?.starts_with("cpu") {
-        return None;
-    }
-    let v: Vec<u64> = fields.filter_map(|x| x.parse().ok()).collect();
-    if v.len() < 4 {
-        return None;
-    }
-    let at = |i: usize| v.get(i).copied().unwrap_or(0);
-    Some(at(0) + at(1) + at(2) + at(5) + at(6) + at(7))
+#[cfg(target_os = "linux")]
+pub fn busy_jiffies(t: &procfs::CpuTime) -> u64 {
+    let opt = |v: Option<u64>| v.unwrap_or(0);
+    t.user + t.nice + t.system + opt(t.irq) + opt(t.softirq) + opt(t.steal)
 }
 
 fn ticks_per_second() -> f64 {
@@ -121,6 +97,27 @@ mod imp {
 
     pub(super) fn ticks_per_second() -> f64 {
         procfs::ticks_per_second() as f64
+    }
+
+    fn kernel_stats() -> anyhow::Result<procfs::KernelStats> {
+        use procfs::CurrentSI;
+        procfs::KernelStats::current().context("reading /proc/stat")
+    }
+
+    pub(super) fn machine_busy_jiffies() -> anyhow::Result<u64> {
+        Ok(super::busy_jiffies(&kernel_stats()?.total))
+    }
+
+    pub(super) fn thread_stacks(pid: u32, stack_kib: u64) -> anyhow::Result<(u64, u64)> {
+        let id = i32::try_from(pid).context("pid out of range")?;
+        let maps = Process::new(id)
+            .and_then(|p| p.smaps())
+            .with_context(|| format!("reading /proc/{pid}/smaps"))?;
+        Ok(super::stacks_in(&maps, stack_kib))
+    }
+
+    pub(super) fn online_cpus() -> usize {
+        kernel_stats().map_or(1, |s| s.cpu_time.len())
     }
 
     pub(super) fn read_process(pid: u32) -> anyhow::Result<ProcessCounters> {
@@ -161,6 +158,18 @@ mod imp {
         100.0
     }
 
+    pub(super) fn machine_busy_jiffies() -> anyhow::Result<u64> {
+        anyhow::bail!("machine counters need Linux's /proc")
+    }
+
+    pub(super) fn online_cpus() -> usize {
+        1
+    }
+
+    pub(super) fn thread_stacks(_: u32, _: u64) -> anyhow::Result<(u64, u64)> {
+        anyhow::bail!("thread stacks need Linux's /proc")
+    }
+
     pub(super) fn read_process(_: u32) -> anyhow::Result<ProcessCounters> {
         anyhow::bail!("process counters need Linux's /proc")
     }
@@ -170,25 +179,37 @@ mod imp {
 mod tests {
     use super::*;
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn busy_jiffies_leave_idle_and_iowait_out() {
+        use procfs::{ExplicitSystemInfo, FromReadSI, KernelStats};
         // user nice system idle iowait irq softirq steal guest guest_nice
-        let line = "cpu  100 5 50 1000 30 2 3 4 7 0";
-        assert_eq!(busy_jiffies(line), Some(100 + 5 + 50 + 2 + 3 + 4));
-        assert_eq!(busy_jiffies("intr 1 2 3 4 5"), None);
-        assert_eq!(busy_jiffies("cpu 1 2"), None);
+        let text = "cpu  100 5 50 1000 30 2 3 4 7 0\ncpu0 100 5 50 1000 30 2 3 4 7 0\n\
+                    ctxt 1\nbtime 1\nprocesses 1\nprocs_running 1\nprocs_blocked 0\n";
+        let info = ExplicitSystemInfo {
+            boot_time_secs: 0,
+            ticks_per_second: 100,
+            page_size: 4096,
+            is_little_endian: true,
+        };
+        let stats = KernelStats::from_read(text.as_bytes(), &info).unwrap();
+        assert_eq!(busy_jiffies(&stats.total), 100 + 5 + 50 + 2 + 3 + 4);
+        assert_eq!(stats.cpu_time.len(), 1);
     }
 
     #[test]
     fn stacks_are_anonymous_mappings_of_the_stack_size() {
+        use procfs::FromRead;
+        use procfs::process::MemoryMaps;
         let smaps = "\
 7f00-7f01 ---p 00000000 00:00 0 \nSize:                  4 kB\nRss:                   0 kB\n\
 7f01-7f02 rw-p 00000000 00:00 0 \nSize:               2048 kB\nRss:                  20 kB\n\
 7f02-7f03 rw-p 00000000 00:00 0 \nSize:               2048 kB\nRss:                  24 kB\n\
 7f03-7f04 r--p 00000000 08:01 42   /usr/lib/libfoo.so\nSize:               2048 kB\nRss:                 100 kB\n\
 7f04-7f05 rw-p 00000000 00:00 0 \nSize:              65324 kB\nRss:                 300 kB\n";
-        assert_eq!(stacks_in_smaps(smaps, 2048), (2, 44 * 1024));
-        assert_eq!(stacks_in_smaps(smaps, 8192), (0, 0));
+        let maps = MemoryMaps::from_read(smaps.as_bytes()).unwrap();
+        assert_eq!(stacks_in(&maps, 2048), (2, 44 * 1024));
+        assert_eq!(stacks_in(&maps, 8192), (0, 0));
     }
 
     #[cfg(target_os = "linux")]
@@ -209,5 +230,11 @@ mod tests {
         assert!(c.voluntary_switches + c.involuntary_switches > 0, "{c:?}");
         assert!(machine_busy_seconds().unwrap() > 0.0);
         assert!(online_cpus() >= 1);
+        // Counted from a thread of Rust's default stack size, so there is at least that one.
+        let (stacks, rss) =
+            std::thread::spawn(|| thread_stacks(std::process::id(), DEFAULT_STACK_KIB).unwrap())
+                .join()
+                .unwrap();
+        assert!(stacks >= 1 && rss > 0, "{stacks} stacks, {rss} bytes");
     }
 }

@@ -35,3 +35,4 @@ pub mod nats;
 pub mod pg;
 pub mod process;
 pub mod procstat;
+pub mod prometheus;

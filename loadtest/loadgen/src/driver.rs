@@ -15,7 +15,7 @@
 //! `closed-C-for-S` runs as C goose users, each sending requests back to back in its one
 //! iteration until S seconds after the run's first request.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,7 @@ use crate::shared::Shared;
 use crate::start::{StartGate, StartRecord};
 use lab_results::RetryRecord;
 
+pub use crate::control::LoopControl;
 pub use crate::shared::{DriverConfig, Sharding};
 
 /// What the driver measured.
@@ -55,30 +56,6 @@ pub struct DriverOutput {
     pub shard: Shard,
     /// The seed every arrival's draws came from.
     pub seed: u64,
-}
-
-/// A closed loop seen and stopped from outside while it runs (`loadtest bench` measures a window
-/// of a loop, then stops it).
-#[derive(Debug, Default)]
-pub struct LoopControl {
-    stop: AtomicBool,
-    started: AtomicU64,
-}
-
-impl LoopControl {
-    /// No client starts another request; each finishes the one it has in flight, then [`drive`]
-    /// returns. (Goose's killswitch does the stopping; a client that finds this flag set triggers
-    /// it again, so a run that was still starting — goose clears the killswitch as a run
-    /// starts — stops too.)
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        goose::trigger_killswitch("closed loop stopped");
-    }
-
-    /// Requests the closed loop's clients have started so far.
-    pub fn requests_started(&self) -> u64 {
-        self.started.load(Ordering::SeqCst)
-    }
 }
 
 /// Runs the profile against the target under goose; returns when every request has finished.

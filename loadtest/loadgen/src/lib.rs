@@ -24,6 +24,7 @@
 pub mod assemble;
 pub mod body;
 pub mod clock;
+pub mod control;
 pub mod driver;
 pub mod gave_up;
 pub mod histograms;

@@ -15,6 +15,10 @@ use labkit::procstat::{ProcSample, Sampler, Target, cpu_percent, cpu_wait_percen
 use crate::clock::Clock;
 use lab_results::{ApiMetrics, HarnessSample, ProcessSample};
 
+/// `metric name → value` of a Prometheus text, label sets summed: the lab's one reader of it,
+/// [`labkit::prometheus`].
+pub use labkit::prometheus::sums_by_name as parse_prometheus;
+
 /// What to sample.
 #[derive(Debug, Clone, Default)]
 pub struct SampleTargets {
@@ -201,54 +205,4 @@ pub async fn scraped_settings(url: &str) -> BTreeMap<String, String> {
         }
     }
     s
-}
-
-/// Parses the Prometheus text format into `metric name → value`, summing a metric's label sets
-/// (the gauges the lab reads have none; a histogram's `_bucket`/`_sum`/`_count` lines keep their
-/// own names). Comments, blank and malformed lines are skipped.
-pub fn parse_prometheus(text: &str) -> HashMap<String, f64> {
-    let mut out = HashMap::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (name, rest) = match line.find(['{', ' ']) {
-            Some(i) if line.as_bytes()[i] == b'{' => match line[i..].find('}') {
-                Some(j) => (&line[..i], &line[i + j + 1..]),
-                None => continue,
-            },
-            Some(i) => (&line[..i], &line[i..]),
-            None => continue,
-        };
-        // "value [timestamp]"
-        let Some(value) = rest
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-        else {
-            continue;
-        };
-        *out.entry(name.to_owned()).or_insert(0.0) += value;
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_prometheus;
-
-    #[test]
-    fn parses_gauges_counters_and_labels() {
-        let text = "# HELP db_pool_waiting waiting\n# TYPE db_pool_waiting gauge\ndb_pool_waiting 3\n\
-                    db_pool_connections_in_use 10\n\
-                    http_requests_total{route=\"/orders\",method=\"POST\",status=\"201\"} 5\n\
-                    http_requests_total{route=\"/orders\",method=\"POST\",status=\"503\"} 2 1700000000\n\
-                    db_pool_acquire_timeouts_total 1e3\nbroken{ 1\n";
-        let m = parse_prometheus(text);
-        assert_eq!(m["db_pool_waiting"], 3.0);
-        assert_eq!(m["db_pool_connections_in_use"], 10.0);
-        assert_eq!(m["http_requests_total"], 7.0);
-        assert_eq!(m["db_pool_acquire_timeouts_total"], 1000.0);
-        assert!(!m.contains_key("broken"));
-    }
 }

@@ -65,7 +65,7 @@ pub(crate) struct Shared {
     pub(crate) started_at: OnceLock<chrono::DateTime<chrono::Utc>>,
     pub(crate) progress: Mutex<Progress>,
     pub(crate) attempts: Option<Mutex<AttemptLog>>,
-    pub(crate) control: std::sync::Arc<crate::driver::LoopControl>,
+    pub(crate) control: std::sync::Arc<crate::control::LoopControl>,
 }
 
 impl Shared {

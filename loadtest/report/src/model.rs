@@ -61,24 +61,20 @@ pub struct Spread {
 }
 
 impl Spread {
-    /// `None` when no finite value is given.
+    /// `None` when no finite value is given. The median is the lab's one rule
+    /// ([`lab_results::median`]: the mean of the two middles of an even count).
     pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
-        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
+        let v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        let (min, max) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            });
         Some(Spread {
-            min: v[0],
-            median,
-            max: v[n - 1],
-            n,
+            min,
+            median: lab_results::median(v.iter().copied())?,
+            max,
+            n: v.len(),
         })
     }
 

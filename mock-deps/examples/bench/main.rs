@@ -9,7 +9,7 @@
 //! limit raised to the hard limit, and takes about 30 s. Loopback only.
 
 mod phases;
-mod procfs;
+mod proc_readings;
 mod raw_http;
 
 use std::net::{SocketAddr, TcpListener};
@@ -165,7 +165,7 @@ impl Mock {
     }
 
     pub fn cpu_seconds(&self) -> f64 {
-        procfs::cpu_seconds(&self.pid.to_string())
+        proc_readings::cpu_seconds(Some(self.pid))
     }
 }
 
@@ -186,10 +186,10 @@ async fn bench() -> anyhow::Result<()> {
         "release"
     };
     println!("mock-deps bench ({profile} build)");
-    println!("machine: nproc {nproc}, CPU {}", procfs::cpu_model());
+    println!("machine: nproc {nproc}, CPU {}", proc_readings::cpu_model());
     println!(
         "load average at start (1/5/15 min): {}",
-        procfs::load_average()
+        proc_readings::load_average()
     );
     if pinned {
         println!("pinning: mock on CPU 0 (taskset -c 0), generator on CPU 1 (taskset -c 1)");
@@ -200,12 +200,15 @@ async fn bench() -> anyhow::Result<()> {
     }
     let mock = Mock::start(&bin, pinned).await?;
     println!("mock: pid {}, {}, 1 HTTP worker", mock.pid, mock.addr);
-    println!("mock RSS at start: {} KiB", procfs::rss_kib(mock.pid));
+    println!(
+        "mock RSS at start: {} KiB",
+        proc_readings::rss_kib(mock.pid)
+    );
 
     let tp = phases::throughput(&mock, 64, Duration::from_secs(1), Duration::from_secs(10)).await?;
     tp.print();
 
-    let limit = procfs::own_nofile_limit().unwrap_or(1024);
+    let limit = proc_readings::own_nofile_limit().unwrap_or(1024);
     let wanted: usize = match std::env::var("BENCH_IN_FLIGHT") {
         Ok(v) => v.parse().context("BENCH_IN_FLIGHT")?,
         Err(_) => 20_000,
@@ -226,7 +229,7 @@ async fn bench() -> anyhow::Result<()> {
     println!("\nmock CPU total: {:.2} s", mock.cpu_seconds());
     println!(
         "load average at end (1/5/15 min): {}",
-        procfs::load_average()
+        proc_readings::load_average()
     );
     Ok(())
 }

@@ -6,20 +6,27 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use order_core::deps::{PAY_PATH, RISK_PATH};
 use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::raw_http::{Conn, SourcePorts, post_json};
-use crate::{Mock, procfs};
+use crate::{Mock, proc_readings};
+
+/// An auto-resizing histogram of µs with 3 significant digits.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant digits is a valid precision")
+}
 
 pub struct Throughput {
     connections: usize,
     requests: usize,
     non_200: usize,
     secs: f64,
-    sorted_us: Vec<u32>,
+    /// Latencies in µs, 3 significant digits (the lab's own histograms' precision).
+    latency_us: Histogram<u64>,
     mock_cpu: f64,
     generator_cpu: f64,
 }
@@ -44,7 +51,7 @@ pub async fn throughput(
         let (request, addr) = (Arc::clone(&request), mock.addr);
         tasks.spawn(async move {
             let mut conn = Conn::connect(addr).await?;
-            let (mut latencies, mut non_200) = (Vec::with_capacity(1 << 16), 0);
+            let (mut latencies, mut non_200) = (new_histogram(), 0);
             loop {
                 let sent = Instant::now();
                 if sent >= end {
@@ -52,7 +59,8 @@ pub async fn throughput(
                 }
                 let status = conn.send(&request).await?;
                 if sent >= start {
-                    latencies.push(sent.elapsed().as_micros().min(u32::MAX as u128) as u32);
+                    latencies
+                        .saturating_record(sent.elapsed().as_micros().min(u64::MAX as u128) as u64);
                     non_200 += usize::from(status != 200);
                 }
             }
@@ -61,41 +69,40 @@ pub async fn throughput(
     tokio::time::sleep_until(start.into()).await;
     let (cpu0, gen0, t0) = (
         mock.cpu_seconds(),
-        procfs::cpu_seconds("self"),
+        proc_readings::cpu_seconds(None),
         Instant::now(),
     );
     tokio::time::sleep_until(end.into()).await;
     let (cpu1, gen1, secs) = (
         mock.cpu_seconds(),
-        procfs::cpu_seconds("self"),
+        proc_readings::cpu_seconds(None),
         t0.elapsed().as_secs_f64(),
     );
-    let mut sorted_us = Vec::new();
+    let mut latency_us = new_histogram();
     let mut non_200 = 0;
     for result in tasks.join_all().await {
         let (latencies, bad) = result?;
-        sorted_us.extend(latencies);
+        latency_us.add(&latencies)?;
         non_200 += bad;
     }
-    sorted_us.sort_unstable();
     Ok(Throughput {
         connections,
-        requests: sorted_us.len(),
+        requests: latency_us.len() as usize,
         non_200,
         secs,
-        sorted_us,
+        latency_us,
         mock_cpu: cpu1 - cpu0,
         generator_cpu: gen1 - gen0,
     })
 }
 
 impl Throughput {
+    /// The latency at quantile `p` (1.0: the maximum), ms; NaN when nothing was measured.
     fn percentile_ms(&self, p: f64) -> f64 {
-        let Some(last) = self.sorted_us.len().checked_sub(1) else {
+        if self.latency_us.is_empty() {
             return f64::NAN;
-        };
-        let idx = ((p * self.sorted_us.len() as f64) as usize).min(last);
-        f64::from(self.sorted_us[idx]) / 1000.0
+        }
+        self.latency_us.value_at_quantile(p) as f64 / 1000.0
     }
 
     pub fn print(&self) {
@@ -159,12 +166,12 @@ pub async fn in_flight(mock: &Mock, target: usize, latency: Duration) -> anyhow:
         .await?;
     mock.reset().await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (rss_before_kib, cpu0) = (procfs::rss_kib(mock.pid), mock.cpu_seconds());
+    let (rss_before_kib, cpu0) = (proc_readings::rss_kib(mock.pid), mock.cpu_seconds());
     let body = r#"{"amount":15000,"installments":1,"payment_method":{"type":"CREDIT_CARD","card":{"number":"4111111111111111","holder":"Bench","cvv":"123","expiration_date":"12/30"}}}"#;
     // Bounded connection attempts keep the accept queue from overflowing (a dropped SYN costs a
     // 1 s retransmit); once a request is written its permit goes back.
     let connecting = Arc::new(Semaphore::new(512));
-    let (ephemeral_start, _) = procfs::ephemeral_ports().unwrap_or((32_768, 60_999));
+    let (ephemeral_start, _) = proc_readings::ephemeral_ports().unwrap_or((32_768, 60_999));
     let first = ephemeral_start
         .saturating_sub(target as u16 + 2_000)
         .max(1_024);
@@ -197,7 +204,7 @@ pub async fn in_flight(mock: &Mock, target: usize, latency: Duration) -> anyhow:
         if in_flight > peak_in_flight {
             peak_in_flight = in_flight;
             secs_to_peak = started.elapsed().as_secs_f64();
-            rss_peak_kib = procfs::rss_kib(mock.pid);
+            rss_peak_kib = proc_readings::rss_kib(mock.pid);
         }
         if in_flight as usize >= target || (in_flight < peak_in_flight && in_flight > 0) {
             break; // all in, or the first answers already left
@@ -225,8 +232,8 @@ pub async fn in_flight(mock: &Mock, target: usize, latency: Duration) -> anyhow:
         source_ports: (first, ephemeral_start - 1),
         rss_before_kib,
         rss_peak_kib,
-        rss_after_kib: procfs::rss_kib(mock.pid),
-        hwm_kib: procfs::hwm_kib(mock.pid),
+        rss_after_kib: proc_readings::rss_kib(mock.pid),
+        hwm_kib: proc_readings::hwm_kib(mock.pid),
         ok,
         other,
         errors,

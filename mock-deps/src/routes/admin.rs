@@ -5,8 +5,8 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
-use super::json;
 use crate::admin::{ConfigError, ConfigPatch};
+use crate::json;
 use crate::state::State;
 
 pub(crate) async fn get_config(state: web::Data<State>) -> HttpResponse {

@@ -10,8 +10,8 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
-use super::json;
 use crate::fault::inject;
+use crate::json;
 use crate::state::State;
 use crate::stats::Counters;
 

@@ -14,9 +14,9 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
-use super::json;
 use crate::config::EndpointConfig;
 use crate::fault::{self, Fate};
+use crate::json;
 use crate::ledger::{Outcome, Verdict};
 use crate::state::State;
 use crate::stats::Counters;

@@ -13,7 +13,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::Serialize;
 
-use super::json;
+use crate::json;
 use crate::ledger::Payment;
 use crate::state::State;
 use crate::stats::Counters;

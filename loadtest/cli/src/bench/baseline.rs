@@ -164,7 +164,7 @@ pub fn render(rows: &[DiffRow], baseline: Option<&Path>) -> String {
     );
     let _ = writeln!(s, "| API | mocks | figure | baseline | now | change |");
     let _ = writeln!(s, "|---|---|---|---:|---:|---:|");
-    let show = |v: Option<f64>, d: usize| super::render::num(v, d);
+    let show = |v: Option<f64>, d: usize| super::figures::num(v, d);
     for r in rows {
         let change = match (r.change_pct(), r.better()) {
             (Some(c), Some(true)) => format!("{c:+.1} % (better)"),

@@ -7,7 +7,7 @@ use std::path::Path;
 use lab_results::bench::BenchResults;
 use lab_results::cost::{CostBaseline, GateLine, PgPerOrder};
 
-use super::render::num;
+use super::figures::num;
 
 /// Instructions as thousands with no decimals: `1,234 k`.
 fn k(x: f64) -> String {

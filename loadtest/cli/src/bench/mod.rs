@@ -25,12 +25,13 @@ use sqlx::Connection;
 pub mod baseline;
 mod cell;
 mod cost_render;
+pub mod figures;
 pub mod instructions;
 pub mod pg_counters;
 pub mod probe;
 pub mod render;
 
-use crate::cli::{Durability, SEED_LATENCIES, api_names};
+use crate::lab_args::{Durability, SEED_LATENCIES, api_names};
 use crate::services::{Database, MockDepsProcess};
 use lab_results::MockLatencies;
 use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};

@@ -24,8 +24,8 @@ mod faults;
 mod overload;
 mod warmup;
 
-use crate::cli::{LabArgs, api_names};
 use crate::gave_up::orders_after_give_up;
+use crate::lab_args::{LabArgs, api_names};
 use crate::run::{environment, measure_on, new_run_id, set_mock_latencies};
 use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
 use crate::{invariants, money};

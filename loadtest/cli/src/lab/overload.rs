@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cli::LabArgs;
+use crate::lab_args::LabArgs;
 use lab_results::Shedding;
 
 /// The overload settings every API the lab starts gets.

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use lab_results::RunResults;
 
-use super::batching::{Cell, POOL, ServerSettings, WAIT_MS};
+use super::batching_plan::{CLIENTS, Cell, POOL, ServerSettings, WAIT_MS};
 use super::fsync::FsyncFigure;
 use super::render::{ScenarioTable, ms};
 
@@ -393,7 +393,7 @@ pub fn table(
              clients the API is saturated and p50 ≈ clients ÷ throughput, so the price hides in the \
              queue (it shows where the one writer is the bottleneck: batch 2); the open-model rows \
              at a rate the API serves without queueing show it.",
-            super::batching::CLIENTS
+            CLIENTS
         ),
         "The original (directory server, one client injecting entries) scaled 108 → 400 adds/s \
          from 1 to 1000 updates per transaction because each commit paid a disk flush of several \
@@ -479,7 +479,7 @@ pub fn table(
              pg_stat_wal.wal_sync) over the measured run; CPU per order is CPU-seconds over the run \
              ÷ orders. Beside each row: the ceiling its unbatched round trips and flushes allow, \
              and the original's adds/s at as many updates per transaction.",
-            super::batching::CLIENTS,
+            CLIENTS,
             done.first()
                 .and_then(|(_, runs)| runs.first())
                 .and_then(|r| r.elapsed_s)
@@ -535,7 +535,7 @@ pub fn json(
 ) -> serde_json::Value {
     serde_json::json!({
         "scenario": "batching",
-        "clients": super::batching::CLIENTS,
+        "clients": CLIENTS,
         "db_pool_size": POOL,
         "persist_batch_wait_ms": WAIT_MS,
         "pg_test_fsync": match fsync {
@@ -554,15 +554,15 @@ pub fn json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::batching::{CLIENTS, cells};
+    use crate::scenario::batching_plan::cells;
     use lab_results::DbActivity;
 
-    fn lab_args() -> crate::cli::LabArgs {
+    fn lab_args() -> crate::lab_args::LabArgs {
         use clap::Parser;
         #[derive(Parser)]
         struct Cli {
             #[command(flatten)]
-            lab: crate::cli::LabArgs,
+            lab: crate::lab_args::LabArgs,
         }
         Cli::parse_from(["lab"]).lab
     }
@@ -592,7 +592,7 @@ mod tests {
             let a = &c.variant.args;
             assert_eq!(a.load.profile, format!("closed-{CLIENTS}-for-12"));
             assert_eq!((a.db_pool_size, a.apis.len()), (POOL, 1));
-            assert_eq!(a.db_durability, crate::cli::Durability::On);
+            assert_eq!(a.db_durability, crate::lab_args::Durability::On);
             assert_eq!(a.latency.critical_path_ms(), 0);
         }
         let delayed: Vec<&Cell> = all.iter().filter(|c| c.commit_delay_us.is_some()).collect();

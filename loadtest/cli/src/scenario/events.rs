@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::cli::LabArgs;
 use crate::lab::events::{EventsLab, EventsRow, EventsRun};
+use crate::lab_args::LabArgs;
 
 use super::render::{ScenarioTable, ms, num, render_html, render_markdown};
 
@@ -57,7 +57,7 @@ pub fn runs(base: &LabArgs) -> Vec<EventsRun> {
         for mode in MODES {
             for api in &base.apis {
                 out.push(EventsRun {
-                    api: crate::cli::api_names(api).0,
+                    api: crate::lab_args::api_names(api).0,
                     mode,
                     broker,
                     broker_rtt_ms: rtt,
@@ -73,7 +73,7 @@ pub fn runs(base: &LabArgs) -> Vec<EventsRun> {
         for api in &base.apis {
             let requests = n(REQUESTS);
             out.push(EventsRun {
-                api: crate::cli::api_names(api).0,
+                api: crate::lab_args::api_names(api).0,
                 mode,
                 broker: "healthy",
                 broker_rtt_ms: 0,

@@ -26,6 +26,7 @@
 
 mod bars;
 mod batching;
+mod batching_plan;
 mod batching_table;
 mod conclusions;
 mod events;
@@ -43,7 +44,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{Durability, LabArgs, SEED_LATENCIES, TxScope};
+use crate::lab_args::{Durability, LabArgs, SEED_LATENCIES, TxScope};
 use crate::services::Database;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
@@ -176,8 +177,8 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
         }
         "overload" => out = overload::variants(base),
         "batching" => {
-            let delay = batching::commit_delay_us(None);
-            out = batching::cells(base, delay)
+            let delay = batching_plan::commit_delay_us(None);
+            out = batching_plan::cells(base, delay)
                 .into_iter()
                 .map(|c| c.variant)
                 .collect();

@@ -7,7 +7,7 @@
 //! how much work was finished for clients that had already given up (orders found by key in the
 //! database after the run) — the cost of queueing without a bound.
 
-use crate::cli::LabArgs;
+use crate::lab_args::LabArgs;
 use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
 use super::Variant;

@@ -293,10 +293,9 @@ fn mean_tx_ms(secs: &[&SecondSample]) -> Option<f64> {
     (count > 0.0).then(|| 1000.0 * (last.0 - first.0) / count)
 }
 
+/// The repeats' median of a figure (the lab's one rule, [`lab_results::median`]); NaN for none.
 pub(super) fn median(runs: &[RunResults], f: impl Fn(&RunResults) -> f64) -> f64 {
-    let mut v: Vec<f64> = runs.iter().map(f).filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    lab_results::median(runs.iter().map(f)).unwrap_or(f64::NAN)
 }
 
 fn errors(s: &Summary) -> String {

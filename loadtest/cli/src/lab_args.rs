@@ -1,0 +1,304 @@
+//! What the lab is asked to run: the options of `loadtest lab` (and the load options `run`
+//! shares), and the words they are written in (durability, transaction scope, the seed's mock
+//! latencies, an API's names). The lab, the bench, the scenarios and the services read these;
+//! the command line (`cli.rs`) only puts them under its subcommands. Apart from `cli.rs`, so that
+//! the command line can name every subcommand's arguments (`bench::BenchArgs` among them)
+//! without the lab importing the command line back.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use lab_report::slo::Slo;
+use lab_results::faults::FaultPlan;
+use lab_results::inject::Injection;
+use lab_results::{MockLatencies, Shedding};
+
+/// Whether the lab's own PostgreSQL flushes every commit to disk (`--db-durability`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Durability {
+    On,
+    Off,
+}
+
+/// `DB_TX_SCOPE` of the APIs the lab starts (`--tx-scope`): one transaction per statement group
+/// (`short`) or one held across the whole request, remote calls included (`request`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TxScope {
+    Short,
+    Request,
+}
+
+impl TxScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TxScope::Short => "short",
+            TxScope::Request => "request",
+        }
+    }
+}
+
+/// The seed's mock-deps latencies, and what `--latency` leaves a dependency it does not name at.
+pub const SEED_LATENCIES: MockLatencies = MockLatencies {
+    seller: 200,
+    risk: 1000,
+    payment: 1000,
+};
+
+impl Durability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::On => "on",
+            Durability::Off => "off",
+        }
+    }
+}
+
+/// Options of the load itself, shared by `lab` and `run`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadOpts {
+    /// Load profile: ramp-N, seed-gatling, stress, closed-C-N (see `loadtest profiles`).
+    #[arg(long, default_value = "ramp-300")]
+    pub profile: String,
+    /// Multiplies every phase's length (rates are kept); CI smoke runs use e.g. 0.05.
+    #[arg(long, default_value_t = 1.0)]
+    pub duration_scale: f64,
+    /// Per-request timeout in seconds (the original's Gatling timeout was 60 s).
+    #[arg(long, default_value_t = 60.0)]
+    pub request_timeout_s: f64,
+    /// Most requests open at once; an arrival beyond it is counted `not_sent` (the loopback's
+    /// ephemeral ports, ~28k, bound what a single target can take anyway).
+    #[arg(long, default_value_t = 20_000)]
+    pub max_in_flight: u64,
+    /// Share of requests that re-send an earlier order (same key and body).
+    #[arg(long, default_value_t = 0.0)]
+    pub duplicate_ratio: f64,
+    /// Number of seller tokens (sk_seller-01 … sk_seller-NN) to spread requests over.
+    #[arg(long, default_value_t = 16)]
+    pub sellers: u32,
+    /// Clients retry (same reference_id and body, honouring Retry-After, capped exponential
+    /// backoff) and give up this many seconds after their first attempt; unset = one attempt each.
+    #[arg(long)]
+    pub retry_for_s: Option<f64>,
+    /// Hide the progress bars.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LabArgs {
+    #[command(flatten)]
+    pub load: LoadOpts,
+    /// APIs to compare, in order (each started by the lab unless --targets is given).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "blocking-api,reactive-api"
+    )]
+    pub apis: Vec<String>,
+    /// mock-deps latencies in ms.
+    #[arg(long, default_value = "seller=200,risk=1000,pay=1000", value_parser = parse_latency)]
+    pub latency: MockLatencies,
+    /// DB_POOL_SIZE for every API (the seed's apps had 100).
+    #[arg(long, default_value_t = 100)]
+    pub db_pool_size: u32,
+    /// DB_POOL_TIMEOUT_MS for every API.
+    #[arg(long, default_value_t = 5000)]
+    pub db_pool_timeout_ms: u64,
+    /// DEPS_TIMEOUT_MS for every API.
+    #[arg(long, default_value_t = 10_000)]
+    pub deps_timeout_ms: u64,
+    /// HTTP_WORKERS for every API (1: one CPU each).
+    #[arg(long, default_value_t = 1)]
+    pub http_workers: u32,
+    /// BLOCKING_THREADS for blocking-api (the seed's Tomcat had 200).
+    #[arg(long, default_value_t = 200)]
+    pub blocking_threads: u32,
+    /// DB_TX_SCOPE for every API: short or request.
+    #[arg(long, value_enum, default_value_t = TxScope::Short)]
+    pub tx_scope: TxScope,
+    /// Output folder (default reports/<UTC timestamp>-<profile>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Use this PostgreSQL instead of an ephemeral cluster.
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// Do not put the APIs in 1 CPU / 1 GiB cgroups (the report then says limits NOT enforced).
+    #[arg(long)]
+    pub no_limits: bool,
+    /// Do not pin each API to the last CPU and the harness (PostgreSQL, mock-deps, NATS, the
+    /// generator, the latency proxy) to the others (done by default with two CPUs or more).
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Runs per API, interleaved (blocking, reactive, blocking, …).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Already-running APIs as name=url,… (docker compose); nothing is started or stopped.
+    #[arg(long, value_delimiter = ',', value_parser = parse_target)]
+    pub targets: Vec<(String, String)>,
+    /// Already-running mock-deps (with --targets).
+    #[arg(long)]
+    pub deps_url: Option<String>,
+    /// Warm-up before each measured run, seconds at 10 requests/s (excluded from the results).
+    #[arg(long, default_value_t = 5.0)]
+    pub warmup_s: f64,
+    /// Round-trip time a TCP latency proxy adds between the APIs and PostgreSQL, in ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub db_rtt_ms: f64,
+    /// Changes a mock's latency mid-run: DEP=MS@START+DURATION, seconds into the measured run
+    /// (e.g. pay=5000@30+30: payment answers in 5 s from t=30 s to t=60 s). `broker=MS@…` (only
+    /// with --scenario events) adds MS to every round trip to NATS in its healthy runs.
+    // Parsed here with its times as given; the lab multiplies them by --duration-scale.
+    #[arg(long, value_parser = |spec: &str| Injection::parse(spec, 1.0))]
+    pub inject: Option<Injection>,
+    /// LEASE_MS for every API: how long an attempt owns its key (also bounds the end-of-run wait
+    /// for CHARGING keys, with two recovery intervals).
+    #[arg(long, default_value_t = 30_000)]
+    pub lease_ms: u64,
+    /// RECONCILE_INTERVAL_MS for every API: the period of its recovery loop.
+    #[arg(long, default_value_t = 5000)]
+    pub reconcile_interval_ms: u64,
+    /// Faults during the measured run: pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,
+    /// kill-api@S[+DOWN],restart-db@S (seconds into the run; see loadtest/README.md).
+    // Parsed here with its times as given; the lab multiplies them by --duration-scale.
+    #[arg(long, value_parser = |spec: &str| FaultPlan::parse(spec, 1.0))]
+    pub faults: Option<FaultPlan>,
+    /// The ephemeral PostgreSQL is durable, as in production (`on`: fsync, synchronous_commit and
+    /// full_page_writes on, so every commit waits for its WAL flush and a committed order survives
+    /// a crash); `off` trades that for less disk noise (stated in the report's settings).
+    #[arg(long, value_enum, default_value_t = Durability::On)]
+    pub db_durability: Durability,
+    /// Set by a scenario that started the database its runs share (`--database-url` then points
+    /// at it): its durability is the lab's to state.
+    #[arg(skip)]
+    pub lab_owned_database: bool,
+    /// Set by a scenario that started the database its runs share: its postmaster, so that each
+    /// run samples PostgreSQL's CPU as when the lab starts it.
+    #[arg(skip)]
+    pub database_pid: Option<u32>,
+    /// PERSIST_BATCH_MAX for every API: most orders per persist transaction (1: no batching).
+    #[arg(long, default_value_t = 1)]
+    pub persist_batch_max: usize,
+    /// PERSIST_BATCH_WAIT_MS for every API: how long a persist batch waits for more orders.
+    #[arg(long, default_value_t = 5)]
+    pub persist_batch_wait_ms: u64,
+    /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency, faults):
+    /// several lab runs, one comparison table. See `loadtest scenarios`.
+    /// Admission control of the APIs the lab starts: `on` keeps each API's own MAX_IN_FLIGHT
+    /// (blocking-api: its BLOCKING_THREADS; reactive-api: 4096), beyond which a request waits at
+    /// most QUEUE_TIMEOUT_MS, then gets 503 overloaded; `off` sets MAX_IN_FLIGHT=0 (unlimited: every
+    /// request queues, as in the original experiment).
+    #[arg(long, value_enum, default_value_t = Shedding::On)]
+    pub shedding: Shedding,
+    /// QUEUE_TIMEOUT_MS for every API: the longest wait for admission (shedding on).
+    #[arg(long, default_value_t = 100)]
+    pub queue_timeout_ms: u64,
+    /// MAX_LOOP_LAG_MS for every API with shedding on: new orders are refused while the event
+    /// loop runs woken tasks later than this (the CPU is saturated). Shedding off sets 0.
+    #[arg(long, default_value_t = 5)]
+    pub max_loop_lag_ms: u64,
+    /// REQUEST_DEADLINE_MS for every API: work not at the charge by then stops with 503
+    /// [30000 with shedding on; with shedding off an hour, i.e. none: the original's behaviour].
+    #[arg(long)]
+    pub request_deadline_ms: Option<u64>,
+    /// DB_STATEMENT_TIMEOUT_MS for every API (statement, lock and idle-in-transaction timeouts).
+    #[arg(long, default_value_t = 5000)]
+    pub db_statement_timeout_ms: u64,
+    /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency,
+    /// faults, overload, events, batching): several lab runs, one comparison table.
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Service-level objective the verdict judges each API by, e.g. `p99<=2.5s,success>=99%`
+    /// (percentile of every answer to the span's arrivals; 2xx share of the arrivals) [default:
+    /// p99 ≤ the dependencies' critical path × 1.15, success ≥ 99 %].
+    #[arg(long, value_parser = Slo::parse)]
+    pub slo: Option<Slo>,
+    /// Exit with status 4 when an API misses the objective (for CI).
+    #[arg(long)]
+    pub fail_on_slo: bool,
+}
+
+impl LabArgs {
+    /// `--inject broker=MS@START+DURATION` as (start s, duration s, ms), scaled like the profile.
+    pub fn inject_broker(&self) -> Option<(f64, f64, u64)> {
+        use lab_results::inject::Dep;
+        let i = self.inject.filter(|i| i.dependency == Dep::Broker)?;
+        let scale = self.load.duration_scale;
+        Some((i.start_s * scale, i.duration_s * scale, i.latency_ms))
+    }
+}
+
+/// Parses `seller=200,risk=1000,pay=1000` (any order, `payment` also accepted, missing = seed value).
+pub fn parse_latency(text: &str) -> Result<MockLatencies> {
+    let mut l = SEED_LATENCIES;
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .with_context(|| format!("--latency: {part:?} is not name=ms"))?;
+        let ms: u64 = v
+            .trim()
+            .trim_end_matches("ms")
+            .parse()
+            .with_context(|| format!("--latency: {v:?} is not a number of ms"))?;
+        match k.trim() {
+            "seller" => l.seller = ms,
+            "risk" => l.risk = ms,
+            "pay" | "payment" => l.payment = ms,
+            other => bail!("--latency: unknown dependency {other:?} (seller, risk, pay)"),
+        }
+    }
+    Ok(l)
+}
+
+/// Parses one `name=url` pair of `--targets`.
+pub fn parse_target(t: &str) -> Result<(String, String)> {
+    let (name, url) = t
+        .split_once('=')
+        .with_context(|| format!("--targets: {t:?} is not name=url"))?;
+    if !url.starts_with("http://") && !url.starts_with("https://") {
+        bail!("--targets: {url:?} is not an http(s) URL");
+    }
+    Ok((
+        name.trim().to_owned(),
+        url.trim().trim_end_matches('/').to_owned(),
+    ))
+}
+
+/// `blocking` → (`blocking-api`, `blocking`); `blocking-api` → same; other names kept as both.
+pub fn api_names(name: &str) -> (String, String) {
+    let label = name.strip_suffix("-api").unwrap_or(name).to_owned();
+    let api = if matches!(label.as_str(), "blocking" | "reactive") {
+        format!("{label}-api")
+    } else {
+        name.to_owned()
+    };
+    (api, label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_and_targets() {
+        let l = parse_latency("risk=500, seller=100").unwrap();
+        assert_eq!((l.seller, l.risk, l.payment), (100, 500, 1000));
+        assert_eq!(parse_latency("pay=5ms").unwrap().payment, 5);
+        assert!(parse_latency("db=1").is_err());
+        let t = parse_target("blocking=http://blocking-api:8081/").unwrap();
+        assert_eq!(
+            t,
+            ("blocking".to_owned(), "http://blocking-api:8081".to_owned())
+        );
+        assert!(parse_target("x").is_err());
+        assert_eq!(
+            api_names("reactive"),
+            ("reactive-api".into(), "reactive".into())
+        );
+        assert_eq!(
+            api_names("blocking-api"),
+            ("blocking-api".into(), "blocking".into())
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! The handle a closed loop is watched and stopped through. It lives apart from [`crate::driver`]
+//! because the state every goose user shares holds one, and the driver reads that state.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A closed loop seen and stopped from outside while it runs (`loadtest bench` measures a window
+/// of a loop, then stops it).
+#[derive(Debug, Default)]
+pub struct LoopControl {
+    pub(crate) stop: AtomicBool,
+    pub(crate) started: AtomicU64,
+}
+
+impl LoopControl {
+    /// No client starts another request; each finishes the one it has in flight, then
+    /// [`crate::driver::drive`] returns. (Goose's killswitch does the stopping; a client that finds this flag set triggers
+    /// it again, so a run that was still starting — goose clears the killswitch as a run
+    /// starts — stops too.)
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        goose::trigger_killswitch("closed loop stopped");
+    }
+
+    /// Requests the closed loop's clients have started so far.
+    pub fn requests_started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+}
