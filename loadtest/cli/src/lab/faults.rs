@@ -253,11 +253,35 @@ impl Reach {
                 None => "slow-upload connections closed".to_owned(),
             },
             Outage::GatewayDown => {
+                // Counted before the gateway is back: what recovery then has to settle.
+                let charging = match &self.db {
+                    Some(db) => charging_keys(&db.url).await.map_or_else(
+                        |e| format!("CHARGING keys not counted: {e:#}"),
+                        |n| {
+                            format!(
+                                "{n} keys CHARGING; recovery claims {} at a time",
+                                order_core::recovery::CLAIM_BATCH
+                            )
+                        },
+                    ),
+                    None => "CHARGING keys not counted: no database".to_owned(),
+                };
                 patch_mock_config(&self.deps_url, &gateway(false)).await?;
-                "payment gateway reachable again".to_owned()
+                format!("payment gateway reachable again ({charging})")
             }
         }))
     }
+}
+
+/// Keys left `CHARGING` (a charge whose fate the API does not know yet).
+async fn charging_keys(database_url: &str) -> Result<i64> {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(database_url).await?;
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM idempotency_keys WHERE state = 'CHARGING'")
+            .fetch_one(&mut conn)
+            .await?;
+    Ok(n)
 }
 
 /// mock-deps' configuration for a reachable (or not) gateway.
