@@ -198,7 +198,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         }
     }
     drop(lab);
-    if let Some(proxy) = proxy.and_then(|p| Arc::into_inner(p)) {
+    if let Some(proxy) = proxy.and_then(Arc::into_inner) {
         proxy.stop().await;
     }
     drop(mock);

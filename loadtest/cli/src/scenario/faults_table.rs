@@ -239,14 +239,14 @@ fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> 
         ));
     }
     let longest = r.summary.latency_ms.max;
-    if let Some(freeze) = plan.db_freeze {
-        if longest >= freeze.for_s * 1000.0 {
-            failed.push(format!(
-                "the longest answer ({}) is as long as the freeze ({} s): answers waited it out",
-                super::render::ms(longest),
-                freeze.for_s
-            ));
-        }
+    if let Some(freeze) = plan.db_freeze
+        && longest >= freeze.for_s * 1000.0
+    {
+        failed.push(format!(
+            "the longest answer ({}) is as long as the freeze ({} s): answers waited it out",
+            super::render::ms(longest),
+            freeze.for_s
+        ));
     }
     let answered = answered_within_deadline(&r.summary);
     let text = format!(
