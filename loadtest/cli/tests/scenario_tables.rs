@@ -430,4 +430,9 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
         verdicts[1].starts_with("CHECK FAILED") && verdicts[1].contains("3 orders without charge")
     );
     assert!(!verdicts[2].starts_with("CHECK FAILED"), "{}", verdicts[2]);
+    assert!(
+        verdicts[2].contains("1000 charges, 0 voids, 1000 orders"),
+        "{}",
+        verdicts[2]
+    );
 }

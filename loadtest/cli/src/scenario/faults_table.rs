@@ -255,8 +255,8 @@ fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> 
         r.summary.sent,
         super::render::ms(longest),
         m.charges,
-        m.orders,
-        m.voids
+        m.voids,
+        m.orders
     );
     if failed.is_empty() {
         format!("{text}.")
