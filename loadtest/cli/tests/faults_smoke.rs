@@ -36,7 +36,8 @@ async fn outages_begin_and_end_on_time_and_the_money_balances() {
         "constant-10-8",
     ])
     .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1"])
-    .args(["--deps-timeout-ms", "1000", "--lease-ms", "3000"])
+    .args(["--deps-timeout-ms", "1000", "--db-pool-timeout-ms", "1000"])
+    .args(["--lease-ms", "4000"])
     .args([
         "--reconcile-interval-ms",
         "500",
