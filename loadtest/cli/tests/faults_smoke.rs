@@ -94,5 +94,8 @@ async fn outages_begin_and_end_on_time_and_the_money_balances() {
     );
     let m = r.money.as_ref().expect("money counted");
     assert!(m.balanced() && m.charging_left == 0, "{m:?}");
+    if let Some((_, server, name)) = &db {
+        common::drop_database(server, name).await;
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
