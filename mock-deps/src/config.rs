@@ -82,6 +82,12 @@ pub struct MockConfig {
     /// How long an injected hang lasts before the request is answered `504`.
     #[serde(default = "default_hang_ms")]
     pub hang_ms: u64,
+    /// The payment gateway as if unreachable: pay, lookup and void all hang (for
+    /// [`DEFAULT_HANG_MS`], not `hang_ms`: no answer is coming) before anything is read or
+    /// recorded, so nothing is charged or voided; each ends when its client gives up. A request
+    /// that arrived while it was set keeps hanging after it is cleared, as one lost on the way.
+    #[serde(default)]
+    pub gateway_unreachable: bool,
 }
 
 fn default_hang_ms() -> u64 {
@@ -96,6 +102,7 @@ impl MockConfig {
             risk: EndpointConfig::with_latency(1000),
             payment: EndpointConfig::with_latency(1000),
             hang_ms: DEFAULT_HANG_MS,
+            gateway_unreachable: false,
         }
     }
 
@@ -106,6 +113,7 @@ impl MockConfig {
             risk: EndpointConfig::default(),
             payment: EndpointConfig::default(),
             hang_ms: DEFAULT_HANG_MS,
+            gateway_unreachable: false,
         }
     }
 
@@ -133,6 +141,9 @@ pub struct ConfigPatch {
     pub payment: Option<EndpointPatch>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hang_ms: Option<u64>,
+    /// See [`MockConfig::gateway_unreachable`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway_unreachable: Option<bool>,
 }
 
 /// Partial [`EndpointConfig`].
@@ -187,6 +198,7 @@ impl ConfigPatch {
             risk: Some(EndpointPatch::latency(risk_ms)),
             payment: Some(EndpointPatch::latency(payment_ms)),
             hang_ms: None,
+            gateway_unreachable: None,
         }
     }
 
@@ -205,6 +217,9 @@ impl ConfigPatch {
         }
         if let Some(hang_ms) = self.hang_ms {
             next.hang_ms = hang_ms;
+        }
+        if let Some(unreachable) = self.gateway_unreachable {
+            next.gateway_unreachable = unreachable;
         }
         next.validate()?;
         Ok(next)
@@ -273,6 +288,25 @@ mod tests {
             serde_json::to_string(&ConfigPatch::default()).unwrap(),
             "{}"
         );
+    }
+
+    #[test]
+    fn the_gateway_is_unreachable_only_when_a_patch_says_so() {
+        let down: ConfigPatch = serde_json::from_str(r#"{"gateway_unreachable":true}"#).unwrap();
+        let next = down.apply(MockConfig::seed_defaults()).unwrap();
+        assert!(next.gateway_unreachable);
+        assert_eq!(next.payment, MockConfig::seed_defaults().payment);
+        // A patch that does not name it leaves it as it is; a config written before the field
+        // existed reads as reachable.
+        let other = ConfigPatch::latencies(1, 2, 3).apply(next).unwrap();
+        assert!(other.gateway_unreachable);
+        let up = ConfigPatch {
+            gateway_unreachable: Some(false),
+            ..ConfigPatch::default()
+        };
+        assert!(!up.apply(other).unwrap().gateway_unreachable);
+        let old: MockConfig = serde_json::from_str(r#"{"hang_ms":5}"#).unwrap();
+        assert!(!old.gateway_unreachable);
     }
 
     #[test]

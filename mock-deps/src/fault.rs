@@ -97,6 +97,13 @@ pub(crate) async fn inject(
     }
 }
 
+/// What a request to an unreachable gateway ([`crate::MockConfig::gateway_unreachable`]) gets:
+/// nothing, until its client gives up (actix then drops this future) or, at the latest, after
+/// [`DEFAULT_HANG_MS`](crate::config::DEFAULT_HANG_MS), a 504.
+pub(crate) async fn unreachable() -> HttpResponse {
+    hang(crate::config::DEFAULT_HANG_MS).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -78,6 +78,7 @@ impl Settings {
                 ..endpoint(self.pay_latency_ms)
             },
             hang_ms: self.hang_ms,
+            gateway_unreachable: false,
         }
     }
 }

@@ -160,7 +160,8 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 5000)]
     pub reconcile_interval_ms: u64,
     /// Faults during the measured run: pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,
-    /// kill-api@S[+DOWN],restart-db@S (seconds into the run; see loadtest/README.md).
+    /// kill-api@S[+DOWN],restart-db@S, and outages db-freeze@S+LEN, slow-uploads=N@S+LEN,
+    /// gateway-down@S+LEN (seconds into the run; lengths unscaled; see docs/lab-interfaces.md).
     // Parsed here with its times as given; the lab multiplies them by --duration-scale.
     #[arg(long, value_parser = |spec: &str| FaultPlan::parse(spec, 1.0))]
     pub faults: Option<FaultPlan>,

@@ -263,7 +263,12 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     use loadgen::profile::Profile;
 
     let vs = variants("faults", &lab_args()).unwrap();
-    assert_eq!(vs.len(), 1, "one lab run, both APIs one after the other");
+    let slugs: Vec<&str> = vs.iter().map(|v| v.slug.as_str()).collect();
+    assert_eq!(
+        slugs,
+        ["both-apis", "db-freeze", "slow-uploads", "gateway-down"],
+        "one lab run each, both APIs one after the other"
+    );
     let a = &vs[0].args;
     assert_eq!(a.apis, ["blocking-api", "reactive-api"]);
     assert_eq!(a.load.retry_for_s, Some(60.0));
@@ -294,6 +299,7 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     let mut done = Vec::new();
     for (api, lost) in [("blocking-api", 0u64), ("reactive-api", 2)] {
         let mut r = fixture(api);
+        r.config.faults = vs[0].args.faults;
         r.retries = Some(RetryRecord {
             clients: 1800,
             attempts: 1990,
@@ -331,27 +337,15 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     let table = build_table("faults", &[(variant("both-apis"), done)]);
     assert_eq!(table.rows.len(), 2);
     let row = &table.rows[0];
-    assert_eq!(
-        row[..13],
-        [
-            "blocking-api",
-            "1800",
-            "1990",
-            "1798",
-            "1798",
-            "2 (2 order_voided)",
-            "0",
-            "1805",
-            "7",
-            "1798",
-            "0",
-            "0",
-            "0"
-        ]
-    );
-    assert_eq!(row[13], "2.50 s (fault at 20.0 s)");
-    assert_eq!(row[14], "no 201 after it (fault at 40.0 s)");
-    assert_eq!(table.rows[1][10], "2");
+    assert_eq!(row[0], "blocking-api");
+    assert!(row[1].contains("retrying clients"), "{row:?}");
+    assert_eq!(row[5..11], ["1805", "7", "1798", "0", "0", "0"]);
+    assert_eq!(row[11], "—", "no outage, no CPU during it");
+    assert_eq!(row[13..16], ["1798", "2 (2 order_voided)", "0"]);
+    assert_eq!(row[16], "2.50 s (fault at 20.0 s)");
+    assert_eq!(row[17], "no 201 after it (fault at 40.0 s)");
+    assert_eq!(table.columns.len(), row.len());
+    assert_eq!(table.rows[1][8], "2");
     let failed: Vec<&String> = table
         .notes
         .iter()
@@ -359,4 +353,86 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
         .collect();
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert!(failed[0].contains("reactive-api: 2 charges without order"));
+}
+
+#[test]
+fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_money() {
+    use lab_results::faults::FaultPlan;
+    use lab_results::{MoneyRecord, ProcessSample};
+
+    let vs = variants("faults", &lab_args()).unwrap();
+    for v in &vs[1..] {
+        assert_eq!(v.args.load.retry_for_s, None, "{}: plain clients", v.slug);
+        assert_eq!(v.args.load.request_timeout_s, 30.0);
+        assert!(!v.args.faults.unwrap().outages().is_empty(), "{}", v.slug);
+    }
+    let freeze = vs[1].args.faults.unwrap();
+    assert_eq!(
+        freeze.db_freeze.map(|w| (w.at_s, w.for_s)),
+        Some((20.0, 20.0))
+    );
+    assert_eq!(
+        vs[2]
+            .args
+            .faults
+            .unwrap()
+            .slow_uploads
+            .map(|s| s.connections),
+        Some(300)
+    );
+    assert_eq!(
+        vs[3].args.faults.unwrap().gateway_down.map(|w| w.for_s),
+        Some(30.0)
+    );
+
+    // blocking-api held an answer for the whole freeze; reactive-api bounded it, but lost money.
+    let run = |api: &str, longest_ms: f64, orders_without_charge: u64| {
+        let mut r = fixture(api);
+        r.config.faults = Some(FaultPlan::parse("db-freeze@20+20", 1.0).unwrap());
+        r.config.request_timeout_ms = 30_000;
+        r.retries = None;
+        r.summary.latency_ms.max = longest_ms;
+        for s in &mut r.seconds {
+            s.api_process = Some(ProcessSample {
+                cpu_percent: if (20..40).contains(&s.t) { 4.0 } else { 80.0 },
+                ..ProcessSample::default()
+            });
+        }
+        r.money = Some(MoneyRecord {
+            charges: 1000,
+            orders: 1000 - orders_without_charge,
+            orders_without_charge,
+            ..MoneyRecord::default()
+        });
+        r
+    };
+    let done = vec![
+        run("blocking-api", 21_400.0, 0),
+        run("reactive-api", 5_200.0, 3),
+        run("reactive-api", 5_200.0, 0),
+    ];
+    let table = build_table("faults", &[(variant("db-freeze"), done)]);
+    let row = &table.rows[0];
+    assert_eq!(row[1], "PostgreSQL frozen 20 s");
+    assert_eq!(row[4], "21.40 s");
+    let seconds = fixture("blocking-api").seconds.len();
+    if seconds >= 40 {
+        assert_eq!(row[11], "0.04 cores", "{row:?}");
+    }
+    let verdicts: Vec<&String> = table
+        .notes
+        .iter()
+        .filter(|n| n.contains("PostgreSQL frozen 20 s:"))
+        .collect();
+    assert_eq!(verdicts.len(), 3, "{:?}", table.notes);
+    assert!(verdicts[0].starts_with("CHECK FAILED") && verdicts[0].contains("waited it out"));
+    assert!(
+        verdicts[1].starts_with("CHECK FAILED") && verdicts[1].contains("3 orders without charge")
+    );
+    assert!(!verdicts[2].starts_with("CHECK FAILED"), "{}", verdicts[2]);
+    assert!(
+        verdicts[2].contains("1000 charges, 0 voids, 1000 orders"),
+        "{}",
+        verdicts[2]
+    );
 }

@@ -17,6 +17,11 @@
 //! once full it stops the reader, so TCP flow control pushes back on the sender. An RTT of zero
 //! is a plain `copy_bidirectional` pass-through.
 //!
+//! Freezing ([`LatencyProxy::set_frozen`], the lab's "database freeze"): while frozen, the proxy
+//! reads nothing, writes nothing and forwards no new connection (the kernel still completes the
+//! handshakes its backlog holds), as a stopped database server would; bytes already read wait in
+//! their direction's queue and leave, in order, once it thaws. Connections stay open throughout.
+//!
 //! Threads: none per connection. Connections are tasks on the proxy's own single-threaded
 //! runtime (one thread, see [`LatencyProxy::bind`]); deadlines are kept by one timer thread
 //! (`clock.rs`), because tokio's timer rounds up to whole milliseconds.
@@ -39,7 +44,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::clock::Clock;
 /// How much earlier than its deadline a single chunk may be written (see `clock.rs`: the
@@ -53,6 +58,8 @@ pub struct LatencyProxy {
     /// The round-trip time in nanoseconds, read for every chunk (see [`LatencyProxy::set_rtt`]).
     rtt: Arc<AtomicU64>,
     connections: Arc<AtomicU64>,
+    /// `true` while frozen (see [`LatencyProxy::set_frozen`]).
+    frozen: watch::Sender<bool>,
     /// Dropping (or sending on) it ends the proxy thread.
     shutdown: Option<oneshot::Sender<()>>,
     /// Completes once the proxy thread has closed every connection.
@@ -77,6 +84,13 @@ impl LatencyProxy {
     /// [`LatencyProxy::start_adjustable`] delays a connection opened at zero.
     pub fn set_rtt(&self, rtt: Duration) {
         self.rtt.store(nanos(rtt), Ordering::Relaxed);
+    }
+
+    /// Freezes (`true`) or thaws (`false`) every connection and the listener (see the module
+    /// doc). Only a proxy started with [`LatencyProxy::start_adjustable`] freezes a connection
+    /// opened at zero RTT (a pass-through has no place to hold bytes); its listener always does.
+    pub fn set_frozen(&self, frozen: bool) {
+        self.frozen.send_replace(frozen);
     }
 
     /// Like [`LatencyProxy::start`], listening on `listen` (for the binary).
@@ -115,6 +129,7 @@ impl LatencyProxy {
         let (ready_tx, ready) = oneshot::channel();
         let (shutdown, stopped) = oneshot::channel();
         let (finished_tx, finished) = oneshot::channel();
+        let (frozen, thawed) = watch::channel(false);
         std::thread::Builder::new()
             .name("latency-proxy".into())
             .spawn(move || {
@@ -131,6 +146,7 @@ impl LatencyProxy {
                         upstream,
                         rtt: shared_rtt,
                         clock,
+                        thawed,
                     };
                     accept_loop(listener, forward, accepted, stopped).await;
                 });
@@ -148,6 +164,7 @@ impl LatencyProxy {
             local_addr,
             rtt,
             connections,
+            frozen,
             shutdown: Some(shutdown),
             finished,
         })
@@ -185,6 +202,8 @@ struct Forward {
     upstream: SocketAddr,
     rtt: Arc<AtomicU64>,
     clock: Option<Clock>,
+    /// Watches the frozen flag; waiting on it for `false` is waiting for the thaw.
+    thawed: watch::Receiver<bool>,
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -193,7 +212,7 @@ fn nanos(d: Duration) -> u64 {
 
 async fn accept_loop(
     listener: TcpListener,
-    forward: Forward,
+    mut forward: Forward,
     accepted: Arc<AtomicU64>,
     mut stopped: oneshot::Receiver<()>,
 ) {
@@ -201,13 +220,19 @@ async fn accept_loop(
         tokio::select! {
             // Sent or dropped: either way, stop.
             _ = &mut stopped => break,
+            // While frozen, nothing is accepted; a thaw, or the proxy's end, ends the wait.
+            thawed = forward.thawed.wait_for(|frozen| !frozen) => if thawed.is_err() { break },
+        }
+        tokio::select! {
+            _ = &mut stopped => break,
             result = listener.accept() => match result {
                 Ok((client, peer)) => {
                     accepted.fetch_add(1, Ordering::Relaxed);
                     let (upstream, rtt) = (forward.upstream, Arc::clone(&forward.rtt));
                     let clock = forward.clock.clone();
+                    let thawed = forward.thawed.clone();
                     tokio::spawn(async move {
-                        match pipe::serve(client, upstream, rtt, clock).await {
+                        match pipe::serve(client, upstream, rtt, clock, thawed).await {
                             Ok(()) => tracing::trace!(%peer, "proxied connection closed"),
                             Err(error) => tracing::debug!(%peer, %error, "proxied connection failed"),
                         }

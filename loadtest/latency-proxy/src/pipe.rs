@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::clock::Clock;
 
@@ -24,14 +24,18 @@ const IN_FLIGHT: usize = 128;
 type Stamped = (Instant, Vec<u8>);
 
 /// Proxies `client` to `upstream`, delaying each direction by half the round-trip time `rtt`
-/// holds (in ns, read per chunk); `clock` is `None` exactly when the proxy passes through. Returns when both directions have ended; on the first error
+/// holds (in ns, read per chunk); `clock` is `None` exactly when the proxy passes through (and
+/// then `thawed` is not watched). Returns when both directions have ended; on the first error
 /// everything is dropped, which closes both sockets.
 pub(crate) async fn serve(
     mut client: TcpStream,
     upstream: SocketAddr,
     rtt: Arc<AtomicU64>,
     clock: Option<Clock>,
+    mut thawed: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
+    // Accepted just as the proxy froze: not forwarded until it thaws.
+    wait_for_thaw(&mut thawed).await;
     let mut server = TcpStream::connect(upstream).await?;
     // Small request/response messages must not wait for Nagle on the extra hops.
     client.set_nodelay(true)?;
@@ -43,8 +47,8 @@ pub(crate) async fn serve(
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     tokio::try_join!(
-        delayed(client_read, server_write, &rtt, &clock),
-        delayed(server_read, client_write, &rtt, &clock),
+        delayed(client_read, server_write, &rtt, &clock, thawed.clone()),
+        delayed(server_read, client_write, &rtt, &clock, thawed),
     )?;
     Ok(())
 }
@@ -56,9 +60,13 @@ async fn delayed(
     to: OwnedWriteHalf,
     rtt: &AtomicU64,
     clock: &Clock,
+    thawed: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
-    tokio::try_join!(read_side(from, tx, rtt), write_side(rx, to, clock))?;
+    tokio::try_join!(
+        read_side(from, tx, rtt, thawed.clone()),
+        write_side(rx, to, clock, thawed)
+    )?;
     Ok(())
 }
 
@@ -66,9 +74,11 @@ async fn read_side(
     mut from: OwnedReadHalf,
     tx: mpsc::Sender<Stamped>,
     rtt: &AtomicU64,
+    mut thawed: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let mut buf = vec![0; CHUNK];
     loop {
+        wait_for_thaw(&mut thawed).await;
         let n = from.read(&mut buf).await?;
         // Stamped on arrival, before any wait for channel space, so backpressure does not
         // add to the configured delay. One way is half the round trip.
@@ -89,11 +99,14 @@ async fn write_side(
     mut rx: mpsc::Receiver<Stamped>,
     mut to: OwnedWriteHalf,
     clock: &Clock,
+    mut thawed: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     // Chunks leave in arrival order: each at its stamp (on median, see clock.rs), and never
     // before its predecessor.
     while let Some((due, chunk)) = rx.recv().await {
         clock.sleep_until(due).await;
+        // A chunk read just before a freeze waits for the thaw like the rest.
+        wait_for_thaw(&mut thawed).await;
         if chunk.is_empty() {
             // The end of stream travels the pipe too, after the data before it.
             return to.shutdown().await;
@@ -102,4 +115,10 @@ async fn write_side(
     }
     // The reader failed before end of stream; its error is the one `try_join!` reports.
     Ok(())
+}
+
+/// Returns at once unless the proxy is frozen; then when it thaws (or the proxy is dropped).
+async fn wait_for_thaw(thawed: &mut watch::Receiver<bool>) {
+    // An error means the proxy is gone: its runtime is ending this task anyway.
+    let _ = thawed.wait_for(|frozen| !frozen).await;
 }

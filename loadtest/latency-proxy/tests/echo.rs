@@ -204,3 +204,41 @@ async fn an_unreachable_upstream_closes_the_client() {
     assert!(matches!(read, Ok(Ok(0) | Err(_))), "{read:?}");
     proxy.stop().await;
 }
+
+#[tokio::test]
+async fn a_frozen_proxy_moves_nothing_until_it_thaws() {
+    let proxy = LatencyProxy::start_adjustable(echo_server().await, Duration::ZERO)
+        .await
+        .unwrap();
+    let mut open = connect(&proxy).await;
+    round_trip(&mut open).await;
+    proxy.set_frozen(true);
+    // An open connection: the request is sent, no answer comes while frozen.
+    open.write_all(b"ping").await.unwrap();
+    let mut reply = [0; 4];
+    let held = tokio::time::timeout(Duration::from_millis(300), open.read_exact(&mut reply)).await;
+    assert!(held.is_err(), "an answer came through a frozen proxy");
+    // A new connection: not forwarded (the kernel's backlog may complete the handshake).
+    let mut late = TcpStream::connect(proxy.local_addr()).await.unwrap();
+    late.write_all(b"pong").await.unwrap();
+    let mut late_reply = [0; 4];
+    let held =
+        tokio::time::timeout(Duration::from_millis(300), late.read_exact(&mut late_reply)).await;
+    assert!(held.is_err(), "a new connection was served while frozen");
+    let thawed_at = Instant::now();
+    proxy.set_frozen(false);
+    // What was held goes through, in order, on both connections.
+    tokio::time::timeout(Duration::from_secs(5), open.read_exact(&mut reply))
+        .await
+        .expect("no answer after the thaw")
+        .unwrap();
+    assert_eq!(&reply, b"ping");
+    tokio::time::timeout(Duration::from_secs(5), late.read_exact(&mut late_reply))
+        .await
+        .expect("the held connection was not served after the thaw")
+        .unwrap();
+    assert_eq!(&late_reply, b"pong");
+    assert!(thawed_at.elapsed() < Duration::from_secs(1));
+    round_trip(&mut open).await;
+    proxy.stop().await;
+}

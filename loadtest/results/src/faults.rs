@@ -1,19 +1,28 @@
 //! Faults injected during a run (`--faults`), for the money-safety scenario: payment failures
 //! throughout (mock-deps' `error_rate`, `hang_rate`, `charged_error_rate`), a `kill -9` of the API
-//! (restarted by the lab with the same settings) and an immediate restart of PostgreSQL. The plan
-//! is recorded in the run's configuration; what happened, and when, are the run's events.
+//! (restarted by the lab with the same settings), an immediate restart of PostgreSQL, and three
+//! outages with a length: PostgreSQL frozen (the latency proxy in front of it stops moving bytes),
+//! slow uploads (connections that send an order's headers and hold its body back) and the payment
+//! gateway unreachable (mock-deps' pay, lookup and void hang). The plan is recorded in the run's
+//! configuration; what happened, and when, are the run's events.
 //!
 //! The lab carries the plan out (`loadtest/cli/src/lab/faults.rs`); this module parses and describes it.
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::{
+    OUTCOME_CONNECT_ERROR, OUTCOME_GAVE_UP, OUTCOME_IO_ERROR, OUTCOME_TIMEOUT, SecondSample,
+    Summary,
+};
+
 /// How long the API stays down after its `kill -9` unless the spec says otherwise, seconds.
 pub const DEFAULT_DOWN_S: f64 = 2.0;
 
-/// `pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,kill-api@S[+DOWN],restart-db@S`, any
-/// subset, any order. Times are seconds into the measured run, multiplied by `--duration-scale`
-/// like the profile's phases; the API's time down is not scaled.
+/// `pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,kill-api@S[+DOWN],restart-db@S,
+/// db-freeze@S+LEN,slow-uploads=N@S+LEN,gateway-down@S+LEN`, any subset, any order. Times are
+/// seconds into the measured run, multiplied by `--duration-scale` like the profile's phases; the
+/// API's time down and an outage's length are not scaled (they are the fault's size).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct FaultPlan {
     /// Share of pay requests answered 503 (no charge), throughout the run.
@@ -34,11 +43,54 @@ pub struct FaultPlan {
     /// `pg_ctl restart -m immediate` of the lab's PostgreSQL at this time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_db_at_s: Option<f64>,
+    /// The latency proxy between the API and PostgreSQL stops moving bytes (and accepting
+    /// connections) for the window: to the API, a database that froze.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_freeze: Option<Outage>,
+    /// This many connections send an order's headers (with its `Content-Length`) and then hold
+    /// the body back for the window; closed at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_uploads: Option<SlowUploads>,
+    /// mock-deps' payment gateway (pay, lookup, void) hangs for the window: unreachable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_down: Option<Outage>,
+}
+
+/// A fault with a length: from `at_s` (seconds into the measured run) for `for_s` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Outage {
+    pub at_s: f64,
+    pub for_s: f64,
+}
+
+impl Outage {
+    /// The window starting `scale` times later, as long.
+    fn scaled(self, scale: f64) -> Outage {
+        Outage {
+            at_s: self.at_s * scale,
+            ..self
+        }
+    }
+
+    /// The end of the window, seconds into the measured run.
+    pub fn end_s(&self) -> f64 {
+        self.at_s + self.for_s
+    }
+}
+
+/// `slow-uploads=N@S+LEN`: `connections` held open during `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SlowUploads {
+    pub connections: u32,
+    pub window: Outage,
 }
 
 /// Label prefixes of the events that mark a fault (the report's recovery times start there).
 pub const KILL_LABEL: &str = "kill -9 of the API";
 pub const DB_RESTART_LABEL: &str = "PostgreSQL restart -m immediate";
+pub const DB_FREEZE_LABEL: &str = "PostgreSQL frozen";
+pub const SLOW_UPLOADS_LABEL: &str = "slow uploads";
+pub const GATEWAY_DOWN_LABEL: &str = "payment gateway unreachable";
 
 impl FaultPlan {
     /// Parses the spec (see [`FaultPlan`]); times are multiplied by `scale`.
@@ -46,7 +98,8 @@ impl FaultPlan {
         let usage = || {
             format!(
                 "--faults {spec:?}: expected e.g. pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,\
-                 hang-ms=8000,kill-api@20+2,restart-db@40"
+                 hang-ms=8000,kill-api@20+2,restart-db@40,db-freeze@20+20,slow-uploads=300@20+30,\
+                 gateway-down@20+30"
             )
         };
         let mut plan = FaultPlan {
@@ -61,7 +114,42 @@ impl FaultPlan {
             Ok(v)
         };
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            if let Some((name, value)) = part.split_once('=') {
+            // `name@S+LEN` and `name=N@S+LEN` are outages; a plain `name=VALUE` a setting.
+            if let Some((head, at)) = part.split_once('@') {
+                let outage = || -> Result<Outage> {
+                    let (start, len) = at.split_once('+').with_context(usage)?;
+                    Ok(Outage {
+                        at_s: seconds(start)? * scale,
+                        for_s: seconds(len)?,
+                    })
+                };
+                match head
+                    .split_once('=')
+                    .map_or((head, None), |(n, v)| (n, Some(v)))
+                {
+                    ("kill-api", None) => {
+                        let (start, down) = at.split_once('+').unwrap_or((at, ""));
+                        plan.kill_api_at_s = Some(seconds(start)? * scale);
+                        if !down.is_empty() {
+                            plan.api_down_s = seconds(down)?;
+                        }
+                    }
+                    ("restart-db", None) => plan.restart_db_at_s = Some(seconds(at)? * scale),
+                    ("db-freeze", None) => plan.db_freeze = Some(outage()?),
+                    ("gateway-down", None) => plan.gateway_down = Some(outage()?),
+                    ("slow-uploads", Some(n)) => {
+                        let connections: u32 = n.trim().parse().with_context(usage)?;
+                        if connections == 0 {
+                            bail!("--faults: slow-uploads needs at least one connection");
+                        }
+                        plan.slow_uploads = Some(SlowUploads {
+                            connections,
+                            window: outage()?,
+                        });
+                    }
+                    (other, _) => bail!("--faults: unknown fault {other:?}; {}", usage()),
+                }
+            } else if let Some((name, value)) = part.split_once('=') {
                 let rate = || -> Result<f64> {
                     let r: f64 = value.trim().parse().with_context(usage)?;
                     if !(0.0..=1.0).contains(&r) {
@@ -75,18 +163,6 @@ impl FaultPlan {
                     "pay-charged-error" => plan.payment_charged_error_rate = rate()?,
                     "hang-ms" => plan.hang_ms = Some(value.trim().parse().with_context(usage)?),
                     other => bail!("--faults: unknown setting {other:?}; {}", usage()),
-                }
-            } else if let Some((name, at)) = part.split_once('@') {
-                match name.trim() {
-                    "kill-api" => {
-                        let (start, down) = at.split_once('+').unwrap_or((at, ""));
-                        plan.kill_api_at_s = Some(seconds(start)? * scale);
-                        if !down.is_empty() {
-                            plan.api_down_s = seconds(down)?;
-                        }
-                    }
-                    "restart-db" => plan.restart_db_at_s = Some(seconds(at)? * scale),
-                    other => bail!("--faults: unknown fault {other:?}; {}", usage()),
                 }
             } else {
                 bail!("{}", usage());
@@ -106,8 +182,26 @@ impl FaultPlan {
         FaultPlan {
             kill_api_at_s: self.kill_api_at_s.map(|t| t * scale),
             restart_db_at_s: self.restart_db_at_s.map(|t| t * scale),
+            db_freeze: self.db_freeze.map(|o| o.scaled(scale)),
+            slow_uploads: self.slow_uploads.map(|s| SlowUploads {
+                window: s.window.scaled(scale),
+                ..s
+            }),
+            gateway_down: self.gateway_down.map(|o| o.scaled(scale)),
             ..self
         }
+    }
+
+    /// The plan's outages (a window with a length), with the label of the event that marks each.
+    pub fn outages(&self) -> Vec<(&'static str, Outage)> {
+        [
+            (DB_FREEZE_LABEL, self.db_freeze),
+            (SLOW_UPLOADS_LABEL, self.slow_uploads.map(|s| s.window)),
+            (GATEWAY_DOWN_LABEL, self.gateway_down),
+        ]
+        .into_iter()
+        .filter_map(|(label, o)| Some((label, o?)))
+        .collect()
     }
 
     /// `true` when some pay request fails on purpose.
@@ -129,9 +223,124 @@ impl FaultPlan {
     }
 }
 
+/// Requests (or retrying clients) that got an HTTP answer, any status, before the generator's
+/// deadline (`request_timeout_ms`): every finished one but those that timed out, could not
+/// connect, broke off or gave up.
+pub fn answered_within_deadline(summary: &Summary) -> u64 {
+    let unanswered: u64 = [
+        OUTCOME_TIMEOUT,
+        OUTCOME_CONNECT_ERROR,
+        OUTCOME_IO_ERROR,
+        OUTCOME_GAVE_UP,
+    ]
+    .iter()
+    .filter_map(|k| summary.errors_by_kind.get(*k))
+    .sum();
+    summary.completed.saturating_sub(unanswered)
+}
+
+/// The seconds of the run that lie wholly inside `window`.
+fn inside(seconds: &[SecondSample], window: Outage) -> impl Iterator<Item = &SecondSample> {
+    seconds
+        .iter()
+        .filter(move |s| f64::from(s.t) >= window.at_s && f64::from(s.t + 1) <= window.end_s())
+}
+
+/// The API process's CPU over the outage, in cores (CPU seconds ÷ seconds): the mean of the
+/// sampler's per-second figures for the seconds wholly inside `window`; `None` when none was
+/// sampled (no process, or a window shorter than a second).
+pub fn api_cpu_during(seconds: &[SecondSample], window: Outage) -> Option<f64> {
+    let cpu: Vec<f64> = inside(seconds, window)
+        .filter_map(|s| s.api_process.map(|p| p.cpu_percent / 100.0))
+        .collect();
+    (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64)
+}
+
+/// The worst per-second p99 latency (of the requests finished in that second, any outcome) inside
+/// `window`, and before it: whether the orders that kept coming slowed down, ms.
+pub fn p99_during_and_before(
+    seconds: &[SecondSample],
+    window: Outage,
+) -> (Option<f64>, Option<f64>) {
+    let worst = |it: &mut dyn Iterator<Item = &SecondSample>| {
+        it.filter_map(|s| s.latency_ms.map(|l| l.p99))
+            .reduce(f64::max)
+    };
+    let during = worst(&mut inside(seconds, window));
+    let before = worst(&mut seconds.iter().filter(|s| f64::from(s.t + 1) <= window.at_s));
+    (during, before)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{LatencyPercentiles, ProcessSample};
+
+    fn second(t: u32, cpu: f64, p99: f64) -> SecondSample {
+        SecondSample {
+            t,
+            api_process: Some(ProcessSample {
+                cpu_percent: cpu,
+                ..ProcessSample::default()
+            }),
+            latency_ms: Some(LatencyPercentiles {
+                p99,
+                ..LatencyPercentiles::default()
+            }),
+            ..SecondSample::default()
+        }
+    }
+
+    #[test]
+    fn the_outage_figures_use_only_the_seconds_inside_it() {
+        // Seconds 0..10: 20 % CPU and 50 ms before, 5 % and 3 s during 4..7, then 90 % after.
+        let seconds: Vec<SecondSample> = (0..10)
+            .map(|t| match t {
+                0..=3 => second(t, 20.0, 50.0),
+                4..=6 => second(t, 5.0, 3000.0 + f64::from(t)),
+                _ => second(t, 90.0, 10.0),
+            })
+            .collect();
+        let window = Outage {
+            at_s: 4.0,
+            for_s: 3.0,
+        };
+        let cpu = api_cpu_during(&seconds, window).unwrap();
+        assert!((cpu - 0.05).abs() < 1e-9, "{cpu}");
+        assert_eq!(
+            p99_during_and_before(&seconds, window),
+            (Some(3006.0), Some(50.0))
+        );
+        // A window that starts mid-second leaves that second out; one shorter than a second has none.
+        let late = Outage {
+            at_s: 3.5,
+            for_s: 1.5,
+        };
+        assert_eq!(api_cpu_during(&seconds, late), Some(0.05));
+        let short = Outage {
+            at_s: 4.2,
+            for_s: 0.5,
+        };
+        assert_eq!(api_cpu_during(&seconds, short), None);
+    }
+
+    #[test]
+    fn an_answer_is_any_status_before_the_deadline() {
+        let summary = Summary {
+            completed: 100,
+            errors_by_kind: [
+                (OUTCOME_TIMEOUT, 7),
+                ("database_unavailable", 20),
+                (OUTCOME_IO_ERROR, 2),
+                (OUTCOME_GAVE_UP, 1),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+            ..Summary::default()
+        };
+        assert_eq!(answered_within_deadline(&summary), 90);
+    }
 
     #[test]
     fn the_scenario_spec_parses_and_scales() {
@@ -179,6 +388,51 @@ mod tests {
     }
 
     #[test]
+    fn outages_parse_with_their_length_unscaled() {
+        let p = FaultPlan::parse(
+            "db-freeze@40+20, slow-uploads=300@40+30 ,gateway-down@30+30",
+            0.5,
+        )
+        .unwrap();
+        assert_eq!(
+            p.db_freeze,
+            Some(Outage {
+                at_s: 20.0,
+                for_s: 20.0
+            })
+        );
+        assert_eq!(
+            p.slow_uploads,
+            Some(SlowUploads {
+                connections: 300,
+                window: Outage {
+                    at_s: 20.0,
+                    for_s: 30.0
+                }
+            })
+        );
+        assert_eq!(
+            p.gateway_down.map(|o| (o.at_s, o.end_s())),
+            Some((15.0, 45.0))
+        );
+        let labels: Vec<&str> = p.outages().iter().map(|(l, _)| *l).collect();
+        assert_eq!(
+            labels,
+            [DB_FREEZE_LABEL, SLOW_UPLOADS_LABEL, GATEWAY_DOWN_LABEL]
+        );
+        assert!(!p.has_payment_faults());
+        assert!(FaultPlan::default().outages().is_empty());
+        let spec = "db-freeze@40+20,slow-uploads=3@10+5,gateway-down@30+30";
+        assert_eq!(
+            FaultPlan::parse(spec, 1.0).unwrap().scaled(0.25),
+            FaultPlan::parse(spec, 0.25).unwrap()
+        );
+        // The plan travels in results.json: it reads back as written.
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(serde_json::from_str::<FaultPlan>(&json).unwrap(), p);
+    }
+
+    #[test]
     fn malformed_specs_are_refused() {
         for bad in [
             "pay-error=2",
@@ -189,6 +443,14 @@ mod tests {
             "restart-api@3",
             "kill-api",
             "pay-error=0.6,pay-hang=0.6",
+            "db-freeze@40",
+            "db-freeze@x+20",
+            "db-freeze@40+-1",
+            "db-freeze=3@40+20",
+            "slow-uploads@40+20",
+            "slow-uploads=0@40+20",
+            "slow-uploads=x@40+20",
+            "gateway-down@40+",
         ] {
             assert!(FaultPlan::parse(bad, 1.0).is_err(), "{bad}");
         }

@@ -94,6 +94,9 @@ pub(crate) async fn gateway_pay(
     body: web::Bytes,
     state: web::Data<State>,
 ) -> HttpResponse {
+    if state.config().gateway_unreachable {
+        return fault::unreachable().await;
+    }
     let in_flight = PayInFlight::start(&state);
     let counters = &state.stats.payment;
     let key = match req.headers().get("idempotency-key").map(|v| v.to_str()) {

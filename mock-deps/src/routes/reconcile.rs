@@ -3,7 +3,9 @@
 //! The order APIs call these from their recovery loop when a charge's answer was lost (timeout,
 //! disconnect, a 500 after the charge). Both are answered at once, without injected latency or
 //! faults: they are how the lab's correctness is restored, not dependencies being measured, and a
-//! flaky reconciliation path would only make the recovery tests nondeterministic. Lookups are
+//! flaky reconciliation path would only make the recovery tests nondeterministic. The exception is
+//! the whole gateway made unreachable (`MockConfig::gateway_unreachable`): then both hang, like
+//! the pay endpoint, and recovery has to wait the outage out. Lookups are
 //! still counted in `/admin/stats`, voids in `/admin/ledger`.
 //!
 //! The key comes from the path; actix percent-decodes it (`%2F` included) when extracting
@@ -13,6 +15,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use serde::Serialize;
 
+use crate::fault;
 use crate::json;
 use crate::ledger::Payment;
 use crate::state::State;
@@ -45,6 +48,9 @@ pub(crate) async fn payment_status(
     key: web::Path<String>,
     state: web::Data<State>,
 ) -> HttpResponse {
+    if state.config().gateway_unreachable {
+        return fault::unreachable().await;
+    }
     let counters = &state.stats.payment;
     Counters::bump(&counters.lookups);
     match state.ledger.lookup(&key) {
@@ -59,6 +65,9 @@ pub(crate) async fn payment_status(
 /// `POST /gateway/payments/{idempotency_key}/void`: 200 with the payment after the void. Voiding
 /// an unknown key leaves a tombstone that refuses any later pay under it.
 pub(crate) async fn payment_void(key: web::Path<String>, state: web::Data<State>) -> HttpResponse {
+    if state.config().gateway_unreachable {
+        return fault::unreachable().await;
+    }
     let payment = state.ledger.void(&key);
     tracing::debug!(key = %key, ?payment, "gateway void");
     answer(&key, payment)

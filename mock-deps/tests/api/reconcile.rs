@@ -142,3 +142,56 @@ async fn keys_are_percent_decoded_from_the_path() {
     let raw = app.get("/gateway/payments/acme:o:1").await;
     assert_eq!(expect_json(raw, StatusCode::OK).await["amount"], 5);
 }
+
+#[tokio::test]
+async fn an_unreachable_gateway_answers_no_pay_lookup_or_void_and_records_nothing() {
+    let app = TestMock::instant().await;
+    let key = "acme:order-down:1";
+    expect_json(
+        app.pay(Some(key), &pay_body(900, "123")).await,
+        StatusCode::OK,
+    )
+    .await;
+    expect_json(
+        app.put_config(&json!({"gateway_unreachable": true})).await,
+        StatusCode::OK,
+    )
+    .await;
+    let within = std::time::Duration::from_millis(300);
+    let payments = format!("{}/gateway/payments/{key}", app.url);
+    let attempts = [
+        app.client
+            .post(format!("{}/gateway/pay", app.url))
+            .header("Idempotency-Key", "acme:order-down:2")
+            .json(&pay_body(900, "123")),
+        app.client.get(&payments),
+        app.client.post(format!("{payments}/void")),
+    ];
+    for attempt in attempts {
+        let err = attempt
+            .timeout(within)
+            .send()
+            .await
+            .expect_err("an unreachable gateway answered");
+        assert!(err.is_timeout(), "{err}");
+    }
+    expect_json(
+        app.put_config(&json!({"gateway_unreachable": false})).await,
+        StatusCode::OK,
+    )
+    .await;
+    // Nothing was charged or voided while it was down; the charge before it stands.
+    let ledger = app.ledger().await;
+    assert_eq!(
+        (ledger.charges, ledger.voids, ledger.pay_requests),
+        (1, 0, 1)
+    );
+    let found = expect_json(app.lookup(key).await, StatusCode::OK).await;
+    assert_eq!(found["charged"], true);
+    expect_json(
+        app.pay(Some("acme:order-down:2"), &pay_body(900, "123"))
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+}

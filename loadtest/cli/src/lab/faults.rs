@@ -1,7 +1,10 @@
 //! Carrying out a run's fault plan (`--faults`): payment faults through mock-deps' admin API for
 //! the whole measured run; the API killed (`kill -9`) and started again with the same settings;
-//! PostgreSQL restarted `-m immediate`. Each fault happens at its time on the run's own clock and
-//! becomes an event of the run (a red marker on the report's timeline).
+//! PostgreSQL restarted `-m immediate`; and the outages with a length, each begun and ended on
+//! time: PostgreSQL frozen (the latency proxy in front of it frozen), slow uploads
+//! (`slow_uploads.rs`), the payment gateway unreachable (mock-deps' `gateway_unreachable`). Each
+//! fault happens at its time on the run's own clock and becomes an event of the run (a red marker
+//! on the report's timeline); an outage still under way when the run ends is ended then.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,9 +14,13 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::Lab;
+use super::slow_uploads;
 use crate::run::patch_mock_config;
 use crate::services::{ApiProcess, Database};
-use lab_results::faults::{DB_RESTART_LABEL, FaultPlan, KILL_LABEL};
+use lab_results::faults::{
+    DB_FREEZE_LABEL, DB_RESTART_LABEL, FaultPlan, GATEWAY_DOWN_LABEL, KILL_LABEL,
+    SLOW_UPLOADS_LABEL,
+};
 use lab_results::{Event, FaultRecovery, RetryRecord};
 use loadgen::clock::Clock;
 use mock_deps::admin::{ConfigPatch, EndpointPatch};
@@ -35,6 +42,7 @@ impl Lab {
     pub(super) async fn start_faults(
         &self,
         process: Option<ApiProcess>,
+        api_url: &str,
         clock: Clock,
     ) -> Result<Running> {
         let stop = Arc::new(Notify::new());
@@ -51,13 +59,13 @@ impl Lab {
                 .await
                 .context("turning the payment faults on")?;
         }
-        let task = tokio::spawn(carry_out(
-            plan,
-            process,
-            self.db.clone(),
-            clock,
-            stop.clone(),
-        ));
+        let reach = Reach {
+            db: self.db.clone(),
+            db_proxy: self.db_proxy.clone(),
+            deps_url: self.deps_url.clone(),
+            api_url: api_url.to_owned(),
+        };
+        let task = tokio::spawn(carry_out(plan, process, reach, clock, stop.clone()));
         Ok(Running {
             plan: Some(plan),
             stop,
@@ -114,7 +122,17 @@ fn payment_faults(plan: &FaultPlan) -> ConfigPatch {
 pub(super) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultRecovery> {
     events
         .iter()
-        .filter(|e| e.label.starts_with(KILL_LABEL) || e.label.starts_with(DB_RESTART_LABEL))
+        .filter(|e| {
+            [
+                KILL_LABEL,
+                DB_RESTART_LABEL,
+                DB_FREEZE_LABEL,
+                SLOW_UPLOADS_LABEL,
+                GATEWAY_DOWN_LABEL,
+            ]
+            .iter()
+            .any(|l| e.label.starts_with(l))
+        })
         .map(|e| FaultRecovery {
             fault: e.label.clone(),
             t: e.t,
@@ -123,19 +141,32 @@ pub(super) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultReco
         .collect()
 }
 
+/// What the faults act on.
+struct Reach {
+    db: Option<Arc<Database>>,
+    /// The latency proxy between the API and PostgreSQL (started for a `db-freeze`).
+    db_proxy: Option<Arc<latency_proxy::LatencyProxy>>,
+    deps_url: String,
+    api_url: String,
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Step {
     KillApi { down: Duration },
     RestartDb,
+    Begin(Outage),
+    End(Outage),
 }
 
-async fn carry_out(
-    plan: FaultPlan,
-    mut process: Option<ApiProcess>,
-    db: Option<Arc<Database>>,
-    clock: Clock,
-    stop: Arc<Notify>,
-) -> Outcome {
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Outage {
+    DbFreeze,
+    SlowUploads(u32),
+    GatewayDown,
+}
+
+/// The plan's steps in time order (a step's end after its beginning when both fall together).
+fn steps(plan: &FaultPlan) -> Vec<(f64, Step)> {
     let mut steps: Vec<(f64, Step)> = Vec::new();
     if let Some(at) = plan.kill_api_at_s {
         let down = Duration::from_secs_f64(plan.api_down_s);
@@ -144,7 +175,133 @@ async fn carry_out(
     if let Some(at) = plan.restart_db_at_s {
         steps.push((at, Step::RestartDb));
     }
+    let outages = [
+        plan.db_freeze.map(|w| (Outage::DbFreeze, w)),
+        plan.slow_uploads
+            .map(|s| (Outage::SlowUploads(s.connections), s.window)),
+        plan.gateway_down.map(|w| (Outage::GatewayDown, w)),
+    ];
+    for (outage, window) in outages.into_iter().flatten() {
+        steps.push((window.at_s, Step::Begin(outage)));
+        steps.push((window.end_s(), Step::End(outage)));
+    }
+    // Stable: equal times keep the order above.
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    steps
+}
+
+/// Outages under way, for their end.
+#[derive(Default)]
+struct Under {
+    uploads: Option<slow_uploads::Held>,
+    begun: Vec<Outage>,
+}
+
+impl Reach {
+    /// Begins `outage`; returns the event's label.
+    async fn begin(&self, outage: Outage, under: &mut Under) -> Result<String> {
+        let label = match outage {
+            Outage::DbFreeze => {
+                let proxy = self
+                    .db_proxy
+                    .as_ref()
+                    .context("no database proxy to freeze")?;
+                proxy.set_frozen(true);
+                format!("{DB_FREEZE_LABEL} (its proxy moves no byte)")
+            }
+            Outage::SlowUploads(n) => {
+                let held = slow_uploads::open(&self.api_url, n).await?;
+                let label = format!(
+                    "{SLOW_UPLOADS_LABEL}: {} of {n} connections hold an order's body back \
+                     (one byte every {} s)",
+                    held.opened(),
+                    slow_uploads::TRICKLE.as_secs()
+                );
+                under.uploads = Some(held);
+                label
+            }
+            Outage::GatewayDown => {
+                patch_mock_config(&self.deps_url, &gateway(true)).await?;
+                format!("{GATEWAY_DOWN_LABEL} (pay, lookup and void hang)")
+            }
+        };
+        under.begun.push(outage);
+        Ok(label)
+    }
+
+    /// Ends `outage` if it is under way; returns the event's label.
+    async fn end(&self, outage: Outage, under: &mut Under) -> Result<Option<String>> {
+        let Some(i) = under.begun.iter().position(|o| *o == outage) else {
+            return Ok(None);
+        };
+        under.begun.remove(i);
+        Ok(Some(match outage {
+            Outage::DbFreeze => {
+                if let Some(proxy) = &self.db_proxy {
+                    proxy.set_frozen(false);
+                }
+                "PostgreSQL thawed".to_owned()
+            }
+            Outage::SlowUploads(_) => match under.uploads.take() {
+                Some(held) => {
+                    let closed = held.close().await;
+                    format!(
+                        "slow-upload connections closed ({} of {} cut short by the API before)",
+                        closed.cut_short, closed.opened
+                    )
+                }
+                None => "slow-upload connections closed".to_owned(),
+            },
+            Outage::GatewayDown => {
+                // Counted before the gateway is back: what recovery then has to settle.
+                let charging = match &self.db {
+                    Some(db) => charging_keys(&db.url).await.map_or_else(
+                        |e| format!("CHARGING keys not counted: {e:#}"),
+                        |n| {
+                            format!(
+                                "{n} keys CHARGING; recovery claims {} at a time",
+                                order_core::recovery::CLAIM_BATCH
+                            )
+                        },
+                    ),
+                    None => "CHARGING keys not counted: no database".to_owned(),
+                };
+                patch_mock_config(&self.deps_url, &gateway(false)).await?;
+                format!("payment gateway reachable again ({charging})")
+            }
+        }))
+    }
+}
+
+/// Keys left `CHARGING` (a charge whose fate the API does not know yet).
+async fn charging_keys(database_url: &str) -> Result<i64> {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(database_url).await?;
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM idempotency_keys WHERE state = 'CHARGING'")
+            .fetch_one(&mut conn)
+            .await?;
+    Ok(n)
+}
+
+/// mock-deps' configuration for a reachable (or not) gateway.
+fn gateway(unreachable: bool) -> ConfigPatch {
+    ConfigPatch {
+        gateway_unreachable: Some(unreachable),
+        ..ConfigPatch::default()
+    }
+}
+
+async fn carry_out(
+    plan: FaultPlan,
+    mut process: Option<ApiProcess>,
+    reach: Reach,
+    clock: Clock,
+    stop: Arc<Notify>,
+) -> Outcome {
+    let db = reach.db.clone();
+    let steps = steps(&plan);
+    let mut under = Under::default();
     let mut events = Vec::new();
     // The clock is set when the first arrival is due.
     let t0 = loop {
@@ -157,12 +314,33 @@ async fn carry_out(
         }
     };
     let at = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+    let mut failed = None;
     for (due, step) in steps {
         tokio::select! {
             _ = tokio::time::sleep_until((t0 + Duration::from_secs_f64(due)).into()) => {}
             _ = stop.notified() => break,
         }
         let result = match step {
+            Step::Begin(outage) => {
+                let begun = Instant::now();
+                reach.begin(outage, &mut under).await.map(|label| {
+                    events.push(Event {
+                        t: at(begun),
+                        label,
+                    });
+                })
+            }
+            Step::End(outage) => {
+                let ended = Instant::now();
+                reach.end(outage, &mut under).await.map(|label| {
+                    if let Some(label) = label {
+                        events.push(Event {
+                            t: at(ended),
+                            label,
+                        });
+                    }
+                })
+            }
             Step::KillApi { down } => {
                 let Some(mut p) = process.take() else {
                     continue; // --targets: not the lab's process to kill
@@ -217,15 +395,58 @@ async fn carry_out(
             }
         };
         if let Err(e) = result {
-            return (process, events, Some(e));
+            failed = Some(e);
+            break;
         }
     }
-    (process, events, None)
+    // The run ended (or a fault failed) with outages under way: end them, or the next run
+    // would start into them.
+    for outage in under.begun.clone() {
+        let ended = Instant::now();
+        match reach.end(outage, &mut under).await {
+            Ok(Some(label)) => events.push(Event {
+                t: at(ended),
+                label: format!("{label} (at the run's end)"),
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    (process, events, failed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outages_begin_and_end_in_time_order_among_the_other_steps() {
+        let plan = FaultPlan::parse(
+            "gateway-down@30+30,kill-api@20,db-freeze@10+20,slow-uploads=5@40+1",
+            1.0,
+        )
+        .expect("plan");
+        let order: Vec<String> = steps(&plan)
+            .iter()
+            .map(|(t, s)| format!("{t} {s:?}"))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "10 Begin(DbFreeze)",
+                "20 KillApi { down: 2s }",
+                "30 End(DbFreeze)",
+                "30 Begin(GatewayDown)",
+                "40 Begin(SlowUploads(5))",
+                "41 End(SlowUploads(5))",
+                "60 End(GatewayDown)",
+            ]
+        );
+        let on = serde_json::to_value(gateway(true)).expect("json");
+        assert_eq!(on, serde_json::json!({"gateway_unreachable": true}));
+    }
 
     #[test]
     fn payment_faults_set_only_the_payment_rates_and_the_hang_time() {

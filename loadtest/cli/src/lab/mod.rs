@@ -22,6 +22,7 @@ mod db_activity;
 pub mod events;
 mod faults;
 mod overload;
+mod slow_uploads;
 mod warmup;
 
 use crate::gave_up::orders_after_give_up;
@@ -53,6 +54,9 @@ struct Lab {
     faults: Option<FaultPlan>,
     /// The database, when the lab opened it (a fault plan may restart it).
     db: Option<Arc<Database>>,
+    /// The latency proxy between the APIs and PostgreSQL, when there is one (an added RTT, or a
+    /// fault plan that freezes the database).
+    db_proxy: Option<Arc<latency_proxy::LatencyProxy>>,
     postgres_pid: Option<u32>,
     deps_url: String,
     deps_pid: Option<u32>,
@@ -133,16 +137,27 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
             })
             .collect()
     };
-    // Experiment D: a TCP proxy adds the round-trip time of a farther database.
-    let proxy = match (&db, args.db_rtt_ms > 0.0) {
-        (Some(db), true) => Some(
-            latency_proxy::LatencyProxy::start(
+    // Experiment D: a TCP proxy adds the round-trip time of a farther database. A database
+    // freeze needs one too (at the RTT asked for, zero included): it is what freezes.
+    let freezes = faults.is_some_and(|f| f.db_freeze.is_some());
+    if freezes && db.is_none() {
+        bail!("--faults db-freeze needs a database the lab knows (not --targets alone)");
+    }
+    let proxy = match (&db, args.db_rtt_ms > 0.0 || freezes) {
+        (Some(db), true) => {
+            let (upstream, rtt) = (
                 latency_proxy::upstream_of(&db.url)?,
                 Duration::from_secs_f64(args.db_rtt_ms / 1000.0),
-            )
-            .await
-            .context("starting the database latency proxy")?,
-        ),
+            );
+            let started = if freezes {
+                latency_proxy::LatencyProxy::start_adjustable(upstream, rtt).await
+            } else {
+                latency_proxy::LatencyProxy::start(upstream, rtt).await
+            };
+            Some(Arc::new(
+                started.context("starting the database latency proxy")?,
+            ))
+        }
         _ => None,
     };
     let api_database_url = match (&db, &proxy) {
@@ -159,6 +174,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         injection,
         faults,
         db: db.clone(),
+        db_proxy: proxy.clone(),
         profile,
         latency,
         out: out.clone(),
@@ -181,7 +197,8 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
             runs.push(results);
         }
     }
-    if let Some(proxy) = proxy {
+    drop(lab);
+    if let Some(proxy) = proxy.and_then(Arc::into_inner) {
         proxy.stop().await;
     }
     drop(mock);
@@ -368,7 +385,7 @@ impl Lab {
         };
         let clock: Clock = Arc::new(OnceLock::new());
         let activity = db_activity::Probe::start(self.database_url.as_deref(), &url).await;
-        let faults = self.start_faults(process, clock.clone()).await?;
+        let faults = self.start_faults(process, &url, clock.clone()).await?;
         let measured = measure_on(clock, driver, meta, targets).await;
         let (process, fault_events) = self.end_faults(faults).await?;
         let (mut results, gave_up) = measured?;
@@ -390,7 +407,12 @@ impl Lab {
             Some(&format!("{url}/metrics")),
         )
         .await;
-        let settle = money::settle_bound(self.args.lease_ms, self.args.reconcile_interval_ms);
+        let mut settle = money::settle_bound(self.args.lease_ms, self.args.reconcile_interval_ms);
+        if self.faults.is_some_and(|f| f.gateway_down.is_some()) {
+            // Each lookup that failed during the outage put its key off for longer (recovery's
+            // back-off doubles up to MAX_BACKOFF): the last of them may wait that long again.
+            settle += order_core::recovery::MAX_BACKOFF;
+        }
         let (money, checks) =
             money::count(self.database_url.as_deref(), Some(&self.deps_url), settle).await;
         results.money = money;

@@ -1,7 +1,12 @@
-//! The `faults` scenario's table: per API, how the retrying clients ended, what the gateway
-//! charged against the orders, and how long each fault kept the API from answering 201.
+//! The `faults` scenario's table: per fault and API, how many requests were answered within the
+//! generator's deadline and the longest wait, what the gateway charged against the orders, the
+//! API's CPU during the outage, and (for the retrying clients' row) how the clients ended and how
+//! long each fault kept the API from answering 201.
 
-use lab_results::faults::{DB_RESTART_LABEL, KILL_LABEL};
+use lab_results::faults::{
+    DB_RESTART_LABEL, FaultPlan, KILL_LABEL, answered_within_deadline, api_cpu_during,
+    p99_during_and_before,
+};
 use lab_results::{MoneyRecord, RetryRecord, RunResults};
 
 use super::Variant;
@@ -16,6 +21,46 @@ pub const DURATION_S: u32 = 60;
 pub const PLAN: &str = "pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,hang-ms=8000,\
                         kill-api@20+2,restart-db@40";
 
+/// The rows with one outage each (variant slug, plan, what the row's `fault` column says), run
+/// at the same rate with plain clients (one request per arrival, no retry), so that each request's
+/// own wait is measured. Outages begin 20 s in; their lengths are the issue's.
+pub const OUTAGES: [(&str, &str, &str); 3] = [
+    ("db-freeze", "db-freeze@20+20", "PostgreSQL frozen 20 s"),
+    (
+        "slow-uploads",
+        "slow-uploads=300@20+30",
+        "300 slow uploads for 30 s",
+    ),
+    (
+        "gateway-down",
+        "gateway-down@20+30",
+        "payment gateway unreachable 30 s",
+    ),
+];
+
+/// The `fault` column of a run.
+fn fault_of(r: &RunResults) -> String {
+    let Some(plan) = r.config.faults else {
+        return "none".into();
+    };
+    if plan.has_payment_faults() || plan.kill_api_at_s.is_some() || plan.restart_db_at_s.is_some() {
+        return "payment faults, kill -9, PostgreSQL restart (retrying clients)".into();
+    }
+    let outage = |o: Option<lab_results::faults::Outage>, slug: &str| {
+        o.and_then(|_| OUTAGES.iter().find(|(s, _, _)| *s == slug))
+            .map(|(_, _, name)| (*name).to_owned())
+    };
+    [
+        outage(plan.db_freeze, "db-freeze"),
+        outage(plan.slow_uploads.map(|s| s.window), "slow-uploads"),
+        outage(plan.gateway_down, "gateway-down"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
 pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -23,24 +68,44 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         let retries = r.retries.as_ref();
         let money = r.money.as_ref();
         let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
+        let plan = r.config.faults.unwrap_or_default();
+        let outage = plan.outages().first().map(|(_, w)| *w);
         rows.push(vec![
             r.api.clone(),
-            n(retries.map(|x| x.clients)),
-            n(retries.map(|x| x.attempts)),
-            n(retries.map(created_attempts)),
-            n(retries.map(|x| x.ended_created)),
-            retries.map_or("—".into(), terminal),
-            n(retries.map(|x| x.ended_gave_up)),
+            fault_of(r),
+            r.summary.sent.to_string(),
+            format!(
+                "{} ({} s)",
+                answered_within_deadline(&r.summary),
+                r.config.request_timeout_ms / 1000
+            ),
+            super::render::ms(r.summary.latency_ms.max),
             n(money.map(|m| m.charges)),
             n(money.map(|m| m.voids)),
             n(money.map(|m| m.orders)),
             n(money.map(|m| m.charges_without_order)),
             n(money.map(|m| m.orders_without_charge)),
             n(money.map(|m| m.double_charges)),
+            outage
+                .and_then(|w| api_cpu_during(&r.seconds, w))
+                .map_or("—".into(), |c| format!("{c:.2} cores")),
+            outage.map_or("—".into(), |w| {
+                let (during, before) = p99_during_and_before(&r.seconds, w);
+                let f = |v: Option<f64>| v.map_or("—".into(), super::render::ms);
+                format!("{} ({} before)", f(during), f(before))
+            }),
+            n(retries.map(|x| x.ended_created)),
+            retries.map_or("—".into(), terminal),
+            n(retries.map(|x| x.ended_gave_up)),
             recovered(retries, KILL_LABEL),
             recovered(retries, DB_RESTART_LABEL),
         ]);
-        notes.push(verdict(r.api.as_str(), retries, money));
+        if retries.is_none() {
+            notes.push(outage_verdict(r, &plan, money));
+        }
+        if retries.is_some() {
+            notes.push(verdict(r.api.as_str(), retries, money));
+        }
         if let Some(x) = retries {
             let kinds: Vec<String> = x
                 .attempts_by_outcome
@@ -48,8 +113,12 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
             notes.push(format!(
-                "{}: attempts by answer: {}; at most {} attempts for one client.",
+                "{}: {} clients made {} attempts ({} answered 201); attempts by answer: {}; at most \
+                 {} attempts for one client.",
                 r.api,
+                x.clients,
+                x.attempts,
+                created_attempts(x),
                 kinds.join(", "),
                 x.max_attempts
             ));
@@ -72,28 +141,38 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     ScenarioTable {
         title: "Money through faults".into(),
         intro: format!(
-            "Both APIs at a constant {RATE} orders/s for {DURATION_S} s (seed latencies 200/1000/1000 ms), each \
-             arrival one client that retries: same reference_id and body, at least Retry-After and a capped \
-             exponential backoff (250 ms doubling to 8 s, ±50 %), giving up 60 s after its first attempt. \
-             Throughout: 5 % of payments answered 503, 1 % hanging 8 s (the APIs time out at DEPS_TIMEOUT_MS \
-             5 s), 2 % charged then answered 500. At 20 s the API is killed (kill -9) and started again 2 s \
-             later with the same settings; at 40 s PostgreSQL restarts -m immediate (durable: fsync and synchronous_commit on). \
-             LEASE_MS 15000, RECONCILE_INTERVAL_MS 2000. Money is counted once no key is CHARGING."
+            "Both APIs at a constant {RATE} orders/s for {DURATION_S} s (seed latencies 200/1000/1000 ms), \
+             DEPS_TIMEOUT_MS 5000, LEASE_MS 15000, RECONCILE_INTERVAL_MS 2000, durable PostgreSQL; the \
+             generator's deadline is 30 s (the APIs' REQUEST_DEADLINE_MS). First row per API: each arrival \
+             one client that retries (same reference_id and body, at least Retry-After and a capped \
+             exponential backoff, 250 ms doubling to 8 s, ±50 %, giving up 60 s after its first attempt); \
+             throughout, 5 % of payments answered 503, 1 % hanging 8 s, 2 % charged then answered 500; at \
+             20 s the API is killed (kill -9) and started again 2 s later; at 40 s PostgreSQL restarts -m \
+             immediate. The other rows: plain clients (one request per arrival) and one outage from 20 s: \
+             PostgreSQL frozen 20 s (the TCP proxy between the API and PostgreSQL moves no byte and \
+             forwards no new connection), 300 connections sending an order's headers and then one body \
+             byte every 2 s for 30 s, the payment gateway unreachable 30 s (pay, lookup and void hang). \
+             Answered: any HTTP status before the deadline; longest answer: the longest wait of any \
+             request (a timeout's included); CPU: the API's CPU seconds per second over the outage's \
+             whole seconds. Money is counted once no key is CHARGING."
         ),
         columns: [
             "API",
-            "clients",
+            "fault",
             "requests",
-            "201s",
-            "ended 201",
-            "ended terminal 4xx",
-            "gave up",
+            "answered within deadline",
+            "longest answer",
             "charges",
             "voids",
             "orders",
             "charges without order",
             "orders without charge",
             "double charges",
+            "API CPU during the outage",
+            "worst second's p99 during the outage",
+            "clients ended 201",
+            "clients ended terminal 4xx",
+            "clients gave up",
             "first 201 after kill -9",
             "first 201 after DB restart",
         ]
@@ -102,6 +181,7 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         rows,
         notes,
         links: Vec::new(),
+        main_columns: 13,
         ..ScenarioTable::default()
     }
 }
@@ -135,6 +215,53 @@ fn recovered(r: Option<&RetryRecord>, label: &str) -> String {
     match f.first_201_after_s {
         Some(s) => format!("{s:.2} s (fault at {:.1} s)", f.t),
         None => format!("no 201 after it (fault at {:.1} s)", f.t),
+    }
+}
+
+/// The verdict of an outage row: money balanced both ways, no double charge, and — for a frozen
+/// database — no answer held for the whole freeze (an API that waits on a frozen database
+/// without a bound answers only once it thaws).
+fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> String {
+    let api = r.api.as_str();
+    let Some(m) = m else {
+        return format!("CHECK FAILED: {api}: money was not counted.");
+    };
+    let mut failed = Vec::new();
+    if !m.balanced() || m.charging_left > 0 {
+        failed.push(format!(
+            "money: {} charges without order, {} orders without charge, {} double charges, \
+             {} amount mismatches, {} keys still CHARGING",
+            m.charges_without_order,
+            m.orders_without_charge,
+            m.double_charges,
+            m.amount_mismatches,
+            m.charging_left
+        ));
+    }
+    let longest = r.summary.latency_ms.max;
+    if let Some(freeze) = plan.db_freeze
+        && longest >= freeze.for_s * 1000.0
+    {
+        failed.push(format!(
+            "the longest answer ({}) is as long as the freeze ({} s): answers waited it out",
+            super::render::ms(longest),
+            freeze.for_s
+        ));
+    }
+    let answered = answered_within_deadline(&r.summary);
+    let text = format!(
+        "{api}, {}: {answered} of {} answered within the deadline, longest {}; {} charges, {} voids, {} orders",
+        fault_of(r),
+        r.summary.sent,
+        super::render::ms(longest),
+        m.charges,
+        m.voids,
+        m.orders
+    );
+    if failed.is_empty() {
+        format!("{text}.")
+    } else {
+        format!("CHECK FAILED: {text}; {}.", failed.join("; "))
     }
 }
 

@@ -9,8 +9,9 @@
 //! - `slow-dependency`: the default profile with the payment mock slowed from 1000 to 5000 ms for
 //!   30 s in the middle of the run.
 //! - `faults` (money safety): both APIs at a constant rate with retrying clients, payment faults
-//!   throughout, the API killed and restarted, PostgreSQL restarted; every charge must end as one
-//!   order or one void.
+//!   throughout, the API killed and restarted, PostgreSQL restarted; then one run per outage with
+//!   plain clients: PostgreSQL frozen 20 s, 300 slow uploads, the payment gateway unreachable
+//!   30 s (`faults_table::OUTAGES`). Every charge must end as one order or one void.
 //! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
 //! - `events` (issue 10): two-phase vs after-commit vs outbox under a healthy, a slowed and a
@@ -71,7 +72,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "faults",
         "money safety: retrying clients through payment faults, kill -9 of the API and a \
-         PostgreSQL crash restart (2 runs)",
+         PostgreSQL crash restart; a frozen database, 300 slow uploads, an unreachable gateway \
+         (8 runs)",
     ),
     (
         "overload",
@@ -174,6 +176,26 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 a.db_durability = Durability::On;
                 a.faults = Some(plan);
             }));
+            for (slug, spec, _) in faults_table::OUTAGES {
+                let outage = FaultPlan::parse(spec, 1.0)?;
+                out.push(with(slug.to_owned(), &|a| {
+                    a.load.profile = format!(
+                        "constant-{}-{}",
+                        faults_table::RATE,
+                        faults_table::DURATION_S
+                    );
+                    a.latency = SEED_LATENCIES;
+                    // Plain clients: each request's own wait is the measure. The deadline is the
+                    // APIs' REQUEST_DEADLINE_MS.
+                    a.load.retry_for_s = None;
+                    a.load.request_timeout_s = 30.0;
+                    a.deps_timeout_ms = 5000;
+                    a.lease_ms = 15_000;
+                    a.reconcile_interval_ms = 2000;
+                    a.db_durability = Durability::On;
+                    a.faults = Some(outage);
+                }));
+            }
         }
         "overload" => out = overload::variants(base),
         "batching" => {

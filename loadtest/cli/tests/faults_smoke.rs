@@ -1,0 +1,101 @@
+//! The fault plan's outages end to end at a tiny scale: reactive-api started by the lab at a
+//! constant 10 orders/s for 8 s, 1 ms mocks, and from 2 s on, for 3 s each, PostgreSQL frozen
+//! (through the lab's proxy), 20 slow uploads and the payment gateway unreachable. Checks that
+//! each outage begins and ends as an event, that the freeze was felt (an answer waited for the
+//! thaw), and that the money balances once recovery has settled what the gateway left
+//! `CHARGING`.
+//!
+//! Needs the service binaries like `lab_smoke.rs` (`scripts/test.sh` builds them).
+
+use std::process::Command;
+
+use lab_results::RunResults;
+use lab_results::faults::{DB_FREEZE_LABEL, GATEWAY_DOWN_LABEL, SLOW_UPLOADS_LABEL};
+
+mod common;
+use common::{binaries_present, own_database};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outages_begin_and_end_on_time_and_the_money_balances() {
+    if let Err(e) = binaries_present() {
+        panic!("faults smoke test needs the service binaries ({e}); scripts/test.sh builds them");
+    }
+    let out = std::env::temp_dir().join(format!("loadtest-faults-smoke-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let db = match std::env::var("TEST_DATABASE_URL") {
+        Ok(server) => Some(own_database(&server, "loadtest_faults_smoke").await),
+        Err(_) => None,
+    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
+    cmd.env_remove("CARGO");
+    cmd.args([
+        "lab",
+        "--apis",
+        "reactive-api",
+        "--profile",
+        "constant-10-8",
+    ])
+    .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1"])
+    .args(["--deps-timeout-ms", "1000", "--db-pool-timeout-ms", "1000"])
+    .args(["--lease-ms", "4000"])
+    .args([
+        "--reconcile-interval-ms",
+        "500",
+        "--request-timeout-s",
+        "30",
+    ])
+    .args([
+        "--faults",
+        "db-freeze@2+3,slow-uploads=20@2+3,gateway-down@2+3",
+        "--max-loop-lag-ms",
+        "0",
+        "--no-progress",
+    ])
+    .arg("--out")
+    .arg(&out);
+    if let Some((url, _, _)) = &db {
+        cmd.args(["--database-url", url]);
+    }
+    let output = cmd.output().expect("running loadtest lab");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "lab failed: {stderr}");
+    let r = RunResults::load(out.join("results-reactive-0.json")).unwrap();
+    let labels: Vec<&str> = r.events.iter().map(|e| e.label.as_str()).collect();
+    for (begins, ends) in [
+        (DB_FREEZE_LABEL, "PostgreSQL thawed"),
+        (SLOW_UPLOADS_LABEL, "slow-upload connections closed"),
+        (GATEWAY_DOWN_LABEL, "payment gateway reachable again"),
+    ] {
+        let at = |prefix: &str| {
+            r.events
+                .iter()
+                .find(|e| e.label.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no {prefix:?} event in {labels:?}"))
+                .t
+        };
+        let (from, to) = (at(begins), at(ends));
+        assert!(
+            (1.9..2.6).contains(&from) && (to - from - 3.0).abs() < 0.6,
+            "{begins}: {from} → {to}"
+        );
+    }
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("slow uploads: 20 of 20 connections")),
+        "{labels:?}"
+    );
+    // Orders arriving in the freeze waited for the thaw, longer than the 1 s a hung payment costs
+    // (a bound on the API's side shorter than 2 s would end them sooner).
+    assert!(
+        r.summary.latency_ms.max >= 2000.0,
+        "{:?}",
+        r.summary.latency_ms
+    );
+    let m = r.money.as_ref().expect("money counted");
+    assert!(m.balanced() && m.charging_left == 0, "{m:?}");
+    if let Some((_, server, name)) = &db {
+        common::drop_database(server, name).await;
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
