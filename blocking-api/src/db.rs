@@ -167,7 +167,10 @@ impl Db {
     /// Ends a request: commits its held transaction (a no-op in short scope).
     pub fn commit(&self, held: Held) -> Result<(), ApiError> {
         match held.0 {
-            Some(tx) => tx.commit(),
+            Some(mut tx) => {
+                durable_commit(&mut tx.conn.raw)?;
+                tx.commit()
+            }
             None => Ok(()),
         }
     }
@@ -177,6 +180,7 @@ impl Db {
     /// gateway sees the card, whatever the scope. A no-op in short scope (each step commits).
     pub fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
         if let Some(tx) = &mut held.0 {
+            durable_commit(&mut tx.conn.raw)?;
             tx.open = false;
             AnsiTransactionManager::commit_transaction(&mut tx.conn.raw).map_err(db_error)?;
             AnsiTransactionManager::begin_transaction(&mut tx.conn.raw).map_err(begin_failed)?;
@@ -666,4 +670,12 @@ mod tests {
             "postgres://u@h/db?gssencmode=require"
         );
     }
+}
+
+/// `sql::DURABLE_COMMIT`, before a request-scope transaction commits.
+fn durable_commit(conn: &mut PgConnection) -> Result<(), ApiError> {
+    sql_query(sql::DURABLE_COMMIT)
+        .execute(conn)
+        .map(|_| ())
+        .map_err(db_error)
 }
