@@ -652,6 +652,14 @@ impl<Q> Query for Prepared<Q> {
 
 impl<Q, C> RunQueryDsl<C> for Prepared<Q> {}
 
+/// `sql::DURABLE_COMMIT`, before a request-scope transaction commits.
+fn durable_commit(conn: &mut PgConnection) -> Result<(), ApiError> {
+    sql_query(sql::DURABLE_COMMIT)
+        .execute(conn)
+        .map(|_| ())
+        .map_err(db_error)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -670,12 +678,4 @@ mod tests {
             "postgres://u@h/db?gssencmode=require"
         );
     }
-}
-
-/// `sql::DURABLE_COMMIT`, before a request-scope transaction commits.
-fn durable_commit(conn: &mut PgConnection) -> Result<(), ApiError> {
-    sql_query(sql::DURABLE_COMMIT)
-        .execute(conn)
-        .map(|_| ())
-        .map_err(db_error)
 }
