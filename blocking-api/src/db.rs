@@ -177,7 +177,10 @@ impl Db {
     /// Ends a request: commits its held transaction (a no-op in short scope).
     pub fn commit(&self, held: Held) -> Result<(), ApiError> {
         match held.0 {
-            Some(tx) => tx.commit(),
+            Some(mut tx) => {
+                durable_commit(&mut tx.conn)?;
+                tx.commit()
+            }
             None => Ok(()),
         }
     }
@@ -187,6 +190,7 @@ impl Db {
     /// gateway sees the card, whatever the scope. A no-op in short scope (each step commits).
     pub fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
         if let Some(tx) = &mut held.0 {
+            durable_commit(&mut tx.conn)?;
             tx.open = false;
             tx.conn
                 .run(AnsiTransactionManager::commit_transaction)
@@ -757,6 +761,13 @@ impl<Q> Query for Prepared<Q> {
 }
 
 impl<Q, C> RunQueryDsl<C> for Prepared<Q> {}
+
+/// `sql::DURABLE_COMMIT`, before a request-scope transaction commits.
+fn durable_commit(conn: &mut PgConn) -> Result<(), ApiError> {
+    conn.run(|c| sql_query(sql::DURABLE_COMMIT).execute(c))
+        .map(|_| ())
+        .map_err(db_error)
+}
 
 #[cfg(test)]
 mod tests {

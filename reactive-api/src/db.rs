@@ -196,6 +196,9 @@ impl Db {
                     .conn
                     .take()
                     .expect("an open transaction has its connection");
+                control(&mut conn, sql::DURABLE_COMMIT)
+                    .await
+                    .map_err(db_error)?;
                 control(&mut conn, "COMMIT").await.map_err(db_error)
             }
             None => Ok(()),
@@ -207,6 +210,9 @@ impl Db {
     /// gateway sees the card, whatever the scope. A no-op in short scope (each step commits).
     pub async fn checkpoint(&self, held: &mut Held) -> Result<(), ApiError> {
         if let Some(tx) = &mut held.0 {
+            control(tx.conn(), sql::DURABLE_COMMIT)
+                .await
+                .map_err(db_error)?;
             control(tx.conn(), "COMMIT").await.map_err(db_error)?;
             control(tx.conn(), "BEGIN").await.map_err(begin_failed)?;
         }

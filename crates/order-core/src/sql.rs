@@ -8,9 +8,21 @@
 /// own id (part of a fresh charge's gateway key), the state and, for a `CHARGING` takeover, the
 /// charge to resume; no row when the key is taken.
 /// `$1` seller_id, `$2` reference_id, `$3` request_hash, `$4` lease in seconds (float8).
+///
+/// Its commit does not wait for its WAL to reach the disk (`synchronous_commit = off` for this
+/// statement's own transaction, set by `set_config(…, true)` in the statement itself: in
+/// autocommit there is no transaction block for a `SET LOCAL`, and the setting is read when the
+/// transaction commits, before it reverts). A reservation lost in a crash costs nothing: nothing
+/// has been charged under it, no answer but a 409 was ever given from it, and the client's retry
+/// makes it again. Whatever is decided from it durably is flushed with it: the WAL is one
+/// sequence, so the next durable commit — the `CHARGING` mark, before the gateway sees the card,
+/// or the outcome — writes the reservation to disk first. In `DB_TX_SCOPE=request` the
+/// reservation shares the request's transaction, which [`DURABLE_COMMIT`] makes durable again
+/// before it commits. One WAL flush per order fewer (docs/benchmarks.md).
 pub const RESERVE_KEY: &str = "\
 INSERT INTO idempotency_keys (seller_id, reference_id, request_hash, state, attempt, lease_expires_at)
-VALUES ($1, $2, $3, 'IN_PROGRESS', 1, now() + make_interval(secs => $4::float8))
+SELECT $1::text, $2::text, $3::text, 'IN_PROGRESS', 1, now() + make_interval(secs => $4::float8)
+  FROM (SELECT set_config('synchronous_commit', 'off', true)) AS no_flush_wait
 ON CONFLICT (seller_id, reference_id) DO UPDATE
    SET attempt = idempotency_keys.attempt + 1,
        request_hash = EXCLUDED.request_hash,
@@ -21,6 +33,10 @@ ON CONFLICT (seller_id, reference_id) DO UPDATE
         OR (idempotency_keys.state = 'CHARGING'
             AND idempotency_keys.request_hash = EXCLUDED.request_hash))
 RETURNING attempt, key_id::text AS key_id, state, gateway_key, pending_order";
+
+/// Sent before a request-scope transaction (`DB_TX_SCOPE=request`) commits: its commit waits
+/// for its WAL again (the server's `synchronous_commit`), whatever [`RESERVE_KEY`] set for it.
+pub const DURABLE_COMMIT: &str = "SET LOCAL synchronous_commit TO DEFAULT";
 
 /// Reads a taken key. `$1` seller_id, `$2` reference_id.
 pub const FIND_KEY: &str = "\
