@@ -23,6 +23,10 @@ pub struct PgCounters {
     pub wal_fpi: u64,
     /// WAL bytes written.
     pub wal_bytes: u64,
+    /// WAL flushes to disk (`pg_stat_wal.wal_sync`): commits that waited for their WAL, or the
+    /// WAL writer's. Counted where `fsync` is on; 0 without it.
+    #[serde(default)]
+    pub wal_syncs: u64,
     /// Transactions committed (`xact_commit`; the lab's own statements count a handful).
     pub commits: u64,
     /// Transactions rolled back (`xact_rollback`).
@@ -39,6 +43,7 @@ impl PgCounters {
             wal_records: end.wal_records.saturating_sub(self.wal_records),
             wal_fpi: end.wal_fpi.saturating_sub(self.wal_fpi),
             wal_bytes: end.wal_bytes.saturating_sub(self.wal_bytes),
+            wal_syncs: end.wal_syncs.saturating_sub(self.wal_syncs),
             commits: end.commits.saturating_sub(self.commits),
             rollbacks: end.rollbacks.saturating_sub(self.rollbacks),
             blocks_hit: end.blocks_hit.saturating_sub(self.blocks_hit),
@@ -56,6 +61,7 @@ impl PgCounters {
             wal_records: each(self.wal_records),
             wal_fpi: each(self.wal_fpi),
             wal_bytes: each(self.wal_bytes),
+            wal_syncs: each(self.wal_syncs),
             commits: each(self.commits),
             rollbacks: each(self.rollbacks),
             blocks_hit: each(self.blocks_hit),
@@ -70,6 +76,8 @@ pub struct PgPerOrder {
     pub wal_records: f64,
     pub wal_fpi: f64,
     pub wal_bytes: f64,
+    #[serde(default)]
+    pub wal_syncs: f64,
     pub commits: f64,
     pub rollbacks: f64,
     pub blocks_hit: f64,

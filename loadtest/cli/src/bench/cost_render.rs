@@ -118,18 +118,19 @@ pub fn postgres(
     );
     let _ = writeln!(
         s,
-        "| window | WAL records | WAL bytes | full-page images | commits | rollbacks | buffer hits \
-         | buffer reads |"
+        "| window | WAL records | WAL bytes | full-page images | WAL flushes | commits | rollbacks \
+         | buffer hits | buffer reads |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (label, p) in rows {
         let p = p.as_ref();
         let _ = writeln!(
             s,
-            "| {label} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} |",
             num(p.map(|p| p.wal_records), 2),
             num(p.map(|p| p.wal_bytes), 0),
             num(p.map(|p| p.wal_fpi), 3),
+            num(p.map(|p| p.wal_syncs), 2),
             num(p.map(|p| p.commits), 2),
             num(p.map(|p| p.rollbacks), 3),
             num(p.map(|p| p.blocks_hit), 1),

@@ -1,5 +1,5 @@
-//! PostgreSQL's share of an order from its own counters: WAL records, full-page images and bytes
-//! (`pg_stat_wal`, the cluster's one WAL stream), commits and buffer hits and reads
+//! PostgreSQL's share of an order from its own counters: WAL records, full-page images, bytes and
+//! flushes (`pg_stat_wal`, the cluster's one WAL stream), commits and buffer hits and reads
 //! (`pg_stat_database`, the orders' database), read at a window's two ends.
 //!
 //! Backends publish these counters when a transaction ends, but at most once a second, and an
@@ -18,20 +18,31 @@ pub const PUBLISH_DELAY: Duration = Duration::from_millis(10_500);
 /// The counters now (the bench's own statement is marked so pg_stat_statements leaves it out).
 pub async fn read(conn: &mut sqlx::PgConnection) -> Result<PgCounters> {
     // A fresh snapshot: with stats_fetch_consistency = cache a transaction reuses its first one.
-    let sql = "SELECT /* loadtest bench */ w.wal_records, w.wal_fpi, w.wal_bytes::bigint,
+    let sql =
+        "SELECT /* loadtest bench */ w.wal_records, w.wal_fpi, w.wal_bytes::bigint, w.wal_sync,
                       d.xact_commit, d.xact_rollback, d.blks_hit, d.blks_read
                  FROM pg_stat_wal w, pg_stat_database d
                 WHERE d.datname = current_database()";
-    let (records, fpi, bytes, commits, rollbacks, hit, read): (i64, i64, i64, i64, i64, i64, i64) =
-        sqlx::query_as(sql)
-            .fetch_one(conn)
-            .await
-            .context("reading pg_stat_wal and pg_stat_database")?;
+    #[allow(clippy::type_complexity)]
+    let (records, fpi, bytes, syncs, commits, rollbacks, hit, read): (
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+    ) = sqlx::query_as(sql)
+        .fetch_one(conn)
+        .await
+        .context("reading pg_stat_wal and pg_stat_database")?;
     let u = |v: i64| u64::try_from(v).unwrap_or(0);
     Ok(PgCounters {
         wal_records: u(records),
         wal_fpi: u(fpi),
         wal_bytes: u(bytes),
+        wal_syncs: u(syncs),
         commits: u(commits),
         rollbacks: u(rollbacks),
         blocks_hit: u(hit),
