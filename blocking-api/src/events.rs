@@ -6,7 +6,8 @@
 //! - [`after_commit`]: the publication after the order's commit (`after-commit`);
 //! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
 //!
-//! The outbox relay, a thread, is `outbox.rs`.
+//! The outbox relay, a thread, is `outbox.rs`; the mode and its broker, [`Events`](crate::state::Events),
+//! are held in `state.rs` with the rest of what the handlers share.
 
 use std::time::Instant;
 
@@ -22,25 +23,6 @@ use crate::broker::BlockingBroker;
 use crate::connections::PgConn;
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
-
-/// The mode and, unless it is `off`, the broker.
-pub struct Events {
-    pub mode: EventsMode,
-    pub broker: Option<BlockingBroker>,
-}
-
-impl Events {
-    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
-        let broker = match s.events_mode {
-            EventsMode::Off => None,
-            _ => Some(BlockingBroker::connect(&s.nats_url, s.nats_timeout()).await?),
-        };
-        Ok(Events {
-            mode: s.events_mode,
-            broker,
-        })
-    }
-}
 
 fn publication(ev: &OrderCreated) -> Publication {
     Publication {

@@ -5,9 +5,9 @@ use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::CommonSettings;
 
-use crate::events::Events;
 use crate::pool::ReadPool;
 use crate::state::AppState;
+use crate::state::Events;
 use crate::{batch, clients::Deps, db::Db, outbox, recovery, routes};
 
 /// blocking-api's settings: the shared ones, its listen address and its thread pool.

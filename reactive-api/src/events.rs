@@ -6,13 +6,14 @@
 //! - [`after_commit`]: the publication after the order's commit (`after-commit`);
 //! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
 //!
-//! The outbox relay, a task, is `outbox.rs`.
+//! The outbox relay, a task, is `outbox.rs`; the mode and its broker, [`Events`](crate::state::Events),
+//! are held in `state.rs` with the rest of what the handlers share.
 //!
 //! Transactions are opened with a plain `BEGIN` on the step's autocommit connection, as in
 //! blocking-api. The order's work runs as a task of its own (see `routes.rs`), never cancelled
 //! half-way, so every `BEGIN` here reaches its `COMMIT`, `PREPARE` or `ROLLBACK`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use event_broker::{Ack, Broker, Publication, PublishFailure, subject_of};
 use order_core::error::{ApiError, Dependency};
@@ -24,28 +25,6 @@ use sqlx::{AssertSqlSafe, Row};
 use crate::connections::PgConn;
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
-
-/// How long the API waits at start-up for NATS and its JetStream to be usable.
-const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
-
-/// The mode and, unless it is `off`, the broker.
-pub struct Events {
-    pub mode: EventsMode,
-    pub broker: Option<Broker>,
-}
-
-impl Events {
-    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
-        let broker = match s.events_mode {
-            EventsMode::Off => None,
-            _ => Some(Broker::connect(&s.nats_url, s.nats_timeout(), CONNECT_PATIENCE).await?),
-        };
-        Ok(Events {
-            mode: s.events_mode,
-            broker,
-        })
-    }
-}
 
 fn publication(ev: &OrderCreated) -> Publication {
     Publication {

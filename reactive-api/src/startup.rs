@@ -5,8 +5,8 @@ use order_core::request_hash::RequestHashKey;
 use order_core::server::{Running, start};
 use order_core::settings::{CommonSettings, REACTIVE_MAX_IN_FLIGHT};
 
-use crate::events::Events;
 use crate::state::AppState;
+use crate::state::Events;
 use crate::{batch, clients::Deps, db::Db, outbox, recovery, routes};
 
 /// reactive-api's settings: the shared ones plus its listen address.
