@@ -16,7 +16,8 @@ use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use event_broker::{Ack, Publication, PublishFailure};
 use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
-use order_core::order::{OrderDocument, Outcome};
+use order_core::idempotency::KeyRef;
+use order_core::order::{OrderDocument, Outcome, Placed};
 use order_core::sql;
 
 use crate::broker::BlockingBroker;
@@ -99,18 +100,18 @@ fn exec(conn: &mut PgConn, statement: &str) -> Result<(), ApiError> {
 pub fn persist_order(
     app: &AppState,
     conn: &mut PgConn,
-    key: (&str, &str, i32),
+    key: KeyRef<'_>,
     outcome: &Outcome,
-    doc: &OrderDocument,
-    payment_key: &str,
+    placed: Placed<'_>,
 ) -> Result<bool, ApiError> {
     let broker = match (&app.events.broker, app.events.mode) {
         (Some(b), EventsMode::TwoPhase | EventsMode::Outbox) => b,
-        _ => return db::persist_order(conn, key, outcome, doc, payment_key),
+        _ => return db::persist_order(conn, key, outcome, placed),
     };
+    let doc = placed.doc;
     let ev = OrderCreated::of(doc);
     let mut tx = RawTx::begin(conn)?;
-    if !db::persist_order(tx.conn(), key, outcome, doc, payment_key)? {
+    if !db::persist_order(tx.conn(), key, outcome, placed)? {
         return Ok(false);
     }
     if app.events.mode == EventsMode::Outbox {

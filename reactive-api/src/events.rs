@@ -18,7 +18,8 @@ use std::time::Instant;
 use event_broker::{Ack, Broker, Publication, PublishFailure, subject_of};
 use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
-use order_core::order::{OrderDocument, Outcome};
+use order_core::idempotency::KeyRef;
+use order_core::order::{OrderDocument, Outcome, Placed};
 use order_core::sql;
 use sqlx::{AssertSqlSafe, Row};
 
@@ -65,19 +66,19 @@ async fn exec(conn: &mut PgConn, statement: &str) -> Result<(), ApiError> {
 pub async fn persist_order(
     app: &AppState,
     conn: &mut PgConn,
-    key: (&str, &str, i32),
+    key: KeyRef<'_>,
     outcome: &Outcome,
-    doc: &OrderDocument,
-    payment_key: &str,
+    placed: Placed<'_>,
 ) -> Result<bool, ApiError> {
     let broker = match (&app.events.broker, app.events.mode) {
         (Some(b), EventsMode::TwoPhase | EventsMode::Outbox) => b,
-        _ => return db::persist_order(conn, key, outcome, doc, payment_key).await,
+        _ => return db::persist_order(conn, key, outcome, placed).await,
     };
+    let doc = placed.doc;
     let ev = OrderCreated::of(doc);
     exec(conn, "BEGIN").await?;
     let written = async {
-        if !db::persist_order(&mut *conn, key, outcome, doc, payment_key).await? {
+        if !db::persist_order(&mut *conn, key, outcome, placed).await? {
             return Ok(false);
         }
         if app.events.mode == EventsMode::Outbox {
