@@ -31,6 +31,13 @@ enum Reserved {
     Done(Outcome),
 }
 
+/// This request's hold on its key, from the reservation on: the attempt it owns, and what that
+/// attempt charges under.
+struct Claim<'a> {
+    key: KeyRef<'a>,
+    plan: ChargePlan,
+}
+
 pub fn create_order(
     app: &AppState,
     ticket: &Ticket,
@@ -60,7 +67,7 @@ pub fn create_order(
         reference_id: &order.request.reference_id,
         attempt,
     };
-    match process(app, ticket, &mut held, key, &order, plan) {
+    match process(app, ticket, &mut held, &order, Claim { key, plan }) {
         Ok(outcome) => {
             app.db.commit(held)?;
             Ok(outcome)
@@ -123,10 +130,10 @@ fn process(
     app: &AppState,
     ticket: &Ticket,
     held: &mut Held,
-    key: KeyRef<'_>,
     order: &ValidOrder,
-    plan: ChargePlan,
+    claim: Claim<'_>,
 ) -> Result<Outcome, ApiError> {
+    let Claim { key, plan } = claim;
     let charging = match plan {
         // Risk approved this request in the attempt that marked the charge: never run it again.
         ChargePlan::Resume(charging) => *charging,
