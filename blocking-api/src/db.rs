@@ -19,9 +19,9 @@ use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Timestam
 use diesel::{QueryResult, QueryableByName, RunQueryDsl, sql_query};
 use order_core::contract::ValidOrder;
 use order_core::error::ApiError;
-use order_core::idempotency::{self, ExistingKey, Reservation, WonKey};
+use order_core::idempotency::{self, ExistingKey, KeyRef, Reservation, WonKey};
 use order_core::metrics::Metrics;
-use order_core::order::{Charging, OrderDocument, Outcome, plain};
+use order_core::order::{Charging, Outcome, Placed, plain};
 use order_core::recovery::ClaimedKey;
 use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
@@ -207,16 +207,16 @@ impl Db {
     /// a retry may take the key over at once. A request-scope transaction is rolled back first
     /// (which may already have removed a fresh reservation; the statement then matches nothing).
     /// If even this fails, the lease simply runs out.
-    pub fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
+    pub fn release(&self, held: Held, key: KeyRef<'_>) {
         drop(held);
         let result = (|| {
             let mut c = self.acquire("release")?;
             c.conn()
                 .run(|pg| {
                     sql_query(sql::RELEASE_KEY)
-                        .bind::<Text, _>(seller_id)
-                        .bind::<Text, _>(reference_id)
-                        .bind::<Integer, _>(attempt)
+                        .bind::<Text, _>(key.seller_id)
+                        .bind::<Text, _>(key.reference_id)
+                        .bind::<Integer, _>(key.attempt)
                         .prepared()
                         .execute(pg)
                 })
@@ -466,18 +466,16 @@ pub fn find_key(
 /// Marks the key `CHARGING` with its charge. `false`: this attempt lost its lease.
 pub fn mark_charging(
     conn: &mut PgConn,
-    seller_id: &str,
-    reference_id: &str,
-    attempt: i32,
+    key: KeyRef<'_>,
     charging: &Charging,
     lease_seconds: f64,
 ) -> Result<bool, ApiError> {
     let rows = conn
         .run(|pg| {
             sql_query(sql::MARK_CHARGING)
-                .bind::<Text, _>(seller_id)
-                .bind::<Text, _>(reference_id)
-                .bind::<Integer, _>(attempt)
+                .bind::<Text, _>(key.seller_id)
+                .bind::<Text, _>(key.reference_id)
+                .bind::<Integer, _>(key.attempt)
                 .bind::<Text, _>(&charging.gateway_key)
                 .bind::<BigInt, _>(charging.pending.amount)
                 .bind::<Text, _>(charging.pending.to_json())
@@ -492,17 +490,15 @@ pub fn mark_charging(
 /// Stores a completed outcome on the key. `false`: this attempt lost its lease.
 pub fn complete_key(
     conn: &mut PgConn,
-    seller_id: &str,
-    reference_id: &str,
-    attempt: i32,
+    key: KeyRef<'_>,
     outcome: &Outcome,
 ) -> Result<bool, ApiError> {
     let rows = conn
         .run(|pg| {
             sql_query(sql::COMPLETE_KEY)
-                .bind::<Text, _>(seller_id)
-                .bind::<Text, _>(reference_id)
-                .bind::<Integer, _>(attempt)
+                .bind::<Text, _>(key.seller_id)
+                .bind::<Text, _>(key.reference_id)
+                .bind::<Integer, _>(key.attempt)
                 .bind::<Integer, _>(i32::from(outcome.status))
                 .bind::<Text, _>(&outcome.body)
                 .bind::<Nullable<Text>, _>(outcome.order_id.as_deref())
@@ -515,20 +511,19 @@ pub fn complete_key(
 
 /// Completes the key with the order's 201 and writes customer, order and items, in one statement
 /// (`sql::PERSIST_ORDER`). `false`: this attempt lost its lease, and nothing was written.
-/// `payment_key` is the gateway idempotency key of the order's charge.
+/// `placed.payment_key` is the gateway idempotency key of the order's charge.
 pub fn persist_order(
     conn: &mut PgConn,
-    key: (&str, &str, i32),
+    key: KeyRef<'_>,
     outcome: &Outcome,
-    doc: &OrderDocument,
-    payment_key: &str,
+    placed: Placed<'_>,
 ) -> Result<bool, ApiError> {
     #[derive(QueryableByName)]
     struct Completed {
         #[diesel(sql_type = BigInt)]
         completed: i64,
     }
-    let (seller_id, reference_id, attempt) = key;
+    let Placed { doc, payment_key } = placed;
     let c = &doc.customer;
     let a = &c.address;
     let p = &doc.payment;
@@ -539,9 +534,9 @@ pub fn persist_order(
     let row: Completed = conn
         .run(|pg| {
             sql_query(sql::PERSIST_ORDER)
-                .bind::<Text, _>(seller_id)
-                .bind::<Text, _>(reference_id)
-                .bind::<Integer, _>(attempt)
+                .bind::<Text, _>(key.seller_id)
+                .bind::<Text, _>(key.reference_id)
+                .bind::<Integer, _>(key.attempt)
                 .bind::<Integer, _>(i32::from(outcome.status))
                 .bind::<Text, _>(&outcome.body)
                 .bind::<Text, _>(&doc.id)

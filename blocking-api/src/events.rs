@@ -6,7 +6,8 @@
 //! - [`after_commit`]: the publication after the order's commit (`after-commit`);
 //! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
 //!
-//! The outbox relay, a thread, is `outbox.rs`.
+//! The outbox relay, a thread, is `outbox.rs`; the mode and its broker, [`Events`](crate::state::Events),
+//! are held in `state.rs` with the rest of what the handlers share.
 
 use std::time::Instant;
 
@@ -15,32 +16,14 @@ use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use event_broker::{Ack, Publication, PublishFailure};
 use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
-use order_core::order::{OrderDocument, Outcome};
+use order_core::idempotency::KeyRef;
+use order_core::order::{OrderDocument, Outcome, Placed};
 use order_core::sql;
 
 use crate::broker::BlockingBroker;
 use crate::connections::PgConn;
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
-
-/// The mode and, unless it is `off`, the broker.
-pub struct Events {
-    pub mode: EventsMode,
-    pub broker: Option<BlockingBroker>,
-}
-
-impl Events {
-    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
-        let broker = match s.events_mode {
-            EventsMode::Off => None,
-            _ => Some(BlockingBroker::connect(&s.nats_url, s.nats_timeout()).await?),
-        };
-        Ok(Events {
-            mode: s.events_mode,
-            broker,
-        })
-    }
-}
 
 fn publication(ev: &OrderCreated) -> Publication {
     Publication {
@@ -117,18 +100,18 @@ fn exec(conn: &mut PgConn, statement: &str) -> Result<(), ApiError> {
 pub fn persist_order(
     app: &AppState,
     conn: &mut PgConn,
-    key: (&str, &str, i32),
+    key: KeyRef<'_>,
     outcome: &Outcome,
-    doc: &OrderDocument,
-    payment_key: &str,
+    placed: Placed<'_>,
 ) -> Result<bool, ApiError> {
     let broker = match (&app.events.broker, app.events.mode) {
         (Some(b), EventsMode::TwoPhase | EventsMode::Outbox) => b,
-        _ => return db::persist_order(conn, key, outcome, doc, payment_key),
+        _ => return db::persist_order(conn, key, outcome, placed),
     };
+    let doc = placed.doc;
     let ev = OrderCreated::of(doc);
     let mut tx = RawTx::begin(conn)?;
-    if !db::persist_order(tx.conn(), key, outcome, doc, payment_key)? {
+    if !db::persist_order(tx.conn(), key, outcome, placed)? {
         return Ok(false);
     }
     if app.events.mode == EventsMode::Outbox {

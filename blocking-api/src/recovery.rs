@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use order_core::db_failure;
 use order_core::error::{ApiError, Dependency};
-use order_core::order::Outcome;
+use order_core::order::{Outcome, Placed};
 use order_core::recovery::{self, CLAIM_BATCH, ClaimedKey, Settle};
 
 use crate::db::Held;
@@ -92,7 +92,10 @@ fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
     let action = match recovery::decide(key, found.as_ref()) {
         Settle::Persist(pending, pay) => {
             let doc = pending.confirm(&pay);
-            let placed = Some((&doc, key.gateway_key.as_str()));
+            let placed = Some(Placed {
+                doc: &doc,
+                payment_key: &key.gateway_key,
+            });
             match finish(app, key, Outcome::created(&doc), placed) {
                 Ok(()) => "completed",
                 // The database refuses this order's rows for good: it can never be made. Any
@@ -171,18 +174,9 @@ fn finish(
     app: &AppState,
     key: &ClaimedKey,
     outcome: Outcome,
-    placed: Option<(&order_core::order::OrderDocument, &str)>,
+    placed: Option<Placed<'_>>,
 ) -> Result<(), ApiError> {
-    let (seller_id, reference_id) = (&key.seller_id, &key.reference_id);
     let mut held = Held::none();
-    service::persist(
-        app,
-        &mut held,
-        seller_id,
-        reference_id,
-        key.attempt,
-        outcome,
-        placed,
-    )?;
+    service::persist(app, &mut held, key.key_ref(), outcome, placed)?;
     Ok(())
 }

@@ -2,12 +2,12 @@
 
 use order_core::admission::Admission;
 use order_core::request_hash::RequestHashKey;
-use order_core::server::{Running, start};
+use order_core::server::{Api, Running, start};
 use order_core::settings::CommonSettings;
 
-use crate::events::Events;
 use crate::pool::ReadPool;
 use crate::state::AppState;
+use crate::state::Events;
 use crate::{batch, clients::Deps, db::Db, outbox, recovery, routes};
 
 /// blocking-api's settings: the shared ones, its listen address and its thread pool.
@@ -37,27 +37,25 @@ impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let common = settings.common;
         let events = Events::connect(&common.events).await?;
-        let (running, state) = start(
-            "blocking-api",
-            &settings.bind_addr,
-            &common,
-            Some(settings.blocking_threads),
-            |metrics| {
-                let db = Db::connect(&common, metrics.clone())?;
-                Ok(AppState {
-                    batch: batch::Writer::start(&common, db.clone(), &metrics)?,
-                    db,
-                    deps: Deps::new(&common, metrics.clone())?,
-                    admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
-                    reads: ReadPool::start(settings.read_threads)?,
-                    events,
-                    metrics,
-                    hash_key: RequestHashKey::from_settings(&common)?,
-                    settings: common.clone(),
-                })
-            },
-            routes::configure,
-        )
+        let api = Api {
+            name: "blocking-api",
+            routes: routes::configure,
+            blocking_threads: Some(settings.blocking_threads),
+        };
+        let (running, state) = start(api, &settings.bind_addr, &common, |metrics| {
+            let db = Db::connect(&common, metrics.clone())?;
+            Ok(AppState {
+                batch: batch::Writer::start(&common, db.clone(), &metrics)?,
+                db,
+                deps: Deps::new(&common, metrics.clone())?,
+                admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
+                reads: ReadPool::start(settings.read_threads)?,
+                events,
+                metrics,
+                hash_key: RequestHashKey::from_settings(&common)?,
+                settings: common.clone(),
+            })
+        })
         .await?;
         let app = state.into_inner();
         outbox::spawn_relay(app.clone())?;

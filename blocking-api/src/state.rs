@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use order_core::admission::Admission;
+use order_core::events::EventsMode;
 use order_core::metrics::Metrics;
 use order_core::request_hash::RequestHashKey;
 use order_core::settings::CommonSettings;
 
-use crate::events::Events;
+use crate::broker::BlockingBroker;
 use crate::pool::ReadPool;
 use crate::{batch, clients::Deps, db::Db};
 
@@ -27,4 +28,23 @@ pub struct AppState {
     /// The threads of `GET /orders/{id}` and `/ready`, apart from the orders'.
     pub reads: ReadPool,
     pub events: Events,
+}
+
+/// The mode and, unless it is `off`, the broker.
+pub struct Events {
+    pub mode: EventsMode,
+    pub broker: Option<BlockingBroker>,
+}
+
+impl Events {
+    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
+        let broker = match s.events_mode {
+            EventsMode::Off => None,
+            _ => Some(BlockingBroker::connect(&s.nats_url, s.nats_timeout()).await?),
+        };
+        Ok(Events {
+            mode: s.events_mode,
+            broker,
+        })
+    }
 }

@@ -10,8 +10,9 @@ use order_core::batch::{
     self, BatchConfig, BatchMetrics, OnBatchError, PersistColumns, PersistRow,
 };
 use order_core::error::ApiError;
+use order_core::idempotency::KeyRef;
 use order_core::metrics::Metrics;
-use order_core::order::{OrderDocument, Outcome};
+use order_core::order::{Outcome, Placed};
 use order_core::settings::CommonSettings;
 use sqlx::Row;
 use tokio::sync::mpsc::error::TryRecvError;
@@ -53,14 +54,13 @@ impl Writer {
     /// attempt no longer owns the key, and nothing was written (as `db::persist_order`).
     pub async fn persist(
         &self,
-        key: (&str, &str, i32),
+        key: KeyRef<'_>,
         outcome: &Outcome,
-        doc: &OrderDocument,
-        payment_key: &str,
+        placed: Placed<'_>,
     ) -> Result<bool, ApiError> {
         let queue = self.0.as_ref().ok_or_else(batch::writer_stopped)?;
         let (reply, answer) = oneshot::channel();
-        let row = PersistRow::new(key, outcome, doc, payment_key);
+        let row = PersistRow::new(key, outcome, placed);
         queue
             .send(Job { row, reply })
             .await

@@ -13,9 +13,9 @@ use anyhow::Context;
 use order_core::contract::ValidOrder;
 use order_core::db_failure::{self, DbFailure};
 use order_core::error::ApiError;
-use order_core::idempotency::{self, ExistingKey, Reservation, WonKey};
+use order_core::idempotency::{self, ExistingKey, KeyRef, Reservation, WonKey};
 use order_core::metrics::Metrics;
-use order_core::order::{Charging, OrderDocument, Outcome, plain};
+use order_core::order::{Charging, Outcome, Placed, plain};
 use order_core::recovery::ClaimedKey;
 use order_core::settings::{CommonSettings, TxScope};
 use order_core::sql;
@@ -223,16 +223,16 @@ impl Db {
     /// a retry may take the key over at once. A request-scope transaction is rolled back first
     /// (which may already have removed a fresh reservation; the statement then matches nothing).
     /// If even this fails, the lease simply runs out.
-    pub async fn release(&self, held: Held, seller_id: &str, reference_id: &str, attempt: i32) {
+    pub async fn release(&self, held: Held, key: KeyRef<'_>) {
         drop(held);
         let result = async {
             let mut c = self.acquire("release").await?;
             c.conn()
                 .run(|pg| {
                     sqlx::query(sql::RELEASE_KEY)
-                        .bind(seller_id)
-                        .bind(reference_id)
-                        .bind(attempt)
+                        .bind(key.seller_id)
+                        .bind(key.reference_id)
+                        .bind(key.attempt)
                         .execute(pg)
                 })
                 .await
@@ -437,18 +437,16 @@ pub async fn find_key(
 /// Marks the key `CHARGING` with its charge. `false`: this attempt lost its lease.
 pub async fn mark_charging(
     conn: &mut PgConn,
-    seller_id: &str,
-    reference_id: &str,
-    attempt: i32,
+    key: KeyRef<'_>,
     charging: &Charging,
     lease_seconds: f64,
 ) -> Result<bool, ApiError> {
     let done = conn
         .run(|pg| {
             sqlx::query(sql::MARK_CHARGING)
-                .bind(seller_id)
-                .bind(reference_id)
-                .bind(attempt)
+                .bind(key.seller_id)
+                .bind(key.reference_id)
+                .bind(key.attempt)
                 .bind(&charging.gateway_key)
                 .bind(charging.pending.amount)
                 .bind(charging.pending.to_json())
@@ -463,17 +461,15 @@ pub async fn mark_charging(
 /// Stores a completed outcome on the key. `false`: this attempt lost its lease.
 pub async fn complete_key(
     conn: &mut PgConn,
-    seller_id: &str,
-    reference_id: &str,
-    attempt: i32,
+    key: KeyRef<'_>,
     outcome: &Outcome,
 ) -> Result<bool, ApiError> {
     let done = conn
         .run(|pg| {
             sqlx::query(sql::COMPLETE_KEY)
-                .bind(seller_id)
-                .bind(reference_id)
-                .bind(attempt)
+                .bind(key.seller_id)
+                .bind(key.reference_id)
+                .bind(key.attempt)
                 .bind(i32::from(outcome.status))
                 .bind(&outcome.body)
                 .bind(outcome.order_id.as_deref())
@@ -486,15 +482,14 @@ pub async fn complete_key(
 
 /// Completes the key with the order's 201 and writes customer, order and items, in one statement
 /// (`sql::PERSIST_ORDER`). `false`: this attempt lost its lease, and nothing was written.
-/// `payment_key` is the gateway idempotency key of the order's charge.
+/// `placed.payment_key` is the gateway idempotency key of the order's charge.
 pub async fn persist_order(
     conn: &mut PgConn,
-    key: (&str, &str, i32),
+    key: KeyRef<'_>,
     outcome: &Outcome,
-    doc: &OrderDocument,
-    payment_key: &str,
+    placed: Placed<'_>,
 ) -> Result<bool, ApiError> {
-    let (seller_id, reference_id, attempt) = key;
+    let Placed { doc, payment_key } = placed;
     let c = &doc.customer;
     let a = &c.address;
     let p = &doc.payment;
@@ -505,9 +500,9 @@ pub async fn persist_order(
     let completed: i64 = conn
         .run(|pg| {
             sqlx::query(sql::PERSIST_ORDER)
-                .bind(seller_id)
-                .bind(reference_id)
-                .bind(attempt)
+                .bind(key.seller_id)
+                .bind(key.reference_id)
+                .bind(key.attempt)
                 .bind(i32::from(outcome.status))
                 .bind(&outcome.body)
                 .bind(&doc.id)

@@ -6,46 +6,26 @@
 //! - [`after_commit`]: the publication after the order's commit (`after-commit`);
 //! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
 //!
-//! The outbox relay, a task, is `outbox.rs`.
+//! The outbox relay, a task, is `outbox.rs`; the mode and its broker, [`Events`](crate::state::Events),
+//! are held in `state.rs` with the rest of what the handlers share.
 //!
 //! Transactions are opened with a plain `BEGIN` on the step's autocommit connection, as in
 //! blocking-api. The order's work runs as a task of its own (see `routes.rs`), never cancelled
 //! half-way, so every `BEGIN` here reaches its `COMMIT`, `PREPARE` or `ROLLBACK`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use event_broker::{Ack, Broker, Publication, PublishFailure, subject_of};
 use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
-use order_core::order::{OrderDocument, Outcome};
+use order_core::idempotency::KeyRef;
+use order_core::order::{OrderDocument, Outcome, Placed};
 use order_core::sql;
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::connections::PgConn;
 use crate::db::{self, Step, db_error};
 use crate::state::AppState;
-
-/// How long the API waits at start-up for NATS and its JetStream to be usable.
-const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
-
-/// The mode and, unless it is `off`, the broker.
-pub struct Events {
-    pub mode: EventsMode,
-    pub broker: Option<Broker>,
-}
-
-impl Events {
-    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
-        let broker = match s.events_mode {
-            EventsMode::Off => None,
-            _ => Some(Broker::connect(&s.nats_url, s.nats_timeout(), CONNECT_PATIENCE).await?),
-        };
-        Ok(Events {
-            mode: s.events_mode,
-            broker,
-        })
-    }
-}
 
 fn publication(ev: &OrderCreated) -> Publication {
     Publication {
@@ -86,19 +66,19 @@ async fn exec(conn: &mut PgConn, statement: &str) -> Result<(), ApiError> {
 pub async fn persist_order(
     app: &AppState,
     conn: &mut PgConn,
-    key: (&str, &str, i32),
+    key: KeyRef<'_>,
     outcome: &Outcome,
-    doc: &OrderDocument,
-    payment_key: &str,
+    placed: Placed<'_>,
 ) -> Result<bool, ApiError> {
     let broker = match (&app.events.broker, app.events.mode) {
         (Some(b), EventsMode::TwoPhase | EventsMode::Outbox) => b,
-        _ => return db::persist_order(conn, key, outcome, doc, payment_key).await,
+        _ => return db::persist_order(conn, key, outcome, placed).await,
     };
+    let doc = placed.doc;
     let ev = OrderCreated::of(doc);
     exec(conn, "BEGIN").await?;
     let written = async {
-        if !db::persist_order(&mut *conn, key, outcome, doc, payment_key).await? {
+        if !db::persist_order(&mut *conn, key, outcome, placed).await? {
             return Ok(false);
         }
         if app.events.mode == EventsMode::Outbox {

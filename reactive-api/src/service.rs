@@ -14,8 +14,8 @@ use order_core::contract::ValidOrder;
 use order_core::db_failure;
 use order_core::deps::Recommendation;
 use order_core::error::ApiError;
-use order_core::idempotency::{self, ChargePlan, Reservation};
-use order_core::order::{self, Charging, OrderDocument, Outcome};
+use order_core::idempotency::{self, ChargePlan, KeyRef, Reservation};
+use order_core::order::{self, Charging, Outcome, Placed};
 use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
 use crate::db::{self, Held};
@@ -28,6 +28,13 @@ enum Reserved {
     /// the key was taken over in `CHARGING`.
     Owner(i32, ChargePlan),
     Done(Outcome),
+}
+
+/// This request's hold on its key, from the reservation on: the attempt it owns, and what that
+/// attempt charges under.
+struct Claim<'a> {
+    key: KeyRef<'a>,
+    plan: ChargePlan,
 }
 
 pub async fn create_order(
@@ -55,7 +62,12 @@ pub async fn create_order(
         Reserved::Owner(attempt, plan) => (attempt, plan),
         Reserved::Done(outcome) => return Ok(outcome),
     };
-    match process(app, ticket, &mut held, &seller_id, &order, attempt, plan).await {
+    let key = KeyRef {
+        seller_id: &seller_id,
+        reference_id: &order.request.reference_id,
+        attempt,
+    };
+    match process(app, ticket, &mut held, &order, Claim { key, plan }).await {
         Ok(outcome) => {
             app.db.commit(held).await?;
             Ok(outcome)
@@ -68,10 +80,7 @@ pub async fn create_order(
         }
         Err(e) => {
             // A transient failure: end this attempt's lease so the client can retry at once.
-            let reference_id = &order.request.reference_id;
-            app.db
-                .release(held, &seller_id, reference_id, attempt)
-                .await;
+            app.db.release(held, key).await;
             Err(e)
         }
     }
@@ -121,12 +130,10 @@ async fn process(
     app: &AppState,
     ticket: &Ticket,
     held: &mut Held,
-    seller_id: &str,
     order: &ValidOrder,
-    attempt: i32,
-    plan: ChargePlan,
+    claim: Claim<'_>,
 ) -> Result<Outcome, ApiError> {
-    let reference_id = &order.request.reference_id;
+    let Claim { key, plan } = claim;
     let charging = match plan {
         // Risk approved this request in the attempt that marked the charge: never run it again.
         ChargePlan::Resume(charging) => *charging,
@@ -134,16 +141,16 @@ async fn process(
             // 3. Risk analysis, if the deadline allows.
             ticket.check_deadline()?;
             let timeout = ticket.timeout(app.settings.deps_timeout());
-            let risk = app.deps.risk(seller_id, order, timeout).await;
+            let risk = app.deps.risk(key.seller_id, order, timeout).await;
             if risk.map_err(|e| ticket.explain(e))? == Recommendation::Disapprove {
                 let outcome = Outcome::refused(&ApiError::RiskRejected);
-                return complete(app, held, seller_id, reference_id, attempt, outcome, None).await;
+                return complete(app, held, key, outcome, None).await;
             }
             // 4a. Mark CHARGING, durably, before the gateway sees the card; past this point the
             // work always finishes, deadline or not.
             ticket.check_deadline()?;
-            let charging = Charging::new(seller_id, order, &key_id, attempt);
-            mark_charging(app, held, seller_id, reference_id, attempt, &charging).await?;
+            let charging = Charging::new(key.seller_id, order, &key_id, key.attempt);
+            mark_charging(app, held, key, &charging).await?;
             charging
         }
     };
@@ -151,34 +158,27 @@ async fn process(
     let pay = app.deps.pay(&charging.gateway_key, order).await?;
     if order::declined(&pay) {
         let outcome = Outcome::refused(&ApiError::PaymentDeclined);
-        return persist(app, held, seller_id, reference_id, attempt, outcome, None).await;
+        return persist(app, held, key, outcome, None).await;
     }
     // 5. Persist order, items and customer, and complete the key, in one transaction.
     let doc = charging.pending.confirm(&pay);
     let outcome = Outcome::created(&doc);
-    let placed = Some((&doc, charging.gateway_key.as_str()));
-    persist(app, held, seller_id, reference_id, attempt, outcome, placed).await
+    let placed = Placed {
+        doc: &doc,
+        payment_key: &charging.gateway_key,
+    };
+    persist(app, held, key, outcome, Some(placed)).await
 }
 
 async fn mark_charging(
     app: &AppState,
     held: &mut Held,
-    seller_id: &str,
-    reference_id: &str,
-    attempt: i32,
+    key: KeyRef<'_>,
     charging: &Charging,
 ) -> Result<(), ApiError> {
     let mut step = app.db.step(held, "charging").await?;
     let lease = app.settings.lease_seconds();
-    let marked = db::mark_charging(
-        step.conn(),
-        seller_id,
-        reference_id,
-        attempt,
-        charging,
-        lease,
-    )
-    .await?;
+    let marked = db::mark_charging(step.conn(), key, charging, lease).await?;
     drop(step);
     if !marked {
         // Another attempt took the key over; nothing was charged by this one.
@@ -194,23 +194,12 @@ async fn mark_charging(
 pub(crate) async fn persist(
     app: &AppState,
     held: &mut Held,
-    seller_id: &str,
-    reference_id: &str,
-    attempt: i32,
+    key: KeyRef<'_>,
     outcome: Outcome,
-    placed: Option<(&OrderDocument, &str)>,
+    placed: Option<Placed<'_>>,
 ) -> Result<Outcome, ApiError> {
     let started = Instant::now();
-    let mut result = complete(
-        app,
-        held,
-        seller_id,
-        reference_id,
-        attempt,
-        outcome.clone(),
-        placed,
-    )
-    .await;
+    let mut result = complete(app, held, key, outcome.clone(), placed).await;
     for delay_ms in PERSIST_RETRY_DELAYS_MS {
         let transient = matches!(result, Err(ApiError::DatabaseUnavailable(_)));
         if !transient || started.elapsed() > PERSIST_RETRY_BUDGET {
@@ -220,18 +209,9 @@ pub(crate) async fn persist(
         *held = Held::none();
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
         app.metrics.persist_retries.inc();
-        result = complete(
-            app,
-            held,
-            seller_id,
-            reference_id,
-            attempt,
-            outcome.clone(),
-            placed,
-        )
-        .await;
+        result = complete(app, held, key, outcome.clone(), placed).await;
     }
-    if let (Ok(_), Some((doc, _))) = (&result, placed) {
+    if let (Ok(_), Some(Placed { doc, .. })) = (&result, placed) {
         events::after_commit(app, doc).await;
     }
     result
@@ -241,32 +221,26 @@ pub(crate) async fn persist(
 async fn complete(
     app: &AppState,
     held: &mut Held,
-    seller_id: &str,
-    reference_id: &str,
-    attempt: i32,
+    key: KeyRef<'_>,
     outcome: Outcome,
-    placed: Option<(&OrderDocument, &str)>,
+    placed: Option<Placed<'_>>,
 ) -> Result<Outcome, ApiError> {
     // PERSIST_BATCH_MAX > 1: the batch writer (batch.rs) commits the order together with others;
     // no connection is held while this request waits for that commit.
-    if let Some((doc, payment_key)) = placed.filter(|_| app.batch.takes()) {
-        let key = (seller_id, reference_id, attempt);
-        if app.batch.persist(key, &outcome, doc, payment_key).await? {
+    if let Some(placed) = placed.filter(|_| app.batch.takes()) {
+        if app.batch.persist(key, &outcome, placed).await? {
             return Ok(outcome);
         }
         let mut step = app.db.step(held, "persist").await?;
-        return not_completed(&mut step, seller_id, reference_id, outcome).await;
+        return not_completed(&mut step, key, outcome).await;
     }
     let mut step = app.db.step(held, "persist").await?;
     let completed = match placed {
-        Some((doc, payment_key)) => {
-            let key = (seller_id, reference_id, attempt);
-            events::persist_order(app, step.conn(), key, &outcome, doc, payment_key).await?
-        }
-        None => db::complete_key(step.conn(), seller_id, reference_id, attempt, &outcome).await?,
+        Some(placed) => events::persist_order(app, step.conn(), key, &outcome, placed).await?,
+        None => db::complete_key(step.conn(), key, &outcome).await?,
     };
     if !completed {
-        return not_completed(&mut step, seller_id, reference_id, outcome).await;
+        return not_completed(&mut step, key, outcome).await;
     }
     drop(step);
     Ok(outcome)
@@ -276,11 +250,10 @@ async fn complete(
 /// was lost), or another attempt took the key over after our lease expired and owns the outcome.
 async fn not_completed(
     step: &mut db::Step<'_>,
-    seller_id: &str,
-    reference_id: &str,
+    key: KeyRef<'_>,
     outcome: Outcome,
 ) -> Result<Outcome, ApiError> {
-    let existing = db::find_key(step.conn(), seller_id, reference_id).await?;
+    let existing = db::find_key(step.conn(), key.seller_id, key.reference_id).await?;
     let ours = existing.is_some_and(|e| e.response_body.as_deref() == Some(&outcome.body));
     if ours {
         Ok(outcome)

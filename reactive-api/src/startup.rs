@@ -2,11 +2,11 @@
 
 use order_core::admission::Admission;
 use order_core::request_hash::RequestHashKey;
-use order_core::server::{Running, start};
+use order_core::server::{Api, Running, start};
 use order_core::settings::{CommonSettings, REACTIVE_MAX_IN_FLIGHT};
 
-use crate::events::Events;
 use crate::state::AppState;
+use crate::state::Events;
 use crate::{batch, clients::Deps, db::Db, outbox, recovery, routes};
 
 /// reactive-api's settings: the shared ones plus its listen address.
@@ -30,26 +30,24 @@ impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let common = settings.common;
         let events = Events::connect(&common.events).await?;
-        let (running, state) = start(
-            "reactive-api",
-            &settings.bind_addr,
-            &common,
-            None,
-            |metrics| {
-                let db = Db::connect(&common, metrics.clone())?;
-                Ok(AppState {
-                    batch: batch::Writer::start(&common, db.clone(), &metrics),
-                    db,
-                    deps: Deps::new(&common, metrics.clone())?,
-                    admission: Admission::new(&common, REACTIVE_MAX_IN_FLIGHT, metrics.clone()),
-                    events,
-                    metrics,
-                    hash_key: RequestHashKey::from_settings(&common)?,
-                    settings: common.clone(),
-                })
-            },
-            routes::configure,
-        )
+        let api = Api {
+            name: "reactive-api",
+            routes: routes::configure,
+            blocking_threads: None,
+        };
+        let (running, state) = start(api, &settings.bind_addr, &common, |metrics| {
+            let db = Db::connect(&common, metrics.clone())?;
+            Ok(AppState {
+                batch: batch::Writer::start(&common, db.clone(), &metrics),
+                db,
+                deps: Deps::new(&common, metrics.clone())?,
+                admission: Admission::new(&common, REACTIVE_MAX_IN_FLIGHT, metrics.clone()),
+                events,
+                metrics,
+                hash_key: RequestHashKey::from_settings(&common)?,
+                settings: common.clone(),
+            })
+        })
         .await?;
         let app = state.into_inner();
         outbox::spawn_relay(app.clone());

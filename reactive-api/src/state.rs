@@ -4,13 +4,15 @@
 //! instead of from the module that builds them.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use event_broker::Broker;
 use order_core::admission::Admission;
+use order_core::events::EventsMode;
 use order_core::metrics::Metrics;
 use order_core::request_hash::RequestHashKey;
 use order_core::settings::CommonSettings;
 
-use crate::events::Events;
 use crate::{batch, clients::Deps, db::Db};
 
 /// What every handler shares.
@@ -24,4 +26,26 @@ pub struct AppState {
     pub hash_key: RequestHashKey,
     pub admission: Admission,
     pub events: Events,
+}
+
+/// How long the API waits at start-up for NATS and its JetStream to be usable.
+const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
+
+/// The mode and, unless it is `off`, the broker.
+pub struct Events {
+    pub mode: EventsMode,
+    pub broker: Option<Broker>,
+}
+
+impl Events {
+    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
+        let broker = match s.events_mode {
+            EventsMode::Off => None,
+            _ => Some(Broker::connect(&s.nats_url, s.nats_timeout(), CONNECT_PATIENCE).await?),
+        };
+        Ok(Events {
+            mode: s.events_mode,
+            broker,
+        })
+    }
 }

@@ -32,8 +32,9 @@ use chrono::{DateTime, Utc};
 use prometheus::{Histogram, HistogramOpts, IntCounter, IntGauge};
 
 use crate::error::ApiError;
+use crate::idempotency::KeyRef;
 use crate::metrics::Metrics;
-use crate::order::{OrderDocument, Outcome, plain};
+use crate::order::{OrderDocument, Outcome, Placed, plain};
 use crate::settings::{CommonSettings, TxScope};
 
 /// Completes each key with its 201 and writes customers, orders and items for a whole batch, in
@@ -137,17 +138,13 @@ pub struct PersistRow {
 }
 
 impl PersistRow {
-    /// The row of `doc` for attempt `key.2` of key `(key.0, key.1)`, answered with `outcome`.
-    pub fn new(
-        key: (&str, &str, i32),
-        outcome: &Outcome,
-        doc: &OrderDocument,
-        payment_key: &str,
-    ) -> Self {
+    /// The row of the order `placed` by attempt `key`, answered with `outcome`.
+    pub fn new(key: KeyRef<'_>, outcome: &Outcome, placed: Placed<'_>) -> Self {
+        let Placed { doc, payment_key } = placed;
         PersistRow {
-            seller_id: key.0.to_owned(),
-            reference_id: key.1.to_owned(),
-            attempt: key.2,
+            seller_id: key.seller_id.to_owned(),
+            reference_id: key.reference_id.to_owned(),
+            attempt: key.attempt,
             response_status: i32::from(outcome.status),
             response_body: outcome.body.clone(),
             doc: doc.clone(),

@@ -47,12 +47,16 @@ fn doc(id: &str, items: usize, complement: Option<&str>) -> OrderDocument {
 fn row(id: &str, items: usize, complement: Option<&str>) -> PersistRow {
     let d = doc(id, items, complement);
     let outcome = Outcome::created(&d);
-    PersistRow::new(
-        ("acme", &d.reference_id.clone(), 3),
-        &outcome,
-        &d,
-        "acme:r:3",
-    )
+    let key = KeyRef {
+        seller_id: "acme",
+        reference_id: &d.reference_id,
+        attempt: 3,
+    };
+    let placed = Placed {
+        doc: &d,
+        payment_key: "acme:r:3",
+    };
+    PersistRow::new(key, &outcome, placed)
 }
 
 #[test]

@@ -13,12 +13,10 @@ use actix_web::web::{self, Bytes, BytesMut};
 use actix_web::{HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 
-use serde::Serialize;
-use utoipa::ToSchema;
-
 use crate::contract::MAX_BODY_BYTES;
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics::Metrics;
+use crate::probe::{Probe, ProbeStatus};
 
 /// Reads a JSON request body: `application/json` only (415), at most 64 KiB (413, refused from
 /// `Content-Length` before reading when the client announces it), all of it within `timeout`
@@ -147,39 +145,6 @@ pub fn method_label(method: &actix_web::http::Method) -> &'static str {
         Method::TRACE => "TRACE",
         Method::CONNECT => "CONNECT",
         _ => "OTHER",
-    }
-}
-
-/// The body of `/health` and `/ready`: the state, and for a 503 the reason's code and text.
-#[derive(Serialize, ToSchema)]
-pub struct Probe {
-    pub status: ProbeStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<ErrorCode>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ProbeStatus {
-    /// `/health`: the process is up.
-    Ok,
-    /// `/ready`: the database answered.
-    Ready,
-    /// `/ready`: the database did not answer (`error` says how).
-    Unavailable,
-    /// `/ready` from SIGTERM on (`error` is `shutting_down`).
-    Draining,
-}
-
-impl Probe {
-    fn of(status: ProbeStatus) -> Self {
-        Probe {
-            status,
-            error: None,
-            detail: None,
-        }
     }
 }
 

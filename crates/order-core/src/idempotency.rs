@@ -13,6 +13,16 @@ pub const STATE_IN_PROGRESS: &str = "IN_PROGRESS";
 pub const STATE_CHARGING: &str = "CHARGING";
 pub const STATE_COMPLETED: &str = "COMPLETED";
 
+/// One attempt at one idempotency key: the seller, the request's reference (the key), and the
+/// attempt number that fences every write of this attempt. What the key's statements bind first,
+/// in this order (`sql::MARK_CHARGING`, `COMPLETE_KEY`, `PERSIST_ORDER`, `RELEASE_KEY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRef<'a> {
+    pub seller_id: &'a str,
+    pub reference_id: &'a str,
+    pub attempt: i32,
+}
+
 /// The row found for a key that could not be reserved.
 #[derive(Debug, Clone)]
 pub struct ExistingKey {

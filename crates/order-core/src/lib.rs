@@ -32,6 +32,7 @@ pub mod migrate;
 pub mod openapi;
 pub mod order;
 pub mod prepared;
+pub mod probe;
 pub mod recovery;
 pub mod request_hash;
 pub mod server;

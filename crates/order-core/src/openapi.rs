@@ -19,8 +19,8 @@ use utoipa::{Modify, OpenApi};
 use crate::contract::{Address, Card, CreateOrderRequest, Customer, Item, Payment, PaymentMethod};
 use crate::deps::{PayStatus, Recommendation};
 use crate::error::{Dependency, ErrorBody, ErrorCode};
-use crate::http::{Probe, ProbeStatus};
 use crate::order::{OrderDocument, PaymentSummary, RiskSummary};
+use crate::probe::{Probe, ProbeStatus};
 
 /// The name of the security scheme every order operation requires (its `security` attribute
 /// takes a literal only, and spells it out).

@@ -13,6 +13,14 @@ use crate::error::ApiError;
 
 pub const STATUS_CONFIRMED: &str = "CONFIRMED";
 
+/// An order placed: its document and the gateway idempotency key of its charge, what the persist
+/// step writes beside the key's outcome.
+#[derive(Debug, Clone, Copy)]
+pub struct Placed<'a> {
+    pub doc: &'a OrderDocument,
+    pub payment_key: &'a str,
+}
+
 /// The order as returned to its seller. It carries the card's last four digits only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct OrderDocument {

@@ -17,6 +17,7 @@
 
 use crate::deps::{GatewayPayment, PayResult, PayStatus};
 use crate::error::ApiError;
+use crate::idempotency::KeyRef;
 use crate::order::{Outcome, PendingOrder};
 
 /// Keys claimed per statement; a pass claims until fewer come back.
@@ -39,6 +40,17 @@ pub struct ClaimedKey {
     pub pending_order: String,
     /// How often recovery has put this key off already (it sets the next [`backoff`]).
     pub deferrals: i32,
+}
+
+impl ClaimedKey {
+    /// The claimed attempt at the key, as the key's statements bind it.
+    pub fn key_ref(&self) -> KeyRef<'_> {
+        KeyRef {
+            seller_id: &self.seller_id,
+            reference_id: &self.reference_id,
+            attempt: self.attempt,
+        }
+    }
 }
 
 /// The first pause after a key is put off; each further deferral doubles it, up to [`MAX_BACKOFF`].

@@ -10,40 +10,21 @@
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::settings::{AppEnv, CommonSettings};
-
-/// The public key of `APP_ENV=development`: fine on a laptop, never in production.
-const DEVELOPMENT_KEY: &str = "order-lab-development-key-not-secret";
-/// Shortest key accepted (bytes), in every `APP_ENV`.
-const MIN_KEY_BYTES: usize = 16;
+use crate::settings::{AppEnv, CommonSettings, DEVELOPMENT_HASH_KEY};
 
 #[derive(Clone)]
 pub struct RequestHashKey(Hmac<Sha256>);
 
 impl RequestHashKey {
-    /// The key from the settings. A key given is used if it is long enough and refused, in every
-    /// `APP_ENV`, if it is not (a short key given by mistake must not fall back to the public one,
-    /// nor key production hashes weakly); the public development key is used only with
-    /// `APP_ENV=development` and no key given.
+    /// The key from the settings: the one [`CommonSettings::chosen_hash_key`] chooses, or its
+    /// refusal.
     pub fn from_settings(settings: &CommonSettings) -> anyhow::Result<Self> {
-        let key = match (&settings.request_hash_key, settings.app_env) {
-            (Some(key), _) if key.len() >= MIN_KEY_BYTES => key.as_str(),
-            (Some(key), _) => anyhow::bail!(
-                "REQUEST_HASH_KEY must be at least {MIN_KEY_BYTES} bytes (it has {})",
-                key.len()
-            ),
-            (None, AppEnv::Production) => anyhow::bail!(
-                "REQUEST_HASH_KEY is not set: set it to a secret shared by every instance (e.g. \
-                 `openssl rand -hex 32`), or APP_ENV=development to use a public development key"
-            ),
-            (None, AppEnv::Development) => DEVELOPMENT_KEY,
-        };
-        Ok(Self::new(key.as_bytes()))
+        Ok(Self::new(settings.chosen_hash_key()?.as_bytes()))
     }
 
     /// The development key (`APP_ENV=development`), e.g. for tests that compute a stored hash.
     pub fn development() -> Self {
-        Self::new(DEVELOPMENT_KEY.as_bytes())
+        Self::new(DEVELOPMENT_HASH_KEY.as_bytes())
     }
 
     pub fn new(key: &[u8]) -> Self {

@@ -94,55 +94,60 @@ async fn shutdown_signal() -> std::io::Result<()> {
     }
 }
 
+/// What one API brings to the shared server: its name (for the log), its routes and, for
+/// blocking-api only, the total size of actix's blocking pool (`blocking_threads`).
+#[derive(Clone, Copy)]
+pub struct Api<'a> {
+    pub name: &'a str,
+    pub routes: fn(&mut web::ServiceConfig),
+    pub blocking_threads: Option<usize>,
+}
+
 /// The start-up of both APIs: checks the settings (and, for two-phase, that the server allows
 /// prepared transactions), applies the migrations, builds the API's handler state around the
-/// shared metrics, binds `bind_addr` and serves `routes` with `common.http_workers` event loops. Returns the state too, for the API's recovery loop. Only
-/// `state`, `routes` and `blocking_threads` (blocking-api's pool) differ between the two.
+/// shared metrics, binds `bind_addr` and serves `api.routes` with `common.http_workers` event loops. Returns the state too, for the API's recovery loop. Only
+/// `state` and `api` (its routes and blocking-api's pool) differ between the two.
 pub async fn start<S: Send + Sync + 'static>(
-    name: &str,
+    api: Api<'_>,
     bind_addr: &str,
     common: &CommonSettings,
-    blocking_threads: Option<usize>,
     state: impl FnOnce(Arc<Metrics>) -> anyhow::Result<S>,
-    routes: fn(&mut web::ServiceConfig),
 ) -> anyhow::Result<(Running, web::Data<S>)> {
     common.check()?;
     crate::prepared::require(&common.database_url, common.events.events_mode).await?;
     crate::request_hash::warn_if_development(common);
     crate::migrate::run(&common.database_url).await?;
-    let metrics = Arc::new(Metrics::new(common.db_pool_size, blocking_threads));
+    let metrics = Arc::new(Metrics::new(common.db_pool_size, api.blocking_threads));
     let state = web::Data::new(state(metrics.clone())?);
     let listener = TcpListener::bind(bind_addr).with_context(|| format!("binding {bind_addr}"))?;
     let workers = common.http_workers;
-    let running = serve(
-        listener,
-        common,
-        blocking_threads,
-        state.clone(),
-        metrics,
-        routes,
-    )?;
+    let running = serve(listener, common, api, state.clone(), metrics)?;
     tracing::info!(
         port = running.port,
         workers,
-        ?blocking_threads,
-        "{name} listening"
+        blocking_threads = ?api.blocking_threads,
+        "{} listening",
+        api.name
     );
     Ok((running, state))
 }
 
-/// Starts serving on `listener` with `HTTP_WORKERS` event loops. `blocking_threads` (blocking-api
+/// Starts serving on `listener` with `HTTP_WORKERS` event loops. `api.blocking_threads` (blocking-api
 /// only) is the total size of actix's blocking pool, which actix sizes per worker. Signals are
 /// handled by [`Running::run_until_stopped`] (actix's own would stop on SIGINT without draining);
 /// `SHUTDOWN_GRACE_MS` bounds the graceful stop.
 pub fn serve<S: Send + Sync + 'static>(
     listener: TcpListener,
     common: &CommonSettings,
-    blocking_threads: Option<usize>,
+    api: Api<'_>,
     state: web::Data<S>,
     metrics: Arc<Metrics>,
-    routes: fn(&mut web::ServiceConfig),
 ) -> anyhow::Result<Running> {
+    let Api {
+        routes,
+        blocking_threads,
+        ..
+    } = api;
     let port = listener.local_addr()?.port();
     let probe_metrics = metrics.clone();
     let metrics = web::Data::new(metrics);

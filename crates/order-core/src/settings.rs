@@ -188,6 +188,11 @@ fn batch_max(text: &str) -> Result<usize, String> {
 /// the CPU serves at the seed's 2.2 s per order, so it binds only after the CPU has saturated.
 pub const REACTIVE_MAX_IN_FLIGHT: usize = 4096;
 
+/// The public request-hash key of `APP_ENV=development`: fine on a laptop, never in production.
+pub const DEVELOPMENT_HASH_KEY: &str = "order-lab-development-key-not-secret";
+/// Shortest `REQUEST_HASH_KEY` accepted (bytes), in every `APP_ENV`.
+const MIN_HASH_KEY_BYTES: usize = 16;
+
 /// Never prints the request hash key.
 impl std::fmt::Debug for CommonSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -313,7 +318,27 @@ impl CommonSettings {
         if self.reconcile_interval_ms == 0 {
             anyhow::bail!("RECONCILE_INTERVAL_MS must be above 0");
         }
-        crate::request_hash::RequestHashKey::from_settings(self).map(|_| ())
+        self.chosen_hash_key().map(|_| ())
+    }
+
+    /// The key request hashes are keyed with (`request_hash`). A key given is used if it is long
+    /// enough and refused, in every `APP_ENV`, if it is not (a short key given by mistake must not
+    /// fall back to the public one, nor key production hashes weakly); the public development key
+    /// is used only with `APP_ENV=development` and no key given. Chosen here, beside the settings
+    /// it reads, so that `validate` checks it without importing the hash.
+    pub fn chosen_hash_key(&self) -> anyhow::Result<&str> {
+        Ok(match (&self.request_hash_key, self.app_env) {
+            (Some(key), _) if key.len() >= MIN_HASH_KEY_BYTES => key.as_str(),
+            (Some(key), _) => anyhow::bail!(
+                "REQUEST_HASH_KEY must be at least {MIN_HASH_KEY_BYTES} bytes (it has {})",
+                key.len()
+            ),
+            (None, AppEnv::Production) => anyhow::bail!(
+                "REQUEST_HASH_KEY is not set: set it to a secret shared by every instance (e.g. \
+                 `openssl rand -hex 32`), or APP_ENV=development to use a public development key"
+            ),
+            (None, AppEnv::Development) => DEVELOPMENT_HASH_KEY,
+        })
     }
 
     pub fn queue_timeout(&self) -> Duration {

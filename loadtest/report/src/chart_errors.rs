@@ -3,7 +3,7 @@
 
 use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED, RunResults};
 
-use super::charts::{NEUTRAL, figure};
+use super::chart_specs::{NEUTRAL, figure};
 use super::model::ApiRuns;
 use super::svg::{Dash, Figure, Marker, PALETTE, Series, TickFormat};
 

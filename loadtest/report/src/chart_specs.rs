@@ -3,7 +3,7 @@
 use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED, SecondSample};
 
 use super::model::MIB;
-use super::svg::{Dash, Scale, TickFormat};
+use super::svg::{Dash, Figure, LineChart, Marker, Scale, Series, TickFormat};
 
 /// A per-second figure: `None` = not measured that second (leaves a gap).
 pub type PerSecond = fn(&SecondSample) -> Option<f64>;
@@ -206,3 +206,36 @@ pub const SPECS: &[Spec] = &[
         per_api: true,
     },
 ];
+
+/// The colour of a line that belongs to no API (the schedule).
+pub(crate) const NEUTRAL: &str = "#5b6470";
+
+/// A chart over time as a [`Figure`]: its series against the seconds since the measured part
+/// began, with the phase and event markers. Every chart over time is drawn through it (`charts.rs`
+/// from the specs above, `chart_errors.rs` for the errors).
+pub(crate) fn figure(
+    id: &str,
+    title: &str,
+    caption: &str,
+    y_label: &str,
+    y_format: TickFormat,
+    series: Vec<Series>,
+    markers: &[Marker],
+) -> Figure {
+    let chart = LineChart {
+        title: title.to_owned(),
+        x_label: "time since the start of the measured part".to_owned(),
+        y_label: y_label.to_owned(),
+        x_format: TickFormat::Seconds,
+        y_format,
+        series,
+        markers: markers.to_vec(),
+        ..LineChart::default()
+    };
+    Figure {
+        id: id.to_owned(),
+        title: title.to_owned(),
+        caption: caption.to_owned(),
+        chart,
+    }
+}

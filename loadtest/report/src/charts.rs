@@ -4,15 +4,12 @@
 
 use lab_results::RunResults;
 
-use super::chart_specs::{Line, SPECS};
+use super::chart_specs::{Line, NEUTRAL, SPECS, figure};
 use super::model::{ApiRuns, Unit, cores, fmt};
-use super::svg::{Figure, LineChart, Marker, MarkerKind, RefLine, Series, TickFormat};
+use super::svg::{Figure, Marker, MarkerKind, RefLine, Series};
 
 /// The charts shown right after the verdict, in this order; the rest follow the tables.
 pub const KEY: [&str; 3] = ["rate", "latency", "latency-distribution"];
-
-/// The colour of a line that belongs to no API (the schedule).
-pub(crate) const NEUTRAL: &str = "#5b6470";
 
 /// One series per run of every API for `line`, named `<api> <what>`; a [`Line::once`] figure
 /// that every run shares (the schedule) is one neutral series named `<what>`.
@@ -108,33 +105,6 @@ pub fn markers(runs: &[&RunResults]) -> Vec<Marker> {
     }
     out.sort_by(|a, b| a.x.total_cmp(&b.x));
     out
-}
-
-pub(crate) fn figure(
-    id: &str,
-    title: &str,
-    caption: &str,
-    y_label: &str,
-    y_format: TickFormat,
-    series: Vec<Series>,
-    markers: &[Marker],
-) -> Figure {
-    let chart = LineChart {
-        title: title.to_owned(),
-        x_label: "time since the start of the measured part".to_owned(),
-        y_label: y_label.to_owned(),
-        x_format: TickFormat::Seconds,
-        y_format,
-        series,
-        markers: markers.to_vec(),
-        ..LineChart::default()
-    };
-    Figure {
-        id: id.to_owned(),
-        title: title.to_owned(),
-        caption: caption.to_owned(),
-        chart,
-    }
 }
 
 /// Every chart of the report, in reading order. The charts over time share one x domain (from

@@ -70,6 +70,7 @@ pub use html::CSS;
 mod tables;
 mod throttling;
 mod trust;
+mod trust_item;
 mod verdict;
 
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@ use super::model::{ApiRuns, Unit, fmt};
 use super::rich::{Rich, join};
 use super::slo::{Judgement, Origin, Slo};
 use super::tables::Span;
-use super::trust::{Item, State};
+use super::trust_item::{Item, State};
 
 /// `SLO p99 ≤ 2.53 s, 2xx ≥ 99 % of arrivals (default: …), over the plateau: reactive-api met
 /// it (p99 1.9 s, 25 % inside; 2xx 99.6 %, 0.6 points above); blocking-api missed it (…).`

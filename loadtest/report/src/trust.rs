@@ -14,42 +14,7 @@ use super::fairness::{self, Status};
 use super::model::{ApiRuns, MIB, Unit, by_api, cores, fmt, run_name};
 use super::slo::Slo;
 use super::slo_verdict;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    Ok,
-    Bad,
-    Unknown,
-}
-
-impl State {
-    fn mark(self) -> &'static str {
-        match self {
-            State::Ok => "✓",
-            State::Bad => "✗",
-            State::Unknown => "?",
-        }
-    }
-    fn class(self) -> &'static str {
-        match self {
-            State::Ok => "ok",
-            State::Bad => "bad",
-            State::Unknown => "unk",
-        }
-    }
-}
-
-/// One item of the strip.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Item {
-    /// The element's id (`limits-not-enforced`, `harness-bound` when they fail).
-    pub id: &'static str,
-    /// The section with the detail.
-    pub href: &'static str,
-    pub state: State,
-    pub label: String,
-    pub detail: String,
-}
+use super::trust_item::{Item, State};
 
 pub fn items(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Vec<Item> {
     vec![

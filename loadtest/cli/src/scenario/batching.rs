@@ -22,7 +22,8 @@ use sqlx::Connection;
 
 use super::batching_plan::{COMMIT_SIBLINGS, Cell, ServerSettings, cells, commit_delay_us};
 use super::fsync;
-use super::render::{ScenarioTable, render_html, render_markdown};
+use super::page::render_html;
+use super::render::{ScenarioTable, render_markdown};
 use crate::lab_args::{Durability, LabArgs};
 use crate::services::Database;
 

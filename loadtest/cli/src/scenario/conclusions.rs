@@ -2,7 +2,7 @@
 //! in one or two sentences computed from their rows (`points.rs`). The odd cases come first and
 //! are said plainly: no rows, every row harness-bound, money that does not balance.
 
-use super::findings::apis;
+use super::points::apis;
 use super::points::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
 
 /// `None`: go on. `Some(lines)`: the conclusion starts with these — all of it when there are no

@@ -21,7 +21,8 @@ use anyhow::{Context, Result};
 use crate::lab::events::{EventsLab, EventsRow, EventsRun};
 use crate::lab_args::LabArgs;
 
-use super::render::{ScenarioTable, ms, num, render_html, render_markdown};
+use super::page::render_html;
+use super::render::{ScenarioTable, ms, num, render_markdown};
 
 /// Round trip the proxy adds to the broker in the slowed runs.
 pub const SLOW_BROKER_MS: u64 = 3000;

@@ -4,74 +4,14 @@
 //! that JSON (not from the live structs) means the page of a committed result (docs/results/) is
 //! rebuilt the same way, and the tests can render it from those files.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::conclusions;
 use super::findings_charts as charts;
-use super::points::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
-
-/// An events row, the fields the conclusion reads.
-#[derive(Debug, Clone, Deserialize)]
-pub struct EventsPoint {
-    pub api: String,
-    pub mode: String,
-    pub broker: String,
-    pub crash: bool,
-    pub req_per_s: f64,
-    pub pool_timeouts: Option<u64>,
-    pub events_lost: u64,
-    #[serde(default)]
-    pub broker_rtt_ms: u64,
-}
-
-/// A batching row, the fields the conclusion and the chart read.
-#[derive(Debug, Clone, Deserialize)]
-pub struct BatchPoint {
-    pub api: String,
-    pub batch_max: usize,
-    pub db_rtt_ms: f64,
-    pub commit_delay_us: Option<u64>,
-    pub load: String,
-    pub orders_per_s: f64,
-    pub reason: Option<String>,
-    pub predicted: Predicted,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct Predicted {
-    pub bound: String,
-    pub orders_per_s: f64,
-}
-
-impl BatchPoint {
-    pub fn harness_bound(&self) -> bool {
-        self.reason
-            .as_deref()
-            .is_some_and(|r| r.starts_with("harness-bound"))
-    }
-    /// A saturating (closed-model) run without `commit_delay`: the batch-size sweep.
-    pub(super) fn swept(&self) -> bool {
-        self.load == "closed" && self.commit_delay_us.is_none()
-    }
-}
-
-/// The rows of a `scenario.json` (`[...]`, or `{"rows": [...]}`).
-pub fn points<T: for<'de> Deserialize<'de>>(json: &Value) -> serde_json::Result<Vec<T>> {
-    let rows = json.get("rows").unwrap_or(json);
-    serde_json::from_value(rows.clone())
-}
-
-/// APIs in the order they first appear.
-pub(super) fn apis<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
-    for n in names {
-        if !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    out
-}
+use super::points::{
+    BatchPoint, DbLatencyPoint, EventsPoint, FaultsPoint, OverloadPoint, RemotecallPoint, apis,
+    points,
+};
 
 /// `3.4–3.5` or `9.9`: the range of a figure over the APIs.
 fn range(v: &[f64]) -> String {

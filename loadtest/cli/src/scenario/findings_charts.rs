@@ -8,9 +8,10 @@
 use lab_report::svg::{Dash, LineChart, PALETTE, Scale, Series, TickFormat};
 
 use super::bars::{Bar, Panel, bars};
-use super::findings::{BatchPoint, EventsPoint, apis};
-use super::page::ScenarioChart;
-use super::points::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
+use super::points::{
+    BatchPoint, DbLatencyPoint, EventsPoint, FaultsPoint, OverloadPoint, RemotecallPoint, apis,
+};
+use super::render::ScenarioChart;
 
 /// Orders/s against batch size (log spacing), one line per API × RTT.
 pub fn batching(rows: &[BatchPoint]) -> ScenarioChart {

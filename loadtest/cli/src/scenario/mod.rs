@@ -51,8 +51,9 @@ use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{MockLatencies, RunResults};
 
+pub use page::render_html;
 pub use render::ScenarioTable;
-pub use render::{render_html, render_markdown};
+pub use render::render_markdown;
 pub use tables::build as build_table;
 
 /// The scenarios and one line on each, for `--help` and error messages.

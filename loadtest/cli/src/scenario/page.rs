@@ -6,44 +6,7 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::render::ScenarioTable;
-
-/// The scenario's chart: an SVG drawn by `lab_report::svg` (every string in it escaped there).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ScenarioChart {
-    pub title: String,
-    pub caption: String,
-    pub svg: String,
-}
-
-/// `3 of 26 rows were harness-bound …`; for a scenario whose runs record no such verdict (events'
-/// own closed-model runs), that it was not recorded; `None` without rows.
-pub fn trust_line(t: &ScenarioTable) -> Option<String> {
-    if t.rows.is_empty() {
-        return None;
-    }
-    if t.harness_bound.is_empty() {
-        return Some(
-            "Whether the rig kept up was not recorded for these runs (no harness-bound verdict): \
-             a rate here may be the machine's as much as the API's."
-                .to_owned(),
-        );
-    }
-    let (n, of) = (t.harness_bound.iter().filter(|b| **b).count(), t.rows.len());
-    Some(match n {
-        0 => format!(
-            "None of the {of} rows was harness-bound: the APIs, not the rig, set every figure."
-        ),
-        n if n == of => format!(
-            "All {of} rows were harness-bound (marked ⚠): the machine, not only the API, may have \
-             set every figure — compare them with care, and rerun on a quieter machine."
-        ),
-        n => format!(
-            "{n} of {of} rows were harness-bound (marked ⚠): for those, the machine, not only the \
-             API, may have set the figure."
-        ),
-    })
-}
+use super::render::{ScenarioTable, trust_line};
 
 /// How, when and where this scenario ran, for the page (what a results file's header says by
 /// hand otherwise): the command line, the date, the commit and build, the machine.

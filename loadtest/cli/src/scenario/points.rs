@@ -1,6 +1,8 @@
-//! The rows of the scenarios made of lab runs (`remotecall`, `db-latency`, `overload`, `faults`)
-//! as their `scenario.json` holds them: one typed row per run, the figures their page's conclusion
-//! and chart are computed from (`conclusions.rs`, `findings_charts.rs`). The markdown table keeps
+//! The rows of the scenarios as their `scenario.json` holds them: one typed row per run, the
+//! figures their page's conclusion and chart are computed from (`findings.rs`, `conclusions.rs`,
+//! `findings_charts.rs`, which all import them from here) — the scenarios made of lab runs
+//! (`remotecall`, `db-latency`, `overload`, `faults`) and the fields of events' and batching's rows
+//! the conclusion reads. The markdown table keeps
 //! its own formatting (`tables.rs`, `overload.rs`, `faults_table.rs`); these rows carry the numbers
 //! behind it, so a committed `scenario.json` rebuilds the page the same way.
 
@@ -182,4 +184,66 @@ fn faults(r: &RunResults) -> FaultsPoint {
         }),
         harness_bound: r.harness_bound.clone(),
     }
+}
+
+/// An events row, the fields the conclusion reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventsPoint {
+    pub api: String,
+    pub mode: String,
+    pub broker: String,
+    pub crash: bool,
+    pub req_per_s: f64,
+    pub pool_timeouts: Option<u64>,
+    pub events_lost: u64,
+    #[serde(default)]
+    pub broker_rtt_ms: u64,
+}
+
+/// A batching row, the fields the conclusion and the chart read.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BatchPoint {
+    pub api: String,
+    pub batch_max: usize,
+    pub db_rtt_ms: f64,
+    pub commit_delay_us: Option<u64>,
+    pub load: String,
+    pub orders_per_s: f64,
+    pub reason: Option<String>,
+    pub predicted: Predicted,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Predicted {
+    pub bound: String,
+    pub orders_per_s: f64,
+}
+
+impl BatchPoint {
+    pub fn harness_bound(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("harness-bound"))
+    }
+    /// A saturating (closed-model) run without `commit_delay`: the batch-size sweep.
+    pub(super) fn swept(&self) -> bool {
+        self.load == "closed" && self.commit_delay_us.is_none()
+    }
+}
+
+/// The rows of a `scenario.json` (`[...]`, or `{"rows": [...]}`).
+pub fn points<T: for<'de> Deserialize<'de>>(json: &Value) -> serde_json::Result<Vec<T>> {
+    let rows = json.get("rows").unwrap_or(json);
+    serde_json::from_value(rows.clone())
+}
+
+/// APIs in the order they first appear.
+pub(super) fn apis<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for n in names {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
 }

@@ -1,7 +1,5 @@
-//! A scenario's table ([`ScenarioTable`]) as markdown (the page is `page.rs`), and the number
-//! formats.
-
-pub use super::page::{ScenarioChart, render_html};
+//! A scenario's table ([`ScenarioTable`]), its chart and its trust line, as markdown, and the
+//! number formats. The page (`page.rs`) renders the same table as HTML and imports it from here.
 
 /// A table with the words around it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -26,6 +24,43 @@ pub struct ScenarioTable {
     pub conditions: Vec<String>,
 }
 
+/// The scenario's chart: an SVG drawn by `lab_report::svg` (every string in it escaped there).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScenarioChart {
+    pub title: String,
+    pub caption: String,
+    pub svg: String,
+}
+
+/// `3 of 26 rows were harness-bound …`; for a scenario whose runs record no such verdict (events'
+/// own closed-model runs), that it was not recorded; `None` without rows.
+pub fn trust_line(t: &ScenarioTable) -> Option<String> {
+    if t.rows.is_empty() {
+        return None;
+    }
+    if t.harness_bound.is_empty() {
+        return Some(
+            "Whether the rig kept up was not recorded for these runs (no harness-bound verdict): \
+             a rate here may be the machine's as much as the API's."
+                .to_owned(),
+        );
+    }
+    let (n, of) = (t.harness_bound.iter().filter(|b| **b).count(), t.rows.len());
+    Some(match n {
+        0 => format!(
+            "None of the {of} rows was harness-bound: the APIs, not the rig, set every figure."
+        ),
+        n if n == of => format!(
+            "All {of} rows were harness-bound (marked ⚠): the machine, not only the API, may have \
+             set every figure — compare them with care, and rerun on a quieter machine."
+        ),
+        n => format!(
+            "{n} of {of} rows were harness-bound (marked ⚠): for those, the machine, not only the \
+             API, may have set the figure."
+        ),
+    })
+}
+
 pub(super) fn ms(v: f64) -> String {
     match v {
         v if !v.is_finite() => "—".into(),
@@ -47,7 +82,7 @@ pub fn render_markdown(t: &ScenarioTable) -> String {
     if !t.conclusion.is_empty() {
         md.push_str(&format!("**{}**\n\n", t.conclusion.join(" ")));
     }
-    if let Some(trust) = super::page::trust_line(t) {
+    if let Some(trust) = trust_line(t) {
         md.push_str(&format!("{trust}\n\n"));
     }
     md.push_str(&format!("{}\n\n", t.intro));
@@ -83,6 +118,7 @@ pub fn render_markdown(t: &ScenarioTable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::page::render_html;
 
     #[test]
     fn the_page_escapes_every_value_from_the_results() {
