@@ -509,7 +509,7 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
         "broker acknowledgements 7 s for 30 s (events on, outbox)"
     );
     assert_eq!(row[13], "1800 / 1803 (0 lost, 3 duplicated)");
-    assert_eq!(row[14], "212 / 0 (drained in 1.4 s)");
+    assert_eq!(row[14], "212 / 0 (empty 1.4 s after the money count)");
     assert_eq!(table.rows[2][14], "212 / 40 (not drained)");
     assert_eq!(table.columns.len(), row.len());
     let verdicts: Vec<&String> = table

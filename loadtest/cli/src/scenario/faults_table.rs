@@ -206,13 +206,17 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     }
 }
 
-/// The outbox's backlog when the slowdown ended and after the drain, with the drain's time.
+/// The outbox's backlog when the slowdown ended and after the drain, with how long after the
+/// money count (itself some seconds after the run) the outbox was seen empty.
 fn backlog(b: &BrokerRecord) -> String {
     let at_end = b
         .backlog_at_outage_end
         .map_or("—".into(), |n| n.to_string());
     match b.drain_s {
-        Some(s) => format!("{at_end} / {} (drained in {s:.1} s)", b.backlog_after_drain),
+        Some(s) => format!(
+            "{at_end} / {} (empty {s:.1} s after the money count)",
+            b.backlog_after_drain
+        ),
         None => format!("{at_end} / {} (not drained)", b.backlog_after_drain),
     }
 }
