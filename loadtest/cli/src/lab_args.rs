@@ -161,7 +161,9 @@ pub struct LabArgs {
     pub reconcile_interval_ms: u64,
     /// Faults during the measured run: pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,
     /// kill-api@S[+DOWN],restart-db@S, and outages db-freeze@S+LEN, slow-uploads=N@S+LEN,
-    /// gateway-down@S+LEN (seconds into the run; lengths unscaled; see docs/lab-interfaces.md).
+    /// gateway-down@S+LEN, broker-ack=MS@S+LEN (the API with EVENTS_MODE=outbox, its NATS behind
+    /// a proxy adding MS to each round trip) (seconds into the run; lengths unscaled; see
+    /// docs/lab-interfaces.md).
     // Parsed here with its times as given; the lab multiplies them by --duration-scale.
     #[arg(long, value_parser = |spec: &str| FaultPlan::parse(spec, 1.0))]
     pub faults: Option<FaultPlan>,

@@ -3,14 +3,18 @@
 //! (through the lab's proxy), 20 slow uploads and the payment gateway unreachable. Checks that
 //! each outage begins and ends as an event, that the freeze was felt (an answer waited for the
 //! thaw), and that the money balances once recovery has settled what the gateway left
-//! `CHARGING`.
+//! `CHARGING`. A second run slows the broker instead (`broker-ack`, the API publishing through
+//! its outbox to a lab-started nats-server behind a proxy) and checks that the relay fell behind
+//! during the slowdown and that every order's event reached the stream once it drained.
 //!
 //! Needs the service binaries like `lab_smoke.rs` (`scripts/test.sh` builds them).
 
 use std::process::Command;
 
 use lab_results::RunResults;
-use lab_results::faults::{DB_FREEZE_LABEL, GATEWAY_DOWN_LABEL, SLOW_UPLOADS_LABEL};
+use lab_results::faults::{
+    BROKER_ACK_LABEL, DB_FREEZE_LABEL, GATEWAY_DOWN_LABEL, SLOW_UPLOADS_LABEL,
+};
 
 mod common;
 use common::{binaries_present, own_database};
@@ -94,6 +98,72 @@ async fn outages_begin_and_end_on_time_and_the_money_balances() {
     );
     let m = r.money.as_ref().expect("money counted");
     assert!(m.balanced() && m.charging_left == 0, "{m:?}");
+    if let Some((_, server, name)) = &db {
+        common::drop_database(server, name).await;
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowed_broker_leaves_a_backlog_that_drains_into_the_stream() {
+    if let Err(e) = labkit::nats::find_nats_server() {
+        eprintln!("SKIPPED: the broker-ack smoke test needs nats-server ({e:#})");
+        return;
+    }
+    if let Err(e) = binaries_present() {
+        panic!("faults smoke test needs the service binaries ({e}); scripts/test.sh builds them");
+    }
+    let out = std::env::temp_dir().join(format!("loadtest-broker-smoke-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let db = match std::env::var("TEST_DATABASE_URL") {
+        Ok(server) => Some(own_database(&server, "loadtest_broker_smoke").await),
+        Err(_) => None,
+    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
+    cmd.env_remove("CARGO");
+    cmd.args([
+        "lab",
+        "--apis",
+        "reactive-api",
+        "--profile",
+        "constant-10-8",
+    ])
+    .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1"])
+    .args(["--deps-timeout-ms", "1000", "--db-pool-timeout-ms", "1000"])
+    .args(["--lease-ms", "4000", "--reconcile-interval-ms", "500"])
+    .args(["--faults", "broker-ack=2000@2+3", "--no-progress"])
+    .arg("--out")
+    .arg(&out);
+    if let Some((url, _, _)) = &db {
+        cmd.args(["--database-url", url]);
+    }
+    let output = cmd.output().expect("running loadtest lab");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "lab failed: {stderr}");
+    let r = RunResults::load(out.join("results-reactive-0.json")).unwrap();
+    assert_eq!(
+        r.config.api_settings.get("EVENTS_MODE").map(String::as_str),
+        Some("outbox")
+    );
+    let at = |prefix: &str| r.events.iter().find(|e| e.label.starts_with(prefix));
+    let (from, to) = (
+        at(BROKER_ACK_LABEL).expect("the slowdown's event").t,
+        at("broker acknowledgements prompt again")
+            .expect("the slowdown's end")
+            .t,
+    );
+    assert!((1.9..2.6).contains(&from) && (to - from - 3.0).abs() < 0.6);
+    let b = r.broker.expect("events counted");
+    // 10 orders/s against 2 s acknowledgements: the rows of the pass under way at the least.
+    assert!(
+        b.backlog_at_outage_end.is_some_and(|n| n > 0),
+        "the relay never fell behind: {b:?}"
+    );
+    assert!(b.every_event_delivered() && b.events_orphaned == 0, "{b:?}");
+    let m = r.money.as_ref().expect("money counted");
+    assert!(m.balanced() && m.charging_left == 0, "{m:?}");
+    assert_eq!((b.orders, b.nats_timeout_ms), (m.orders, 10_000), "{b:?}");
+    assert!(b.orders >= 60, "{b:?}");
     if let Some((_, server, name)) = &db {
         common::drop_database(server, name).await;
     }

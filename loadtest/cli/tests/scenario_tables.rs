@@ -266,7 +266,13 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     let slugs: Vec<&str> = vs.iter().map(|v| v.slug.as_str()).collect();
     assert_eq!(
         slugs,
-        ["both-apis", "db-freeze", "slow-uploads", "gateway-down"],
+        [
+            "both-apis",
+            "db-freeze",
+            "slow-uploads",
+            "gateway-down",
+            "broker-ack"
+        ],
         "one lab run each, both APIs one after the other"
     );
     let a = &vs[0].args;
@@ -341,9 +347,14 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     assert!(row[1].contains("retrying clients"), "{row:?}");
     assert_eq!(row[5..11], ["1805", "7", "1798", "0", "0", "0"]);
     assert_eq!(row[11], "—", "no outage, no CPU during it");
-    assert_eq!(row[13..16], ["1798", "2 (2 order_voided)", "0"]);
-    assert_eq!(row[16], "2.50 s (fault at 20.0 s)");
-    assert_eq!(row[17], "no 201 after it (fault at 40.0 s)");
+    assert_eq!(
+        row[13..15],
+        ["—", "—"],
+        "no broker fault, no events counted"
+    );
+    assert_eq!(row[15..18], ["1798", "2 (2 order_voided)", "0"]);
+    assert_eq!(row[18], "2.50 s (fault at 20.0 s)");
+    assert_eq!(row[19], "no 201 after it (fault at 40.0 s)");
     assert_eq!(table.columns.len(), row.len());
     assert_eq!(table.rows[1][8], "2");
     let failed: Vec<&String> = table
@@ -434,5 +445,100 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
         verdicts[2].contains("1000 charges, 0 voids, 1000 orders"),
         "{}",
         verdicts[2]
+    );
+}
+
+#[test]
+fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_undrained_outbox() {
+    use lab_results::MoneyRecord;
+    use lab_results::faults::BrokerRecord;
+
+    let vs = variants("faults", &lab_args()).unwrap();
+    let v = vs.iter().find(|v| v.slug == "broker-ack").unwrap();
+    let fault = v.args.faults.unwrap().broker_ack.unwrap();
+    assert_eq!(
+        (fault.ack_ms, fault.window.at_s, fault.window.for_s),
+        (7000, 20.0, 30.0)
+    );
+    assert_eq!(v.args.load.retry_for_s, None, "plain clients");
+
+    let run = |broker: Option<BrokerRecord>| {
+        let mut r = fixture("reactive-api");
+        r.config.faults = v.args.faults;
+        r.config.request_timeout_ms = 30_000;
+        r.retries = None;
+        r.summary.latency_ms.max = 240.0;
+        r.money = Some(MoneyRecord {
+            charges: 1800,
+            orders: 1800,
+            ..MoneyRecord::default()
+        });
+        r.broker = broker;
+        r
+    };
+    let delivered = BrokerRecord {
+        ack_ms: 7000,
+        nats_timeout_ms: 10_000,
+        backlog_at_outage_end: Some(212),
+        backlog_after_drain: 0,
+        drain_s: Some(1.4),
+        orders: 1800,
+        events_in_stream: 1803,
+        events_duplicated: 3,
+        ..BrokerRecord::default()
+    };
+    let done = vec![
+        run(Some(delivered)),
+        run(Some(BrokerRecord {
+            events_lost: 5,
+            events_in_stream: 1795,
+            events_duplicated: 0,
+            ..delivered
+        })),
+        run(Some(BrokerRecord {
+            backlog_after_drain: 40,
+            drain_s: None,
+            ..delivered
+        })),
+        run(None),
+    ];
+    let table = build_table("faults", &[(variant("broker-ack"), done)]);
+    let row = &table.rows[0];
+    assert_eq!(
+        row[1],
+        "broker acknowledgements 7 s for 30 s (events on, outbox)"
+    );
+    assert_eq!(row[13], "1800 / 1803 (0 lost, 3 duplicated)");
+    assert_eq!(row[14], "212 / 0 (empty 1.4 s after the money count)");
+    assert_eq!(table.rows[2][14], "212 / 40 (not drained)");
+    assert_eq!(table.columns.len(), row.len());
+    let verdicts: Vec<&String> = table
+        .notes
+        .iter()
+        .filter(|n| n.contains("(events on, outbox):"))
+        .collect();
+    assert_eq!(verdicts.len(), 4, "{:?}", table.notes);
+    assert!(!verdicts[0].starts_with("CHECK FAILED"), "{}", verdicts[0]);
+    assert!(
+        verdicts[0].contains("1800 of 1800 orders in the stream, 3 duplicated")
+            && verdicts[0].contains("NATS_TIMEOUT_MS 10000 ms against 7000 ms"),
+        "{}",
+        verdicts[0]
+    );
+    assert!(
+        verdicts[1].starts_with("CHECK FAILED")
+            && verdicts[1].contains("5 orders without their event"),
+        "{}",
+        verdicts[1]
+    );
+    assert!(
+        verdicts[2].starts_with("CHECK FAILED") && verdicts[2].contains("40 outbox rows"),
+        "{}",
+        verdicts[2]
+    );
+    assert!(
+        verdicts[3].starts_with("CHECK FAILED") && verdicts[3].contains("not counted"),
+        "{}",
+        verdicts[3]
     );
 }

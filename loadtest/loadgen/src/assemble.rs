@@ -144,6 +144,7 @@ pub fn assemble(
         retries: out.retries.clone(),
         after_give_up: None,
         db_activity: None,
+        broker: None,
         shard: out.start.map(|start| ShardRecord {
             index: out.shard.index,
             count: out.shard.count,

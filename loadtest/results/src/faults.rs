@@ -3,8 +3,9 @@
 //! (restarted by the lab with the same settings), an immediate restart of PostgreSQL, and three
 //! outages with a length: PostgreSQL frozen (the latency proxy in front of it stops moving bytes),
 //! slow uploads (connections that send an order's headers and hold its body back) and the payment
-//! gateway unreachable (mock-deps' pay, lookup and void hang). The plan is recorded in the run's
-//! configuration; what happened, and when, are the run's events.
+//! gateway unreachable (mock-deps' pay, lookup and void hang), and a broker whose acknowledgements
+//! are slow (the API publishing through its outbox to a NATS behind a latency proxy). The plan is
+//! recorded in the run's configuration; what happened, and when, are the run's events.
 //!
 //! The lab carries the plan out (`loadtest/cli/src/lab/faults.rs`); this module parses and describes it.
 
@@ -20,7 +21,8 @@ use crate::{
 pub const DEFAULT_DOWN_S: f64 = 2.0;
 
 /// `pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,kill-api@S[+DOWN],restart-db@S,
-/// db-freeze@S+LEN,slow-uploads=N@S+LEN,gateway-down@S+LEN`, any subset, any order. Times are
+/// db-freeze@S+LEN,slow-uploads=N@S+LEN,gateway-down@S+LEN,broker-ack=MS@S+LEN`, any subset, any
+/// order. Times are
 /// seconds into the measured run, multiplied by `--duration-scale` like the profile's phases; the
 /// API's time down and an outage's length are not scaled (they are the fault's size).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -54,6 +56,10 @@ pub struct FaultPlan {
     /// mock-deps' payment gateway (pay, lookup, void) hangs for the window: unreachable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_down: Option<Outage>,
+    /// The API runs with `EVENTS_MODE=outbox` against a NATS behind a latency proxy, which adds
+    /// `ack_ms` to every round trip for the window: each JetStream acknowledgement that long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_ack: Option<BrokerAck>,
 }
 
 /// A fault with a length: from `at_s` (seconds into the measured run) for `for_s` seconds.
@@ -85,12 +91,20 @@ pub struct SlowUploads {
     pub window: Outage,
 }
 
+/// `broker-ack=MS@S+LEN`: every round trip to NATS takes `ack_ms` longer during `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BrokerAck {
+    pub ack_ms: u64,
+    pub window: Outage,
+}
+
 /// Label prefixes of the events that mark a fault (the report's recovery times start there).
 pub const KILL_LABEL: &str = "kill -9 of the API";
 pub const DB_RESTART_LABEL: &str = "PostgreSQL restart -m immediate";
 pub const DB_FREEZE_LABEL: &str = "PostgreSQL frozen";
 pub const SLOW_UPLOADS_LABEL: &str = "slow uploads";
 pub const GATEWAY_DOWN_LABEL: &str = "payment gateway unreachable";
+pub const BROKER_ACK_LABEL: &str = "broker acknowledgements slowed";
 
 impl FaultPlan {
     /// Parses the spec (see [`FaultPlan`]); times are multiplied by `scale`.
@@ -99,7 +113,7 @@ impl FaultPlan {
             format!(
                 "--faults {spec:?}: expected e.g. pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,\
                  hang-ms=8000,kill-api@20+2,restart-db@40,db-freeze@20+20,slow-uploads=300@20+30,\
-                 gateway-down@20+30"
+                 gateway-down@20+30,broker-ack=7000@20+30"
             )
         };
         let mut plan = FaultPlan {
@@ -147,6 +161,16 @@ impl FaultPlan {
                             window: outage()?,
                         });
                     }
+                    ("broker-ack", Some(ms)) => {
+                        let ack_ms: u64 = ms.trim().parse().with_context(usage)?;
+                        if ack_ms == 0 {
+                            bail!("--faults: broker-ack needs a delay of at least 1 ms");
+                        }
+                        plan.broker_ack = Some(BrokerAck {
+                            ack_ms,
+                            window: outage()?,
+                        });
+                    }
                     (other, _) => bail!("--faults: unknown fault {other:?}; {}", usage()),
                 }
             } else if let Some((name, value)) = part.split_once('=') {
@@ -188,6 +212,10 @@ impl FaultPlan {
                 ..s
             }),
             gateway_down: self.gateway_down.map(|o| o.scaled(scale)),
+            broker_ack: self.broker_ack.map(|b| BrokerAck {
+                window: b.window.scaled(scale),
+                ..b
+            }),
             ..self
         }
     }
@@ -198,6 +226,7 @@ impl FaultPlan {
             (DB_FREEZE_LABEL, self.db_freeze),
             (SLOW_UPLOADS_LABEL, self.slow_uploads.map(|s| s.window)),
             (GATEWAY_DOWN_LABEL, self.gateway_down),
+            (BROKER_ACK_LABEL, self.broker_ack.map(|b| b.window)),
         ]
         .into_iter()
         .filter_map(|(label, o)| Some((label, o?)))
@@ -220,6 +249,41 @@ impl FaultPlan {
                 .map_or(String::new(), |ms| format!(" ({ms} ms, then 504)")),
             pct(self.payment_charged_error_rate),
         )
+    }
+}
+
+/// What became of the order events in a run with a slowed broker (`broker-ack`), counted by the
+/// lab: the outbox's backlog when the slowdown ended and once the relay had drained it, then every
+/// order in PostgreSQL against every subject in the stream (at-least-once: a duplicate is allowed,
+/// a lost event is not).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct BrokerRecord {
+    /// What each round trip to NATS took longer during the window, ms.
+    pub ack_ms: u64,
+    /// The API's `NATS_TIMEOUT_MS`: an acknowledgement slower than this is given up on.
+    pub nats_timeout_ms: u64,
+    /// Outbox rows unsent when the slowdown ended (`None`: not counted).
+    pub backlog_at_outage_end: Option<u64>,
+    /// Outbox rows unsent when the lab stopped waiting for the relay (0: drained).
+    pub backlog_after_drain: u64,
+    /// Seconds from the money count until no outbox row was unsent (`None`: the wait ran out).
+    pub drain_s: Option<f64>,
+    /// Orders in PostgreSQL.
+    pub orders: u64,
+    /// Messages in the stream.
+    pub events_in_stream: u64,
+    /// Orders without an event in the stream.
+    pub events_lost: u64,
+    /// Messages beyond the first of a subject.
+    pub events_duplicated: u64,
+    /// Subjects of no order.
+    pub events_orphaned: u64,
+}
+
+impl BrokerRecord {
+    /// `true` when the relay drained its backlog and every order's event is in the stream.
+    pub fn every_event_delivered(&self) -> bool {
+        self.backlog_after_drain == 0 && self.events_lost == 0
     }
 }
 
@@ -433,6 +497,60 @@ mod tests {
     }
 
     #[test]
+    fn a_slow_broker_parses_with_its_delay_and_an_unscaled_length() {
+        let p = FaultPlan::parse("broker-ack=7000@20+30", 0.5).unwrap();
+        let window = Outage {
+            at_s: 10.0,
+            for_s: 30.0,
+        };
+        assert_eq!(
+            p.broker_ack,
+            Some(BrokerAck {
+                ack_ms: 7000,
+                window
+            })
+        );
+        assert_eq!(p.outages(), [(BROKER_ACK_LABEL, window)]);
+        assert!(!p.has_payment_faults());
+        let spec = "gateway-down@30+30,broker-ack=250@8+4";
+        assert_eq!(
+            FaultPlan::parse(spec, 1.0).unwrap().scaled(0.25),
+            FaultPlan::parse(spec, 0.25).unwrap()
+        );
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains(r#""broker_ack":{"ack_ms":7000"#), "{json}");
+        assert_eq!(serde_json::from_str::<FaultPlan>(&json).unwrap(), p);
+        // A plan written before the fault existed reads back without it.
+        let old: FaultPlan = serde_json::from_str(
+            r#"{"payment_error_rate":0.0,"payment_hang_rate":0.0,"payment_charged_error_rate":0.0}"#,
+        )
+        .unwrap();
+        assert_eq!(old.broker_ack, None);
+    }
+
+    #[test]
+    fn events_are_delivered_once_the_backlog_drained_and_none_is_lost() {
+        let drained = BrokerRecord {
+            backlog_at_outage_end: Some(180),
+            orders: 1800,
+            events_in_stream: 1803,
+            events_duplicated: 3,
+            ..BrokerRecord::default()
+        };
+        assert!(drained.every_event_delivered(), "duplicates are allowed");
+        let lost = BrokerRecord {
+            events_lost: 1,
+            ..drained
+        };
+        assert!(!lost.every_event_delivered());
+        let stuck = BrokerRecord {
+            backlog_after_drain: 12,
+            ..drained
+        };
+        assert!(!stuck.every_event_delivered());
+    }
+
+    #[test]
     fn malformed_specs_are_refused() {
         for bad in [
             "pay-error=2",
@@ -451,6 +569,11 @@ mod tests {
             "slow-uploads=0@40+20",
             "slow-uploads=x@40+20",
             "gateway-down@40+",
+            "broker-ack@20+30",
+            "broker-ack=0@20+30",
+            "broker-ack=x@20+30",
+            "broker-ack=-5@20+30",
+            "broker-ack=7000@20",
         ] {
             assert!(FaultPlan::parse(bad, 1.0).is_err(), "{bad}");
         }

@@ -127,6 +127,9 @@ pub struct RunResults {
     /// PostgreSQL's commits and WAL flushes during the run (the lab only, with its database).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_activity: Option<DbActivity>,
+    /// What became of the order events through a slowed broker (`--faults broker-ack=…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker: Option<faults::BrokerRecord>,
     /// The generator's share of the schedule and its start (`loadtest run`). With `count > 1`
     /// this file is one shard of a run: `loadtest merge` makes the run of it, `compare` refuses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -282,24 +282,30 @@ impl EventsLab {
     }
 
     async fn census(&self) -> Result<Census> {
-        let subjects = self.broker.census().await?;
-        let mut conn = sqlx::PgConnection::connect(&self.db.url).await?;
-        let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM orders")
-            .fetch_all(&mut conn)
-            .await?;
-        conn.close().await.ok();
-        Ok(Census::of(&ids, &subjects))
+        census(&self.broker, &self.db.url).await
     }
 }
 
+/// Every order in the database at `database_url` against every subject in `broker`'s stream.
+pub(super) async fn census(broker: &Broker, database_url: &str) -> Result<Census> {
+    let subjects = broker.census().await?;
+    let mut conn = sqlx::PgConnection::connect(database_url).await?;
+    let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM orders")
+        .fetch_all(&mut conn)
+        .await?;
+    conn.close().await.ok();
+    Ok(Census::of(&ids, &subjects))
+}
+
 /// What remains to settle.
-struct Pending {
-    unsent: i64,
+pub(super) struct Pending {
+    /// Outbox rows not yet sent.
+    pub unsent: i64,
     prepared: i64,
     charging: i64,
 }
 
-async fn pending(database_url: &str) -> Result<Pending> {
+pub(super) async fn pending(database_url: &str) -> Result<Pending> {
     let mut conn = sqlx::PgConnection::connect(database_url).await?;
     let (unsent, prepared, charging): (i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM order_outbox WHERE sent_at IS NULL),

@@ -2,7 +2,8 @@
 //! the whole measured run; the API killed (`kill -9`) and started again with the same settings;
 //! PostgreSQL restarted `-m immediate`; and the outages with a length, each begun and ended on
 //! time: PostgreSQL frozen (the latency proxy in front of it frozen), slow uploads
-//! (`slow_uploads.rs`), the payment gateway unreachable (mock-deps' `gateway_unreachable`). Each
+//! (`slow_uploads.rs`), the payment gateway unreachable (mock-deps' `gateway_unreachable`), the
+//! broker's acknowledgements slowed (the NATS proxy's round trip, `slow_broker.rs`). Each
 //! fault happens at its time on the run's own clock and becomes an event of the run (a red marker
 //! on the report's timeline); an outage still under way when the run ends is ended then.
 
@@ -14,20 +15,36 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::Lab;
-use super::slow_uploads;
+use super::{slow_broker, slow_uploads};
 use crate::run::patch_mock_config;
 use crate::services::{ApiProcess, Database};
 use lab_results::faults::{
-    DB_FREEZE_LABEL, DB_RESTART_LABEL, FaultPlan, GATEWAY_DOWN_LABEL, KILL_LABEL,
+    BROKER_ACK_LABEL, DB_FREEZE_LABEL, DB_RESTART_LABEL, FaultPlan, GATEWAY_DOWN_LABEL, KILL_LABEL,
     SLOW_UPLOADS_LABEL,
 };
 use lab_results::{Event, FaultRecovery, RetryRecord};
 use loadgen::clock::Clock;
 use mock_deps::admin::{ConfigPatch, EndpointPatch};
 
-/// What the fault task hands back: the API process (restarted, if it was killed), the events,
-/// and the first error, if a fault could not be carried out.
-type Outcome = (Option<ApiProcess>, Vec<Event>, Option<anyhow::Error>);
+/// What the fault task hands back.
+struct Outcome {
+    /// The API process (restarted, if it was killed).
+    process: Option<ApiProcess>,
+    events: Vec<Event>,
+    /// The first error, if a fault could not be carried out.
+    error: Option<anyhow::Error>,
+    /// Outbox rows unsent when a `broker-ack` fault ended.
+    broker_backlog: Option<u64>,
+}
+
+/// What [`Lab::end_faults`] gives back.
+pub(super) struct Ended {
+    pub process: Option<ApiProcess>,
+    /// The faults' events (the payment faults' one at t = 0 first).
+    pub events: Vec<Event>,
+    /// Outbox rows unsent when a `broker-ack` fault ended.
+    pub broker_backlog: Option<u64>,
+}
 
 /// The faults of one run, under way.
 pub(super) struct Running {
@@ -47,7 +64,7 @@ impl Lab {
     ) -> Result<Running> {
         let stop = Arc::new(Notify::new());
         let Some(plan) = self.faults else {
-            let task = tokio::spawn(async move { (process, Vec::new(), None) });
+            let task = tokio::spawn(async move { Outcome::nothing(process) });
             return Ok(Running {
                 plan: None,
                 stop,
@@ -62,6 +79,7 @@ impl Lab {
         let reach = Reach {
             db: self.db.clone(),
             db_proxy: self.db_proxy.clone(),
+            broker_proxy: self.broker.as_ref().map(|b| b.proxy()),
             deps_url: self.deps_url.clone(),
             api_url: api_url.to_owned(),
         };
@@ -73,14 +91,15 @@ impl Lab {
         })
     }
 
-    /// Cancels the faults not yet due, waits for one under way, turns the payment faults off;
-    /// returns the API process and the events (the payment faults' one at t = 0 first).
-    pub(super) async fn end_faults(
-        &self,
-        running: Running,
-    ) -> Result<(Option<ApiProcess>, Vec<Event>)> {
+    /// Cancels the faults not yet due, waits for one under way, turns the payment faults off.
+    pub(super) async fn end_faults(&self, running: Running) -> Result<Ended> {
         running.stop.notify_one();
-        let (process, mut events, error) = running.task.await.context("the fault task failed")?;
+        let Outcome {
+            process,
+            mut events,
+            error,
+            broker_backlog,
+        } = running.task.await.context("the fault task failed")?;
         if let Some(plan) = running.plan.filter(FaultPlan::has_payment_faults) {
             patch_mock_config(&self.deps_url, &payment_faults(&FaultPlan::default()))
                 .await
@@ -99,7 +118,11 @@ impl Lab {
             }
             return Err(e.context("carrying out the fault plan"));
         }
-        Ok((process, events))
+        Ok(Ended {
+            process,
+            events,
+            broker_backlog,
+        })
     }
 }
 
@@ -129,6 +152,7 @@ pub(super) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultReco
                 DB_FREEZE_LABEL,
                 SLOW_UPLOADS_LABEL,
                 GATEWAY_DOWN_LABEL,
+                BROKER_ACK_LABEL,
             ]
             .iter()
             .any(|l| e.label.starts_with(l))
@@ -146,6 +170,8 @@ struct Reach {
     db: Option<Arc<Database>>,
     /// The latency proxy between the API and PostgreSQL (started for a `db-freeze`).
     db_proxy: Option<Arc<latency_proxy::LatencyProxy>>,
+    /// The latency proxy between the API and NATS (started for a `broker-ack`).
+    broker_proxy: Option<Arc<latency_proxy::LatencyProxy>>,
     deps_url: String,
     api_url: String,
 }
@@ -163,6 +189,7 @@ enum Outage {
     DbFreeze,
     SlowUploads(u32),
     GatewayDown,
+    BrokerAck(u64),
 }
 
 /// The plan's steps in time order (a step's end after its beginning when both fall together).
@@ -180,6 +207,8 @@ fn steps(plan: &FaultPlan) -> Vec<(f64, Step)> {
         plan.slow_uploads
             .map(|s| (Outage::SlowUploads(s.connections), s.window)),
         plan.gateway_down.map(|w| (Outage::GatewayDown, w)),
+        plan.broker_ack
+            .map(|b| (Outage::BrokerAck(b.ack_ms), b.window)),
     ];
     for (outage, window) in outages.into_iter().flatten() {
         steps.push((window.at_s, Step::Begin(outage)));
@@ -195,6 +224,19 @@ fn steps(plan: &FaultPlan) -> Vec<(f64, Step)> {
 struct Under {
     uploads: Option<slow_uploads::Held>,
     begun: Vec<Outage>,
+    /// Outbox rows unsent when the broker's acknowledgements were prompt again.
+    broker_backlog: Option<u64>,
+}
+
+impl Outcome {
+    fn nothing(process: Option<ApiProcess>) -> Outcome {
+        Outcome {
+            process,
+            events: Vec::new(),
+            error: None,
+            broker_backlog: None,
+        }
+    }
 }
 
 impl Reach {
@@ -223,6 +265,17 @@ impl Reach {
             Outage::GatewayDown => {
                 patch_mock_config(&self.deps_url, &gateway(true)).await?;
                 format!("{GATEWAY_DOWN_LABEL} (pay, lookup and void hang)")
+            }
+            Outage::BrokerAck(ms) => {
+                let proxy = self
+                    .broker_proxy
+                    .as_ref()
+                    .context("no NATS proxy to slow")?;
+                proxy.set_rtt(Duration::from_millis(ms));
+                format!(
+                    "{BROKER_ACK_LABEL}: {ms} ms added to every round trip to NATS (each \
+                     acknowledgement takes at least that)"
+                )
             }
         };
         under.begun.push(outage);
@@ -269,6 +322,24 @@ impl Reach {
                 patch_mock_config(&self.deps_url, &gateway(false)).await?;
                 format!("payment gateway reachable again ({charging})")
             }
+            Outage::BrokerAck(_) => {
+                // Counted before the broker is prompt again: what the relay then has to send.
+                let backlog = match &self.db {
+                    Some(db) => slow_broker::unsent(&db.url).await.ok(),
+                    None => None,
+                };
+                if let Some(proxy) = &self.broker_proxy {
+                    proxy.set_rtt(Duration::ZERO);
+                }
+                under.broker_backlog = backlog;
+                match backlog {
+                    Some(n) => {
+                        format!("broker acknowledgements prompt again ({n} outbox rows unsent)")
+                    }
+                    None => "broker acknowledgements prompt again (outbox backlog not counted)"
+                        .to_owned(),
+                }
+            }
         }))
     }
 }
@@ -310,7 +381,7 @@ async fn carry_out(
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(5)) => {}
-            _ = stop.notified() => return (process, events, None),
+            _ = stop.notified() => return Outcome::nothing(process),
         }
     };
     let at = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
@@ -414,7 +485,12 @@ async fn carry_out(
             }
         }
     }
-    (process, events, failed)
+    Outcome {
+        process,
+        events,
+        error: failed,
+        broker_backlog: under.broker_backlog,
+    }
 }
 
 #[cfg(test)]
@@ -424,7 +500,7 @@ mod tests {
     #[test]
     fn outages_begin_and_end_in_time_order_among_the_other_steps() {
         let plan = FaultPlan::parse(
-            "gateway-down@30+30,kill-api@20,db-freeze@10+20,slow-uploads=5@40+1",
+            "gateway-down@30+30,kill-api@20,db-freeze@10+20,slow-uploads=5@40+1,broker-ack=7000@5+50",
             1.0,
         )
         .expect("plan");
@@ -435,12 +511,14 @@ mod tests {
         assert_eq!(
             order,
             [
+                "5 Begin(BrokerAck(7000))",
                 "10 Begin(DbFreeze)",
                 "20 KillApi { down: 2s }",
                 "30 End(DbFreeze)",
                 "30 Begin(GatewayDown)",
                 "40 Begin(SlowUploads(5))",
                 "41 End(SlowUploads(5))",
+                "55 End(BrokerAck(7000))",
                 "60 End(GatewayDown)",
             ]
         );

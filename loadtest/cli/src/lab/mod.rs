@@ -22,6 +22,7 @@ mod db_activity;
 pub mod events;
 mod faults;
 mod overload;
+mod slow_broker;
 mod slow_uploads;
 mod warmup;
 
@@ -57,6 +58,8 @@ struct Lab {
     /// The latency proxy between the APIs and PostgreSQL, when there is one (an added RTT, or a
     /// fault plan that freezes the database).
     db_proxy: Option<Arc<latency_proxy::LatencyProxy>>,
+    /// NATS behind its latency proxy, for a fault plan that slows the broker.
+    broker: Option<slow_broker::SlowBroker>,
     postgres_pid: Option<u32>,
     deps_url: String,
     deps_pid: Option<u32>,
@@ -68,6 +71,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
     let latency = args.latency;
     let targets = args.targets.clone();
+    let targets_empty = targets.is_empty();
     let out = args
         .out
         .clone()
@@ -165,6 +169,15 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         (Some(db), None) => Some(db.url.clone()),
         _ => None,
     };
+    let slows_broker = faults.is_some_and(|f| f.broker_ack.is_some());
+    if slows_broker && (db.is_none() || !targets_empty) {
+        bail!("--faults broker-ack needs APIs and a database the lab starts itself (no --targets)");
+    }
+    let broker = if slows_broker {
+        Some(slow_broker::SlowBroker::start().await?)
+    } else {
+        None
+    };
     if args.inject_broker().is_some() {
         bail!("--inject broker=… slows the broker of --scenario events only");
     }
@@ -175,6 +188,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         faults,
         db: db.clone(),
         db_proxy: proxy.clone(),
+        broker,
         profile,
         latency,
         out: out.clone(),
@@ -251,6 +265,9 @@ impl Lab {
                 "PG_DURABILITY".to_owned(),
                 a.db_durability.as_str().to_owned(),
             );
+        }
+        if let Some(b) = &self.broker {
+            b.settings(&mut s);
         }
         if api.starts_with("blocking") {
             s.insert(
@@ -387,7 +404,8 @@ impl Lab {
         let activity = db_activity::Probe::start(self.database_url.as_deref(), &url).await;
         let faults = self.start_faults(process, &url, clock.clone()).await?;
         let measured = measure_on(clock, driver, meta, targets).await;
-        let (process, fault_events) = self.end_faults(faults).await?;
+        let ended = self.end_faults(faults).await?;
+        let (process, fault_events) = (ended.process, ended.events);
         let (mut results, gave_up) = measured?;
         let activity = activity.run_ended().await;
         if let Some(task) = injecting {
@@ -417,6 +435,13 @@ impl Lab {
             money::count(self.database_url.as_deref(), Some(&self.deps_url), settle).await;
         results.money = money;
         results.invariants.extend(checks);
+        if let (Some(b), Some(fault), Some(db_url)) = (
+            &self.broker,
+            self.faults.and_then(|f| f.broker_ack),
+            self.database_url.as_deref(),
+        ) {
+            results.broker = Some(b.record(db_url, fault, ended.broker_backlog).await?);
+        }
         // After the checks (which wait until the API is idle), before the next run empties the tables.
         results.after_give_up =
             Some(orders_after_give_up(self.database_url.as_deref(), &gave_up).await);

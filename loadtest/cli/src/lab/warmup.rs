@@ -19,8 +19,16 @@ impl Lab {
     }
 
     pub(super) async fn fresh_state(&self) -> Result<()> {
+        if let (Some(b), Some(url)) = (&self.broker, &self.database_url) {
+            // The relay sends what it has before the tables are emptied, or it would publish
+            // the warm-up's events into the run's stream.
+            b.drain(url).await;
+        }
         if let Some(url) = &self.database_url {
             invariants::truncate(url).await?;
+        }
+        if let Some(b) = &self.broker {
+            b.empty_stream().await.context("emptying the stream")?;
         }
         reset_mock(&self.deps_url)
             .await

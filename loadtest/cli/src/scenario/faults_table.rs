@@ -1,11 +1,12 @@
 //! The `faults` scenario's table: per fault and API, how many requests were answered within the
 //! generator's deadline and the longest wait, what the gateway charged against the orders, the
-//! API's CPU during the outage, and (for the retrying clients' row) how the clients ended and how
-//! long each fault kept the API from answering 201.
+//! API's CPU during the outage, what became of the order events when the broker was slowed, and
+//! (for the retrying clients' row) how the clients ended and how long each fault kept the API from
+//! answering 201.
 
 use lab_results::faults::{
-    DB_RESTART_LABEL, FaultPlan, KILL_LABEL, answered_within_deadline, api_cpu_during,
-    p99_during_and_before,
+    BrokerRecord, DB_RESTART_LABEL, FaultPlan, KILL_LABEL, answered_within_deadline,
+    api_cpu_during, p99_during_and_before,
 };
 use lab_results::{MoneyRecord, RetryRecord, RunResults};
 
@@ -24,7 +25,7 @@ pub const PLAN: &str = "pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,hang
 /// The rows with one outage each (variant slug, plan, what the row's `fault` column says), run
 /// at the same rate with plain clients (one request per arrival, no retry), so that each request's
 /// own wait is measured. Outages begin 20 s in; their lengths are the issue's.
-pub const OUTAGES: [(&str, &str, &str); 3] = [
+pub const OUTAGES: [(&str, &str, &str); 4] = [
     ("db-freeze", "db-freeze@20+20", "PostgreSQL frozen 20 s"),
     (
         "slow-uploads",
@@ -35,6 +36,11 @@ pub const OUTAGES: [(&str, &str, &str); 3] = [
         "gateway-down",
         "gateway-down@20+30",
         "payment gateway unreachable 30 s",
+    ),
+    (
+        "broker-ack",
+        "broker-ack=7000@20+30",
+        "broker acknowledgements 7 s for 30 s (events on, outbox)",
     ),
 ];
 
@@ -54,6 +60,7 @@ fn fault_of(r: &RunResults) -> String {
         outage(plan.db_freeze, "db-freeze"),
         outage(plan.slow_uploads.map(|s| s.window), "slow-uploads"),
         outage(plan.gateway_down, "gateway-down"),
+        outage(plan.broker_ack.map(|b| b.window), "broker-ack"),
     ]
     .into_iter()
     .flatten()
@@ -94,6 +101,13 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
                 let f = |v: Option<f64>| v.map_or("—".into(), super::render::ms);
                 format!("{} ({} before)", f(during), f(before))
             }),
+            r.broker.as_ref().map_or("—".into(), |b| {
+                format!(
+                    "{} / {} ({} lost, {} duplicated)",
+                    b.orders, b.events_in_stream, b.events_lost, b.events_duplicated
+                )
+            }),
+            r.broker.as_ref().map_or("—".into(), backlog),
             n(retries.map(|x| x.ended_created)),
             retries.map_or("—".into(), terminal),
             n(retries.map(|x| x.ended_gave_up)),
@@ -151,7 +165,11 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
              immediate. The other rows: plain clients (one request per arrival) and one outage from 20 s: \
              PostgreSQL frozen 20 s (the TCP proxy between the API and PostgreSQL moves no byte and \
              forwards no new connection), 300 connections sending an order's headers and then one body \
-             byte every 2 s for 30 s, the payment gateway unreachable 30 s (pay, lookup and void hang). \
+             byte every 2 s for 30 s, the payment gateway unreachable 30 s (pay, lookup and void hang), \
+             and the API with EVENTS_MODE=outbox publishing to a lab-started nats-server -js through a \
+             TCP proxy that adds 7 s to every round trip for 30 s (each JetStream acknowledgement 7 s; \
+             NATS_TIMEOUT_MS left at its 10 s default); events are counted after the relay drained the \
+             outbox, every order against the stream's subjects (duplicates allowed: at-least-once). \
              Answered: any HTTP status before the deadline; longest answer: the longest wait of any \
              request (a timeout's included); CPU: the API's CPU seconds per second over the outage's \
              whole seconds. Money is counted once no key is CHARGING."
@@ -170,6 +188,8 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
             "double charges",
             "API CPU during the outage",
             "worst second's p99 during the outage",
+            "orders / events in the stream",
+            "outbox backlog at the outage's end / after the drain",
             "clients ended 201",
             "clients ended terminal 4xx",
             "clients gave up",
@@ -181,8 +201,23 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
         rows,
         notes,
         links: Vec::new(),
-        main_columns: 13,
+        main_columns: 15,
         ..ScenarioTable::default()
+    }
+}
+
+/// The outbox's backlog when the slowdown ended and after the drain, with how long after the
+/// money count (itself some seconds after the run) the outbox was seen empty.
+fn backlog(b: &BrokerRecord) -> String {
+    let at_end = b
+        .backlog_at_outage_end
+        .map_or("—".into(), |n| n.to_string());
+    match b.drain_s {
+        Some(s) => format!(
+            "{at_end} / {} (empty {s:.1} s after the money count)",
+            b.backlog_after_drain
+        ),
+        None => format!("{at_end} / {} (not drained)", b.backlog_after_drain),
     }
 }
 
@@ -220,7 +255,8 @@ fn recovered(r: Option<&RetryRecord>, label: &str) -> String {
 
 /// The verdict of an outage row: money balanced both ways, no double charge, and — for a frozen
 /// database — no answer held for the whole freeze (an API that waits on a frozen database
-/// without a bound answers only once it thaws).
+/// without a bound answers only once it thaws); for a slowed broker, also every order's event in
+/// the stream once the outbox drained (duplicates allowed, and counted).
 fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> String {
     let api = r.api.as_str();
     let Some(m) = m else {
@@ -248,9 +284,38 @@ fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> 
             freeze.for_s
         ));
     }
+    let events = match (plan.broker_ack, r.broker.as_ref()) {
+        (None, _) => String::new(),
+        (Some(_), None) => {
+            failed.push("the events were not counted".to_owned());
+            String::new()
+        }
+        (Some(_), Some(b)) => {
+            if !b.every_event_delivered() {
+                failed.push(format!(
+                    "events: {} orders without their event, {} outbox rows still unsent",
+                    b.events_lost, b.backlog_after_drain
+                ));
+            }
+            format!(
+                "; events: {} of {} orders in the stream, {} duplicated (at-least-once), outbox \
+                 backlog {} at the outage's end and {} after the drain (NATS_TIMEOUT_MS {} ms \
+                 against {} ms acknowledgements)",
+                b.orders - b.events_lost.min(b.orders),
+                b.orders,
+                b.events_duplicated,
+                b.backlog_at_outage_end
+                    .map_or("—".into(), |n| n.to_string()),
+                b.backlog_after_drain,
+                b.nats_timeout_ms,
+                b.ack_ms
+            )
+        }
+    };
     let answered = answered_within_deadline(&r.summary);
     let text = format!(
-        "{api}, {}: {answered} of {} answered within the deadline, longest {}; {} charges, {} voids, {} orders",
+        "{api}, {}: {answered} of {} answered within the deadline, longest {}; {} charges, {} voids, \
+         {} orders{events}",
         fault_of(r),
         r.summary.sent,
         super::render::ms(longest),

@@ -11,7 +11,8 @@
 //! - `faults` (money safety): both APIs at a constant rate with retrying clients, payment faults
 //!   throughout, the API killed and restarted, PostgreSQL restarted; then one run per outage with
 //!   plain clients: PostgreSQL frozen 20 s, 300 slow uploads, the payment gateway unreachable
-//!   30 s (`faults_table::OUTAGES`). Every charge must end as one order or one void.
+//!   30 s, the broker's acknowledgements 7 s for 30 s with the outbox on (`faults_table::OUTAGES`).
+//!   Every charge must end as one order or one void, and every order's event in the stream.
 //! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
 //! - `events` (issue 10): two-phase vs after-commit vs outbox under a healthy, a slowed and a
@@ -73,8 +74,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "faults",
         "money safety: retrying clients through payment faults, kill -9 of the API and a \
-         PostgreSQL crash restart; a frozen database, 300 slow uploads, an unreachable gateway \
-         (8 runs)",
+         PostgreSQL crash restart; a frozen database, 300 slow uploads, an unreachable gateway, \
+         a broker acknowledging in 7 s (10 runs)",
     ),
     (
         "overload",
