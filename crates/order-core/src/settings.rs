@@ -1,5 +1,5 @@
 //! Settings both APIs read, with the same names and defaults. Each is an environment variable and
-//! a `--kebab-case` flag; the README's settings table lists the same.
+//! a `--kebab-case` flag; docs/settings.md lists the same.
 
 use std::time::Duration;
 

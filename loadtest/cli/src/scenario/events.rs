@@ -187,7 +187,7 @@ pub fn table(rows: &[EventsRow]) -> ScenarioTable {
         }
     }
     ScenarioTable {
-        title: "Experiment A (issue 10): the order event under a slow broker".into(),
+        title: "Experiment C: the order event under a slow broker".into(),
         intro: "Two-phase commit (PREPARE TRANSACTION, publish, COMMIT PREPARED) against \
                 after-commit (commit, then publish) and the transactional outbox (event row in \
                 the order's transaction, relayed with Nats-Msg-Id), NATS JetStream, both APIs."

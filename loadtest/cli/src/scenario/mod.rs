@@ -83,7 +83,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     (
         "events",
-        "experiment A (issue 10): the order event under a slow broker — two-phase, after-commit, \
+        "experiment C: the order event under a slow broker — two-phase, after-commit, \
          outbox on NATS JetStream, healthy / slowed / crash (18 runs)",
     ),
     (
