@@ -21,49 +21,18 @@ use common::{binaries_present, own_database};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outages_begin_and_end_on_time_and_the_money_balances() {
-    if let Err(e) = binaries_present() {
-        panic!("faults smoke test needs the service binaries ({e}); scripts/test.sh builds them");
-    }
-    let out = std::env::temp_dir().join(format!("loadtest-faults-smoke-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let db = match std::env::var("TEST_DATABASE_URL") {
-        Ok(server) => Some(own_database(&server, "loadtest_faults_smoke").await),
-        Err(_) => None,
-    };
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
-    cmd.env_remove("CARGO");
-    cmd.args([
-        "lab",
-        "--apis",
-        "reactive-api",
-        "--profile",
-        "constant-10-8",
-    ])
-    .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1"])
-    .args(["--deps-timeout-ms", "1000", "--db-pool-timeout-ms", "1000"])
-    .args(["--lease-ms", "4000"])
-    .args([
-        "--reconcile-interval-ms",
-        "500",
-        "--request-timeout-s",
-        "30",
-    ])
-    .args([
-        "--faults",
-        "db-freeze@2+3,slow-uploads=20@2+3,gateway-down@2+3",
-        "--max-loop-lag-ms",
-        "0",
-        "--no-progress",
-    ])
-    .arg("--out")
-    .arg(&out);
-    if let Some((url, _, _)) = &db {
-        cmd.args(["--database-url", url]);
-    }
-    let output = cmd.output().expect("running loadtest lab");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "lab failed: {stderr}");
-    let r = RunResults::load(out.join("results-reactive-0.json")).unwrap();
+    let (run, r) = SmokeRun::lab(
+        "faults",
+        &[
+            "--request-timeout-s",
+            "30",
+            "--faults",
+            "db-freeze@2+3,slow-uploads=20@2+3,gateway-down@2+3",
+            "--max-loop-lag-ms",
+            "0",
+        ],
+    )
+    .await;
     let labels: Vec<&str> = r.events.iter().map(|e| e.label.as_str()).collect();
     for (begins, ends) in [
         (DB_FREEZE_LABEL, "PostgreSQL thawed"),
@@ -98,10 +67,7 @@ async fn outages_begin_and_end_on_time_and_the_money_balances() {
     );
     let m = r.money.as_ref().expect("money counted");
     assert!(m.balanced() && m.charging_left == 0, "{m:?}");
-    if let Some((_, server, name)) = &db {
-        common::drop_database(server, name).await;
-    }
-    let _ = std::fs::remove_dir_all(&out);
+    run.clean_up().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,37 +76,7 @@ async fn a_slowed_broker_leaves_a_backlog_that_drains_into_the_stream() {
         eprintln!("SKIPPED: the broker-ack smoke test needs nats-server ({e:#})");
         return;
     }
-    if let Err(e) = binaries_present() {
-        panic!("faults smoke test needs the service binaries ({e}); scripts/test.sh builds them");
-    }
-    let out = std::env::temp_dir().join(format!("loadtest-broker-smoke-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let db = match std::env::var("TEST_DATABASE_URL") {
-        Ok(server) => Some(own_database(&server, "loadtest_broker_smoke").await),
-        Err(_) => None,
-    };
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
-    cmd.env_remove("CARGO");
-    cmd.args([
-        "lab",
-        "--apis",
-        "reactive-api",
-        "--profile",
-        "constant-10-8",
-    ])
-    .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1"])
-    .args(["--deps-timeout-ms", "1000", "--db-pool-timeout-ms", "1000"])
-    .args(["--lease-ms", "4000", "--reconcile-interval-ms", "500"])
-    .args(["--faults", "broker-ack=2000@2+3", "--no-progress"])
-    .arg("--out")
-    .arg(&out);
-    if let Some((url, _, _)) = &db {
-        cmd.args(["--database-url", url]);
-    }
-    let output = cmd.output().expect("running loadtest lab");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "lab failed: {stderr}");
-    let r = RunResults::load(out.join("results-reactive-0.json")).unwrap();
+    let (run, r) = SmokeRun::lab("broker", &["--faults", "broker-ack=2000@2+3"]).await;
     assert_eq!(
         r.config.api_settings.get("EVENTS_MODE").map(String::as_str),
         Some("outbox")
@@ -164,8 +100,62 @@ async fn a_slowed_broker_leaves_a_backlog_that_drains_into_the_stream() {
     assert!(m.balanced() && m.charging_left == 0, "{m:?}");
     assert_eq!((b.orders, b.nats_timeout_ms), (m.orders, 10_000), "{b:?}");
     assert!(b.orders >= 60, "{b:?}");
-    if let Some((_, server, name)) = &db {
-        common::drop_database(server, name).await;
+    run.clean_up().await;
+}
+
+/// One smoke run of `loadtest lab`: reactive-api alone at a constant 10 orders/s for 8 s, 1 ms
+/// mocks, short timeouts and recovery, its own database (where `TEST_DATABASE_URL` names a
+/// server) and output folder; `extra` adds the faults and what they need.
+struct SmokeRun {
+    out: std::path::PathBuf,
+    /// The database's URL, its server and its name (dropped by [`SmokeRun::clean_up`]).
+    db: Option<(String, String, String)>,
+}
+
+impl SmokeRun {
+    async fn lab(name: &str, extra: &[&str]) -> (SmokeRun, RunResults) {
+        if let Err(e) = binaries_present() {
+            panic!(
+                "faults smoke test needs the service binaries ({e}); scripts/test.sh builds them"
+            );
+        }
+        let out =
+            std::env::temp_dir().join(format!("loadtest-{name}-smoke-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let db = match std::env::var("TEST_DATABASE_URL") {
+            Ok(server) => Some(own_database(&server, &format!("loadtest_{name}_smoke")).await),
+            Err(_) => None,
+        };
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
+        cmd.env_remove("CARGO");
+        cmd.args([
+            "lab",
+            "--apis",
+            "reactive-api",
+            "--profile",
+            "constant-10-8",
+        ])
+        .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1"])
+        .args(["--deps-timeout-ms", "1000", "--db-pool-timeout-ms", "1000"])
+        .args(["--lease-ms", "4000", "--reconcile-interval-ms", "500"])
+        .args(extra)
+        .arg("--no-progress")
+        .arg("--out")
+        .arg(&out);
+        if let Some((url, _, _)) = &db {
+            cmd.args(["--database-url", url]);
+        }
+        let output = cmd.output().expect("running loadtest lab");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "lab failed: {stderr}");
+        let r = RunResults::load(out.join("results-reactive-0.json")).unwrap();
+        (SmokeRun { out, db }, r)
     }
-    let _ = std::fs::remove_dir_all(&out);
+
+    async fn clean_up(self) {
+        if let Some((_, server, name)) = &self.db {
+            common::drop_database(server, name).await;
+        }
+        let _ = std::fs::remove_dir_all(&self.out);
+    }
 }
