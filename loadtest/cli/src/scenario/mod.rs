@@ -161,42 +161,33 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
             }));
         }
         "faults" => {
-            out.push(with("both-apis".to_owned(), &|a| {
+            // Every faults run: the constant rate, the seed's latencies, an attempt that outlives
+            // neither a hung payment (DEPS_TIMEOUT_MS) nor the API's request deadline (30 s
+            // leaves both to the API), quick recovery, a durable PostgreSQL.
+            let faults_run = |a: &mut LabArgs, retry_for_s: Option<f64>, faults: FaultPlan| {
                 a.load.profile = format!(
                     "constant-{}-{}",
                     faults_table::RATE,
                     faults_table::DURATION_S
                 );
                 a.latency = SEED_LATENCIES;
-                a.load.retry_for_s = Some(60.0);
-                // An attempt outlives neither a hung payment (DEPS_TIMEOUT_MS) nor the API's
-                // request deadline; 30 s leaves both to the API.
+                a.load.retry_for_s = retry_for_s;
                 a.load.request_timeout_s = 30.0;
                 a.deps_timeout_ms = 5000;
                 a.lease_ms = 15_000;
                 a.reconcile_interval_ms = 2000;
                 a.db_durability = Durability::On;
-                a.faults = Some(plan);
+                a.faults = Some(faults);
+            };
+            // Clients that retry, through the payment faults, the kill and the restart.
+            out.push(with("both-apis".to_owned(), &|a| {
+                faults_run(a, Some(60.0), plan)
             }));
+            // Plain clients: each request's own wait is the measure. The deadline is the APIs'
+            // REQUEST_DEADLINE_MS.
             for (slug, spec, _) in faults_table::OUTAGES {
                 let outage = FaultPlan::parse(spec, 1.0)?;
-                out.push(with(slug.to_owned(), &|a| {
-                    a.load.profile = format!(
-                        "constant-{}-{}",
-                        faults_table::RATE,
-                        faults_table::DURATION_S
-                    );
-                    a.latency = SEED_LATENCIES;
-                    // Plain clients: each request's own wait is the measure. The deadline is the
-                    // APIs' REQUEST_DEADLINE_MS.
-                    a.load.retry_for_s = None;
-                    a.load.request_timeout_s = 30.0;
-                    a.deps_timeout_ms = 5000;
-                    a.lease_ms = 15_000;
-                    a.reconcile_interval_ms = 2000;
-                    a.db_durability = Durability::On;
-                    a.faults = Some(outage);
-                }));
+                out.push(with(slug.to_owned(), &|a| faults_run(a, None, outage)));
             }
         }
         "overload" => out = overload::variants(base),
