@@ -1,8 +1,8 @@
 //! The charts over time, described as data: which per-second values each one draws and how.
 
+use lab_results::numbers::MIB;
 use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED, SecondSample};
 
-use super::model::MIB;
 use super::svg::{Dash, Figure, LineChart, Marker, Scale, Series, TickFormat};
 
 /// A per-second figure: `None` = not measured that second (leaves a gap).

@@ -7,8 +7,9 @@
 //! each API's.
 
 use lab_results::RunResults;
+use lab_results::numbers::MIB;
 
-use super::model::{ApiRuns, MIB, cores, schedule_s};
+use super::model::{ApiRuns, cores, schedule_s};
 
 /// `Under: profile fixture-120 (open, 120/s plateau, 90 s) · dependencies seller 200 ms, …`.
 pub fn line(groups: &[ApiRuns<'_>]) -> Option<String> {

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use lab_results::RunResults;
+use lab_results::numbers::MIB;
 
-use super::model::{ApiRuns, MIB};
+use super::model::ApiRuns;
 
 /// Settings that must differ between two processes on one machine and say nothing about fairness,
 /// or whose value belongs to the execution model: `MAX_IN_FLIGHT`, with shedding on, is each API's

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use lab_results::RunResults;
+use lab_results::markdown::{Column, Table};
 
 use super::goose::GooseRun;
 use super::model::group;
@@ -60,24 +61,20 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun], slo: Option<&Slo>) -> Str
     }
     for (span, rows) in tables::summary(&groups) {
         let _ = writeln!(s, "### {}\n", span.title());
-        let _ = writeln!(
-            s,
-            "| metric | {} |",
-            apis.iter().map(|a| cell(a)).collect::<Vec<_>>().join(" | ")
+        let mut table = Table::new(
+            std::iter::once(Column::left("metric")).chain(apis.iter().map(|a| Column::right(*a))),
         );
-        let _ = writeln!(s, "|---|{}", "---:|".repeat(apis.len()));
         for row in rows.iter().filter(|r| r.cells.iter().any(Option::is_some)) {
-            let cells: Vec<String> = row
+            let cells = row
                 .cells
                 .iter()
                 .map(|c| match cell_text(c.as_ref(), row.unit) {
                     (main, None) => main,
                     (main, Some(range)) => format!("{main} ({range})"),
-                })
-                .collect();
-            let _ = writeln!(s, "| {} | {} |", cell(&row.metric), cells.join(" | "));
+                });
+            table.push_row(std::iter::once(row.metric.clone()).chain(cells));
         }
-        s.push('\n');
+        let _ = writeln!(s, "{table}");
     }
     for row in littles::rows(&groups) {
         let _ = writeln!(
@@ -89,9 +86,4 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun], slo: Option<&Slo>) -> Str
     }
     super::goose::markdown(&mut s, &groups, goose);
     s
-}
-
-/// Escapes the one character that breaks a Markdown table cell.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
 }

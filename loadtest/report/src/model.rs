@@ -2,6 +2,7 @@
 //! across repeats, and the number formats every table and chart label shares.
 
 use lab_results::RunResults;
+use lab_results::numbers;
 
 use super::svg::PALETTE;
 
@@ -107,31 +108,16 @@ pub fn fmt(v: f64, unit: Unit) -> String {
         return "–".to_owned();
     }
     match unit {
-        Unit::Count => thousands(v.round()),
+        Unit::Count => numbers::grouped(v),
         Unit::Rate => format!("{v:.1} req/s"),
         Unit::Millis if v.abs() >= 1000.0 => format!("{:.2} s", v / 1000.0),
         Unit::Millis if v.abs() >= 10.0 => format!("{v:.0} ms"),
         Unit::Millis => format!("{v:.1} ms"),
         Unit::Percent => format!("{v:.1} %"),
-        Unit::Bytes => format!("{:.1} MiB", v / MIB),
+        Unit::Bytes => numbers::mib(v),
         Unit::Decimal("") => format!("{v:.2}"),
         Unit::Decimal(suffix) => format!("{v:.2} {suffix}"),
     }
-}
-
-/// Bytes per MiB.
-pub const MIB: f64 = 1024.0 * 1024.0;
-
-fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if v < 0.0 { format!("-{out}") } else { out }
 }
 
 /// Runs that share a text (e.g. the same limits note), labelled as briefly as possible: the API name
@@ -208,6 +194,7 @@ pub fn run_name(run: &RunResults) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lab_results::numbers::MIB;
 
     #[test]
     fn spread_of_repeats() {

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use maud::{Markup, html};
 
+use lab_results::markdown::Table;
 use lab_results::{RunResults, ShardRecord};
 
 use super::model::{ApiRuns, run_name};
@@ -65,11 +66,10 @@ pub fn html(groups: &[ApiRuns<'_>]) -> Markup {
 pub fn markdown(s: &mut String, groups: &[ApiRuns<'_>]) {
     for r in merged(groups) {
         let _ = writeln!(s, "**Shards** — {}.\n", lead(r));
-        let _ = writeln!(s, "| {} |", HEAD.join(" | "));
-        let _ = writeln!(s, "|{}", "---|".repeat(HEAD.len()));
+        let mut table = Table::left(HEAD);
         for shard in &r.shards {
-            let _ = writeln!(s, "| {} |", cells(shard).join(" | ").replace('\n', " "));
+            table.push_row(cells(shard));
         }
-        s.push('\n');
+        let _ = writeln!(s, "{table}");
     }
 }

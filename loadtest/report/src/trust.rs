@@ -9,9 +9,10 @@ use std::fmt::Write as _;
 use maud::{Markup, html};
 
 use lab_results::RunResults;
+use lab_results::numbers::MIB;
 
 use super::fairness::{self, Status};
-use super::model::{ApiRuns, MIB, Unit, by_api, cores, fmt, run_name};
+use super::model::{ApiRuns, Unit, by_api, cores, fmt, run_name};
 use super::slo::Slo;
 use super::slo_verdict;
 use super::trust_item::{Item, State};

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use fixtures::section;
 use lab_report::slo::Slo;
 use lab_report::{render_html, render_markdown, slo_missed, write_report, write_report_with_slo};
+use lab_results::numbers::grouped;
 use lab_results::{InvariantCheck, MoneyRecord, OUTCOME_OVERLOADED, RunResults};
 
 fn trust(html: &str) -> &str {
@@ -286,12 +287,12 @@ fn every_share_is_of_the_arrivals_and_late_answers_are_shown() {
             plateau,
             "open when the plateau ended (answered late or never)"
         )[0],
-        thousands(open)
+        grouped(open as f64)
     );
     assert!(
         lead.contains(&format!(
             "{} requests were open when the plateau ended, and 738 answers came in the 9 s after the last arrival",
-            thousands(open)
+            grouped(open as f64)
         )),
         "{lead}"
     );
@@ -331,7 +332,7 @@ fn goose_reports_are_linked_with_their_counts_beside_ours() {
     );
     let blocking = format!(
         "goose counted {} answered",
-        thousands(runs[0].summary.completed)
+        grouped(runs[0].summary.completed as f64)
     );
     assert!(
         goose.contains(&blocking) && goose.contains("ours the same"),
@@ -340,7 +341,7 @@ fn goose_reports_are_linked_with_their_counts_beside_ours() {
     assert!(
         goose.contains(&format!(
             "ours DIFFER: failed {}",
-            thousands(runs[1].summary.errors)
+            grouped(runs[1].summary.errors as f64)
         )),
         "{goose}"
     );
@@ -353,16 +354,4 @@ fn goose_reports_are_linked_with_their_counts_beside_ours() {
             .contains("<code>goose-blocking-0.html</code> (not beside this page)")
     );
     let _ = std::fs::remove_dir_all(dir);
-}
-
-fn thousands(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

@@ -8,6 +8,9 @@
 //! It is versioned by [`SCHEMA_VERSION`]; changes are additive only (new fields are `Option` or carry
 //! `#[serde(default)]`), so an older file still loads. `docs/results-format.md` describes it in prose.
 //!
+//! Beside the schema, the two things every reader of it writes the same way: a figure
+//! ([`numbers`]) and a Markdown table ([`markdown`]), for the report, the scenarios and the bench.
+//!
 //! Counting rules, used everywhere below:
 //! - `offered` = arrivals the profile scheduled; `sent` = requests actually started;
 //!   `not_sent` = arrivals refused by the in-flight cap (`offered = sent + not_sent`).
@@ -29,9 +32,11 @@ mod db_activity;
 mod fate;
 pub mod faults;
 pub mod inject;
+pub mod markdown;
 mod measures;
 mod median;
 mod money;
+pub mod numbers;
 mod overload;
 mod shards;
 mod versioned;

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use lab_results::bench::{BenchCell, BenchResults};
+use lab_results::markdown::{Column, Table};
+use lab_results::numbers::{NONE, fixed};
 
 /// A figure the diff compares: its name, how to read it from a cell, whether less is better.
 struct Metric {
@@ -162,9 +164,14 @@ pub fn render(rows: &[DiffRow], baseline: Option<&Path>) -> String {
         "## Change against the baseline{}\n",
         baseline.map_or(String::new(), |p| format!(" ({})", p.display()))
     );
-    let _ = writeln!(s, "| API | mocks | figure | baseline | now | change |");
-    let _ = writeln!(s, "|---|---|---|---:|---:|---:|");
-    let show = |v: Option<f64>, d: usize| super::figures::num(v, d);
+    let mut table = Table::new([
+        Column::left("API"),
+        Column::left("mocks"),
+        Column::left("figure"),
+        Column::right("baseline"),
+        Column::right("now"),
+        Column::right("change"),
+    ]);
     for r in rows {
         let change = match (r.change_pct(), r.better()) {
             (Some(c), Some(true)) => format!("{c:+.1} % (better)"),
@@ -172,19 +179,18 @@ pub fn render(rows: &[DiffRow], baseline: Option<&Path>) -> String {
             (Some(c), None) => format!("{c:+.1} %"),
             (None, _) if r.before.is_none() && r.after.is_some() => "new".to_owned(),
             (None, _) if r.after.is_none() && r.before.is_some() => "not measured now".to_owned(),
-            (None, _) => "—".to_owned(),
+            (None, _) => NONE.to_owned(),
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {change} |",
-            r.api,
-            r.mocks,
-            r.metric,
-            show(r.before, r.decimals),
-            show(r.after, r.decimals)
-        );
+        table.push_row([
+            r.api.clone(),
+            r.mocks.clone(),
+            r.metric.to_owned(),
+            fixed(r.before, r.decimals),
+            fixed(r.after, r.decimals),
+            change,
+        ]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{table}");
     s
 }
 

@@ -6,21 +6,12 @@ use std::path::Path;
 
 use lab_results::bench::BenchResults;
 use lab_results::cost::{CostBaseline, GateLine, PgPerOrder};
-
-use super::figures::num;
+use lab_results::markdown::{Column, Table};
+use lab_results::numbers::{NONE, fixed, grouped};
 
 /// Instructions as thousands with no decimals: `1,234 k`.
 fn k(x: f64) -> String {
-    let v = (x / 1000.0).round() as i64;
-    let digits = v.abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{}{out} k", if v < 0 { "-" } else { "" })
+    format!("{} k", grouped(x / 1000.0))
 }
 
 /// The `--instructions` sections of bench.md.
@@ -38,22 +29,21 @@ pub fn instructions(s: &mut String, r: &BenchResults) {
          counters: {}.\n",
         st.valgrind, st.clients, st.warmup_orders, st.orders, st.hardware_counters
     );
-    let _ = writeln!(
-        s,
-        "| API | orders | instructions/order | window under valgrind |"
-    );
-    let _ = writeln!(s, "|---|---:|---:|---:|");
+    let mut table = Table::new([
+        Column::left("API"),
+        Column::right("orders"),
+        Column::right("instructions/order"),
+        Column::right("window under valgrind"),
+    ]);
     for c in &r.instructions {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.1} s |",
-            c.api,
-            c.orders,
+        table.push_row([
+            c.api.clone(),
+            c.orders.to_string(),
             k(c.instructions_per_order),
-            c.window_s
-        );
+            format!("{:.1} s", c.window_s),
+        ]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{table}");
     for c in &r.instructions {
         let _ = writeln!(
             s,
@@ -61,35 +51,38 @@ pub fn instructions(s: &mut String, r: &BenchResults) {
              the groups add up to the total):\n",
             c.api
         );
-        let _ = writeln!(s, "| group | instructions/order | share |");
-        let _ = writeln!(s, "|---|---:|---:|");
+        let mut groups = Table::new([
+            Column::left("group"),
+            Column::right("instructions/order"),
+            Column::right("share"),
+        ]);
         for g in &c.groups {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {:.1} % |",
-                g.name,
+            groups.push_row([
+                g.name.clone(),
                 k(g.per_order),
-                g.share * 100.0
-            );
+                format!("{:.1} %", g.share * 100.0),
+            ]);
         }
         let _ = writeln!(
             s,
-            "\nEach group's top frames by inclusive instructions (own + callees'; nested frames \
-             overlap, so these do not add up):\n"
+            "{groups}\nEach group's top frames by inclusive instructions (own + callees'; nested \
+             frames overlap, so these do not add up):\n"
         );
-        let _ = writeln!(s, "| frame | group | inclusive/order | self/order |");
-        let _ = writeln!(s, "|---|---|---:|---:|");
+        let mut frames = Table::new([
+            Column::left("frame"),
+            Column::left("group"),
+            Column::right("inclusive/order"),
+            Column::right("self/order"),
+        ]);
         for f in &c.frames {
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {} | {} |",
-                f.name.replace('|', "\\|"),
-                f.group,
+            frames.push_row([
+                format!("`{}`", f.name),
+                f.group.clone(),
                 k(f.inclusive_per_order),
-                k(f.self_per_order)
-            );
+                k(f.self_per_order),
+            ]);
         }
-        s.push('\n');
+        let _ = writeln!(s, "{frames}");
     }
     postgres(
         s,
@@ -116,28 +109,36 @@ pub fn postgres(
         "From PostgreSQL's own counters: `pg_stat_wal` (the cluster's WAL) and `pg_stat_database` \
          (the orders' database; the lab's own statements add a handful of commits per window).\n"
     );
-    let _ = writeln!(
-        s,
-        "| window | WAL records | WAL bytes | full-page images | WAL flushes | commits | rollbacks \
-         | buffer hits | buffer reads |"
+    let mut table = Table::new(
+        std::iter::once(Column::left("window")).chain(
+            [
+                "WAL records",
+                "WAL bytes",
+                "full-page images",
+                "WAL flushes",
+                "commits",
+                "rollbacks",
+                "buffer hits",
+                "buffer reads",
+            ]
+            .map(Column::right),
+        ),
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (label, p) in rows {
         let p = p.as_ref();
-        let _ = writeln!(
-            s,
-            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            num(p.map(|p| p.wal_records), 2),
-            num(p.map(|p| p.wal_bytes), 0),
-            num(p.map(|p| p.wal_fpi), 3),
-            num(p.map(|p| p.wal_syncs), 2),
-            num(p.map(|p| p.commits), 2),
-            num(p.map(|p| p.rollbacks), 3),
-            num(p.map(|p| p.blocks_hit), 1),
-            num(p.map(|p| p.blocks_read), 2),
-        );
+        table.push_row([
+            label,
+            fixed(p.map(|p| p.wal_records), 2),
+            fixed(p.map(|p| p.wal_bytes), 0),
+            fixed(p.map(|p| p.wal_fpi), 3),
+            fixed(p.map(|p| p.wal_syncs), 2),
+            fixed(p.map(|p| p.commits), 2),
+            fixed(p.map(|p| p.rollbacks), 3),
+            fixed(p.map(|p| p.blocks_hit), 1),
+            fixed(p.map(|p| p.blocks_read), 2),
+        ]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{table}");
 }
 
 /// The gate's verdict, line by line, and what to do about a failure.
@@ -150,22 +151,28 @@ pub fn gate(lines: &[GateLine], baseline: &CostBaseline, path: &Path) -> String 
         baseline.commit,
         baseline.measured_at
     );
-    let _ = writeln!(s, "| API | figure | baseline | now | change | may rise | |");
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---|");
+    let mut table = Table::new([
+        Column::left("API"),
+        Column::left("figure"),
+        Column::right("baseline"),
+        Column::right("now"),
+        Column::right("change"),
+        Column::right("may rise"),
+        Column::left(""),
+    ]);
     for l in lines {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {:.0} | {} | {} | {:.0} % | {} |",
-            l.api,
-            l.figure,
-            l.baseline,
-            num(l.measured, 0),
+        table.push_row([
+            l.api.clone(),
+            l.figure.clone(),
+            format!("{:.0}", l.baseline),
+            fixed(l.measured, 0),
             l.change()
-                .map_or("—".to_owned(), |c| format!("{:+.2} %", c * 100.0)),
-            l.tolerance * 100.0,
-            if l.passes() { "ok" } else { "**FAILED**" }
-        );
+                .map_or(NONE.to_owned(), |c| format!("{:+.2} %", c * 100.0)),
+            format!("{:.0} %", l.tolerance * 100.0),
+            (if l.passes() { "ok" } else { "**FAILED**" }).to_owned(),
+        ]);
     }
+    let _ = write!(s, "{table}");
     if lines.iter().any(|l| !l.passes()) {
         let _ = writeln!(
             s,

@@ -25,7 +25,6 @@ use sqlx::Connection;
 pub mod baseline;
 mod cell;
 mod cost_render;
-pub mod figures;
 pub mod instructions;
 pub mod pg_counters;
 pub mod probe;

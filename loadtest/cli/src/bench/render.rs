@@ -3,13 +3,9 @@
 use std::fmt::Write as _;
 
 use lab_results::bench::{BenchCell, BenchResults, busy_unit};
+use lab_results::markdown::{Column, Table};
+use lab_results::numbers::{NONE, fixed, kib, mib, percent};
 use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED};
-
-use super::figures::{kib, mib, num};
-
-fn pct(x: f64) -> String {
-    format!("{:.0} %", x * 100.0)
-}
 
 /// Requests that did not end in a 201 (fresh or replayed).
 pub fn errors(c: &BenchCell) -> u64 {
@@ -29,12 +25,12 @@ pub fn one_line(c: &BenchCell) -> String {
         c.api,
         c.mocks,
         c.orders_per_s,
-        num(p.map(|p| p.api_cpu_us), 0),
-        num(p.map(|p| p.api_user_us), 0),
-        num(p.map(|p| p.api_system_us), 0),
-        num(p.and_then(|p| p.sql_statements), 2),
-        num(p.and_then(|p| p.http_calls), 2),
-        pct(c.api_cpu_share)
+        fixed(p.map(|p| p.api_cpu_us), 0),
+        fixed(p.map(|p| p.api_user_us), 0),
+        fixed(p.map(|p| p.api_system_us), 0),
+        fixed(p.and_then(|p| p.sql_statements), 2),
+        fixed(p.and_then(|p| p.http_calls), 2),
+        percent(c.api_cpu_share)
     )
 }
 
@@ -56,12 +52,14 @@ pub fn markdown(r: &BenchResults) -> String {
         e.git_sha
     );
     let st = &r.settings;
-    let limits = r.cells.first().map_or("—".to_owned(), |c| {
+    let limits = r.cells.first().map_or(NONE.to_owned(), |c| {
         if c.limits.limits_enforced {
             format!(
                 "{} CPU / {} ({})",
-                num(c.limits.cpu_cores, 1),
-                c.limits.memory_bytes.map_or("—".to_owned(), mib),
+                fixed(c.limits.cpu_cores, 1),
+                c.limits
+                    .memory_bytes
+                    .map_or(NONE.to_owned(), |b| mib(b as f64)),
                 c.limits.mechanism
             )
         } else {
@@ -132,50 +130,58 @@ fn per_order(s: &mut String, r: &BenchResults) {
         .iter()
         .any(|c| c.window.latency_proxy_cpu_s.is_some());
     let _ = writeln!(s, "## Per order\n");
-    let _ = writeln!(
-        s,
-        "| API | mocks | clients | orders/s | API CPU µs/order (user + system) | context switches/order \
-         (voluntary + not) | SQL statements/order | HTTP calls/order | peak RSS | PostgreSQL µs/order \
-         | mock-deps µs/order | generator µs/order |{}",
-        if proxy {
-            " latency-proxy µs/order |"
-        } else {
-            ""
-        }
+    let mut columns = vec![Column::left("API"), Column::left("mocks")];
+    columns.extend(
+        [
+            "clients",
+            "orders/s",
+            "API CPU µs/order (user + system)",
+            "context switches/order (voluntary + not)",
+            "SQL statements/order",
+            "HTTP calls/order",
+            "peak RSS",
+            "PostgreSQL µs/order",
+            "mock-deps µs/order",
+            "generator µs/order",
+        ]
+        .map(Column::right),
     );
-    let _ = writeln!(
-        s,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
-        if proxy { "---:|" } else { "" }
-    );
+    if proxy {
+        columns.push(Column::right("latency-proxy µs/order"));
+    }
+    let mut table = Table::new(columns);
     for c in &r.cells {
         let p = c.per_order.as_ref();
-        let _ = write!(
-            s,
-            "| {} | {} | {} | {:.0} | {} ({} + {}) | {} ({} + {}) | {} | {} | {} | {} | {} | {} |",
-            c.api,
-            c.mocks,
-            c.clients,
-            c.orders_per_s,
-            num(p.map(|p| p.api_cpu_us), 0),
-            num(p.map(|p| p.api_user_us), 0),
-            num(p.map(|p| p.api_system_us), 0),
-            num(p.map(|p| p.context_switches), 1),
-            num(p.map(|p| p.voluntary_switches), 1),
-            num(p.map(|p| p.involuntary_switches), 1),
-            num(p.and_then(|p| p.sql_statements), 2),
-            num(p.and_then(|p| p.http_calls), 2),
-            mib(c.memory.peak_rss_bytes),
-            num(p.and_then(|p| p.postgres_cpu_us), 0),
-            num(p.and_then(|p| p.mock_deps_cpu_us), 0),
-            num(p.and_then(|p| p.generator_cpu_us), 0),
-        );
+        let mut row = vec![
+            c.api.clone(),
+            c.mocks.clone(),
+            c.clients.to_string(),
+            format!("{:.0}", c.orders_per_s),
+            format!(
+                "{} ({} + {})",
+                fixed(p.map(|p| p.api_cpu_us), 0),
+                fixed(p.map(|p| p.api_user_us), 0),
+                fixed(p.map(|p| p.api_system_us), 0)
+            ),
+            format!(
+                "{} ({} + {})",
+                fixed(p.map(|p| p.context_switches), 1),
+                fixed(p.map(|p| p.voluntary_switches), 1),
+                fixed(p.map(|p| p.involuntary_switches), 1)
+            ),
+            fixed(p.and_then(|p| p.sql_statements), 2),
+            fixed(p.and_then(|p| p.http_calls), 2),
+            mib(c.memory.peak_rss_bytes as f64),
+            fixed(p.and_then(|p| p.postgres_cpu_us), 0),
+            fixed(p.and_then(|p| p.mock_deps_cpu_us), 0),
+            fixed(p.and_then(|p| p.generator_cpu_us), 0),
+        ];
         if proxy {
-            let _ = write!(s, " {} |", num(p.and_then(|p| p.latency_proxy_cpu_us), 0));
+            row.push(fixed(p.and_then(|p| p.latency_proxy_cpu_us), 0));
         }
-        s.push('\n');
+        table.push_row(row);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{table}");
 }
 
 fn conditions(s: &mut String, r: &BenchResults) {
@@ -187,31 +193,37 @@ fn conditions(s: &mut String, r: &BenchResults) {
          \"other\" the machine's busy time outside the API and the measured harness (other tenants, \
          kernel threads), per order. Errors count the whole loop, warm-up included.\n"
     );
-    let _ = writeln!(
-        s,
-        "| API | mocks | window | orders | API CPU used | threads waiting | machine busy | other \
-         µs/order | errors | not the API's capacity because |"
-    );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    let mut table = Table::new([
+        Column::left("API"),
+        Column::left("mocks"),
+        Column::right("window"),
+        Column::right("orders"),
+        Column::right("API CPU used"),
+        Column::right("threads waiting"),
+        Column::right("machine busy"),
+        Column::right("other µs/order"),
+        Column::right("errors"),
+        Column::left("not the API's capacity because"),
+    ]);
     for c in &r.cells {
         let w = &c.window;
         let per_s = |x: Option<f64>| x.filter(|_| w.seconds > 0.0).map(|x| x / w.seconds);
-        let _ = writeln!(
-            s,
-            "| {} | {} | {:.1} s | {} | {} | {} | {} | {} | {} | {} |",
-            c.api,
-            c.mocks,
-            w.seconds,
-            w.orders,
-            pct(c.api_cpu_share),
-            num(per_s(w.api_cpu_wait_s), 2),
-            per_s(w.machine_busy_s).map_or("—".to_owned(), |m| format!("{m:.2} CPUs")),
-            num(c.per_order.as_ref().and_then(|p| p.other_cpu_us), 0),
-            errors(c),
-            c.bound.as_deref().unwrap_or("— (saturated)"),
-        );
+        table.push_row([
+            c.api.clone(),
+            c.mocks.clone(),
+            format!("{:.1} s", w.seconds),
+            w.orders.to_string(),
+            percent(c.api_cpu_share),
+            fixed(per_s(w.api_cpu_wait_s), 2),
+            per_s(w.machine_busy_s).map_or(NONE.to_owned(), |m| format!("{m:.2} CPUs")),
+            fixed(c.per_order.as_ref().and_then(|p| p.other_cpu_us), 0),
+            errors(c).to_string(),
+            c.bound
+                .clone()
+                .unwrap_or_else(|| "— (saturated)".to_owned()),
+        ]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{table}");
 }
 
 fn memory(s: &mut String, r: &BenchResults) {
@@ -225,33 +237,35 @@ fn memory(s: &mut String, r: &BenchResults) {
          upper bound, since it also holds the pool connections, buffers and allocator arenas a \
          first load makes.\n"
     );
-    let _ = writeln!(
-        s,
-        "| API | mocks | idle RSS | mean RSS | peak RSS | threads | thread stacks: RSS each | busy \
-         (mean) | RSS growth per busy |"
-    );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---|---:|");
+    let mut table = Table::new([
+        Column::left("API"),
+        Column::left("mocks"),
+        Column::right("idle RSS"),
+        Column::right("mean RSS"),
+        Column::right("peak RSS"),
+        Column::right("threads"),
+        Column::right("thread stacks: RSS each"),
+        Column::left("busy (mean)"),
+        Column::right("RSS growth per busy"),
+    ]);
     for c in &r.cells {
         let m = &c.memory;
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {:.0} | {} | {} {} | {} |",
-            c.api,
-            c.mocks,
-            mib(m.idle_rss_bytes),
-            mib(m.window_mean_rss_bytes),
-            mib(m.peak_rss_bytes),
-            m.window_mean_threads,
+        table.push_row([
+            c.api.clone(),
+            c.mocks.clone(),
+            mib(m.idle_rss_bytes as f64),
+            mib(m.window_mean_rss_bytes as f64),
+            mib(m.peak_rss_bytes as f64),
+            format!("{:.0}", m.window_mean_threads),
             match (m.thread_stacks, m.thread_stack_rss_bytes) {
                 (Some(n), Some(rss)) if n > 0 => format!("{n}: {}", kib(rss as f64 / n as f64)),
-                _ => "—".to_owned(),
+                _ => NONE.to_owned(),
             },
-            num(m.window_mean_busy, 0),
-            m.busy_kind,
-            m.rss_growth_per_busy_bytes.map_or("—".to_owned(), kib),
-        );
+            format!("{} {}", fixed(m.window_mean_busy, 0), m.busy_kind),
+            m.rss_growth_per_busy_bytes.map_or(NONE.to_owned(), kib),
+        ]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{table}");
     for sl in &r.memory_slopes {
         let _ = writeln!(
             s,
@@ -262,10 +276,10 @@ fn memory(s: &mut String, r: &BenchResults) {
             busy_unit(&sl.busy_kind),
             sl.from_mocks,
             sl.from_busy,
-            mib(sl.from_rss_bytes),
+            mib(sl.from_rss_bytes as f64),
             sl.to_mocks,
             sl.to_busy,
-            mib(sl.to_rss_bytes),
+            mib(sl.to_rss_bytes as f64),
         );
     }
     if !r.memory_slopes.is_empty() {
@@ -278,28 +292,31 @@ fn targets(s: &mut String, r: &BenchResults) {
         return;
     }
     let _ = writeln!(s, "## Issue 9's targets\n");
-    let _ = writeln!(s, "| target | measured | limit | met |");
-    let _ = writeln!(s, "|---|---:|---:|---|");
+    let mut table = Table::new([
+        Column::left("target"),
+        Column::right("measured"),
+        Column::right("limit"),
+        Column::left("met"),
+    ]);
     for t in &r.targets {
         let show = |v: Option<f64>| match t.unit.as_str() {
-            "bytes" => v.map_or("—".to_owned(), kib),
-            "statements" => num(v, 0),
-            unit => v.map_or("—".to_owned(), |v| format!("{v:.0} {unit}")),
+            "bytes" => v.map_or(NONE.to_owned(), kib),
+            "statements" => fixed(v, 0),
+            unit => v.map_or(NONE.to_owned(), |v| format!("{v:.0} {unit}")),
         };
         let met = match t.met {
             Some(true) => "yes",
             Some(false) => "**no**",
-            None => "—",
+            None => NONE,
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {met} |",
-            t.name,
+        table.push_row([
+            t.name.clone(),
             show(t.measured),
-            t.limit.map_or("(none set)".to_owned(), |l| show(Some(l)))
-        );
+            t.limit.map_or("(none set)".to_owned(), |l| show(Some(l))),
+            met.to_owned(),
+        ]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{table}");
 }
 
 fn statements(s: &mut String, r: &BenchResults) {
@@ -318,24 +335,25 @@ fn statements(s: &mut String, r: &BenchResults) {
             c.api,
             c.mocks,
             c.order_path_statements
-                .map_or("—".to_owned(), |n| n.to_string()),
-            num(c.per_order.as_ref().and_then(|p| p.sql_statements), 2)
+                .map_or(NONE.to_owned(), |n| n.to_string()),
+            fixed(c.per_order.as_ref().and_then(|p| p.sql_statements), 2)
         );
-        let _ = writeln!(s, "| calls/order | mean ms | statement |");
-        let _ = writeln!(s, "|---:|---:|---|");
+        let mut table = Table::new([
+            Column::right("calls/order"),
+            Column::right("mean ms"),
+            Column::left("statement"),
+        ]);
         for st in c.statements.iter().filter(|st| st.per_order >= 0.001) {
             let mut q: String = st.query.chars().take(100).collect();
             if q.len() < st.query.len() {
                 q.push('…');
             }
-            let _ = writeln!(
-                s,
-                "| {:.3} | {:.3} | `{}` |",
-                st.per_order,
-                st.mean_ms,
-                q.replace('|', "\\|")
-            );
+            table.push_row([
+                format!("{:.3}", st.per_order),
+                format!("{:.3}", st.mean_ms),
+                format!("`{q}`"),
+            ]);
         }
-        s.push('\n');
+        let _ = writeln!(s, "{table}");
     }
 }

@@ -21,10 +21,11 @@
 use serde::Serialize;
 
 use lab_results::RunResults;
+use lab_results::numbers::{fixed, ms_or_s};
 
 use super::batching_plan::{CLIENTS, Cell, POOL, ServerSettings, WAIT_MS};
 use super::fsync::FsyncFigure;
-use super::render::{ScenarioTable, ms};
+use super::render::ScenarioTable;
 
 /// The original's adds/s by updates per transaction (0: no transaction).
 pub const ORIGINAL: &[(usize, f64)] = &[
@@ -291,11 +292,6 @@ fn short_reason(reason: &str) -> String {
         .join("; ")
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.filter(|v| v.is_finite())
-        .map_or("—".to_owned(), |v| format!("{v:.digits$}"))
-}
-
 pub fn table(
     done: &[(Cell, Vec<RunResults>)],
     fsync: Result<&FsyncFigure, &String>,
@@ -330,22 +326,18 @@ pub fn table(
                 format!("{} ms", r.db_rtt_ms),
                 format!("{:.0}", r.orders_per_s),
                 base(r).map_or("—".to_owned(), |b| format!("×{:.2}", r.orders_per_s / b)),
-                format!(
-                    "{} · {}",
-                    ms(r.p50_ms.unwrap_or(f64::NAN)),
-                    ms(r.p99_ms.unwrap_or(f64::NAN))
-                ),
+                format!("{} · {}", ms_or_s(r.p50_ms), ms_or_s(r.p99_ms)),
                 format!(
                     "{} ({})",
-                    opt(r.commits_per_s, 0),
-                    opt(r.commits_per_s.map(|c| c / r.orders_per_s), 2)
+                    fixed(r.commits_per_s, 0),
+                    fixed(r.commits_per_s.map(|c| c / r.orders_per_s), 2)
                 ),
-                opt(r.wal_syncs_per_s, 0),
-                opt(r.mean_batch, 1),
+                fixed(r.wal_syncs_per_s, 0),
+                fixed(r.mean_batch, 1),
                 format!(
                     "{} · {}",
-                    opt(r.api_cpu_ms_per_order, 2),
-                    opt(r.pg_cpu_ms_per_order, 2)
+                    fixed(r.api_cpu_ms_per_order, 2),
+                    fixed(r.pg_cpu_ms_per_order, 2)
                 ),
                 format!(
                     "{:.0} ({}: {})",
@@ -445,13 +437,13 @@ pub fn table(
                  wait.",
                 r.api,
                 r.open_rate.unwrap_or(0),
-                ms(p50),
+                ms_or_s(p50),
                 r.batch_max,
-                ms(p50_one),
+                ms_or_s(p50_one),
                 p50 - p50_one,
-                ms(r.p99_ms.unwrap_or(f64::NAN)),
-                ms(one.p99_ms.unwrap_or(f64::NAN)),
-                opt(r.mean_batch, 1),
+                ms_or_s(r.p99_ms),
+                ms_or_s(one.p99_ms),
+                fixed(r.mean_batch, 1),
             ));
         }
     }
@@ -462,8 +454,8 @@ pub fn table(
              flush serves several commits): {:.0} orders/s, {} commits/s, {} WAL flushes/s.",
             r.api,
             r.orders_per_s,
-            opt(r.commits_per_s, 0),
-            opt(r.wal_syncs_per_s, 0)
+            fixed(r.commits_per_s, 0),
+            fixed(r.wal_syncs_per_s, 0)
         ));
     }
     notes.extend(super::tables::checks_and_limits(

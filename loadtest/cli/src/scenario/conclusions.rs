@@ -2,6 +2,8 @@
 //! in one or two sentences computed from their rows (`points.rs`). The odd cases come first and
 //! are said plainly: no rows, every row harness-bound, money that does not balance.
 
+use lab_results::numbers::ms_or_s;
+
 use super::points::apis;
 use super::points::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
 
@@ -119,7 +121,6 @@ pub fn db_latency(rows: &[DbLatencyPoint]) -> Vec<String> {
 pub fn overload(rows: &[OverloadPoint]) -> Vec<String> {
     let bound = rows.iter().filter(|r| r.harness_bound.is_some()).count();
     conclude(rows.len(), bound, || {
-        let ms = |v: Option<f64>| v.map_or("—".to_owned(), super::render::ms);
         apis(rows.iter().map(|r| r.api.as_str()))
             .into_iter()
             .map(|api| {
@@ -131,7 +132,7 @@ pub fn overload(rows: &[OverloadPoint]) -> Vec<String> {
                             format!(
                                 ", refused {:.0} % (p99 {})",
                                 100.0 * r.overloaded as f64 / r.sent.max(1) as f64,
-                                ms(r.overloaded_p99_ms)
+                                ms_or_s(r.overloaded_p99_ms)
                             )
                         } else {
                             String::new()
@@ -140,7 +141,7 @@ pub fn overload(rows: &[OverloadPoint]) -> Vec<String> {
                             "shedding {} {} 201/s (p99 {}){refused}, {} client timeouts",
                             r.shedding,
                             rate(r.ok_per_s),
-                            ms(r.ok_p99_ms),
+                            ms_or_s(r.ok_p99_ms),
                             r.timeouts
                         )
                     })

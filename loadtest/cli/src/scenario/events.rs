@@ -17,12 +17,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use lab_results::numbers::{fixed, ms_or_s};
 
 use crate::lab::events::{EventsLab, EventsRow, EventsRun};
 use crate::lab_args::LabArgs;
 
 use super::page::render_html;
-use super::render::{ScenarioTable, ms, num, render_markdown};
+use super::render::{ScenarioTable, render_markdown};
 
 /// Round trip the proxy adds to the broker in the slowed runs.
 pub const SLOW_BROKER_MS: u64 = 3000;
@@ -243,12 +244,12 @@ fn row(r: &EventsRow) -> Vec<String> {
         broker,
         if r.crash { "kill -9" } else { "—" }.to_owned(),
         format!("{:.1}", r.req_per_s),
-        ms(r.mean_ms),
+        ms_or_s(r.mean_ms),
         errors,
         r.pool_timeouts.map_or("—".to_owned(), |n| n.to_string()),
         r.events_lost.to_string(),
-        ms(r.max_ms),
-        num(r.peak_connections_in_use as f64),
+        ms_or_s(r.max_ms),
+        fixed(r.peak_connections_in_use as f64, 0),
         r.orders.to_string(),
         r.events_in_stream.to_string(),
         r.events_duplicated.to_string(),

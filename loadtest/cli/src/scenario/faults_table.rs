@@ -8,6 +8,7 @@ use lab_results::faults::{
     BrokerRecord, DB_RESTART_LABEL, FaultPlan, KILL_LABEL, answered_within_deadline,
     api_cpu_during, p99_during_and_before,
 };
+use lab_results::numbers::ms_or_s;
 use lab_results::{MoneyRecord, RetryRecord, RunResults};
 
 use super::Variant;
@@ -86,7 +87,7 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
                 answered_within_deadline(&r.summary),
                 r.config.request_timeout_ms / 1000
             ),
-            super::render::ms(r.summary.latency_ms.max),
+            ms_or_s(r.summary.latency_ms.max),
             n(money.map(|m| m.charges)),
             n(money.map(|m| m.voids)),
             n(money.map(|m| m.orders)),
@@ -98,8 +99,7 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
                 .map_or("—".into(), |c| format!("{c:.2} cores")),
             outage.map_or("—".into(), |w| {
                 let (during, before) = p99_during_and_before(&r.seconds, w);
-                let f = |v: Option<f64>| v.map_or("—".into(), super::render::ms);
-                format!("{} ({} before)", f(during), f(before))
+                format!("{} ({} before)", ms_or_s(during), ms_or_s(before))
             }),
             r.broker.as_ref().map_or("—".into(), |b| {
                 format!(
@@ -280,7 +280,7 @@ fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> 
     {
         failed.push(format!(
             "the longest answer ({}) is as long as the freeze ({} s): answers waited it out",
-            super::render::ms(longest),
+            ms_or_s(longest),
             freeze.for_s
         ));
     }
@@ -318,7 +318,7 @@ fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> 
          {} orders{events}",
         fault_of(r),
         r.summary.sent,
-        super::render::ms(longest),
+        ms_or_s(longest),
         m.charges,
         m.voids,
         m.orders

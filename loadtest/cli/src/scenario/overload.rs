@@ -8,11 +8,11 @@
 //! database after the run) — the cost of queueing without a bound.
 
 use crate::lab_args::LabArgs;
+use lab_results::numbers::{MIB, fixed, ms_or_s};
 use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
 use super::Variant;
 use super::render::ScenarioTable;
-use super::render::{ms, num};
 
 /// The load: the seed's peak rate (its Gatling injection reached 750 arrivals/s).
 pub const PROFILE: &str = "ramp-750";
@@ -125,10 +125,10 @@ fn row(r: &RunResults) -> Vec<String> {
                 })
         ),
         format!("{:.1}", s.ok as f64 / schedule_s(r)),
-        ms(ok.map_or(f64::NAN, |l| l.p50)),
-        ms(ok.map_or(f64::NAN, |l| l.p99)),
+        ms_or_s(ok.map(|l| l.p50)),
+        ms_or_s(ok.map(|l| l.p99)),
         share(overloaded),
-        ms(s.overloaded_latency_ms.map_or(f64::NAN, |l| l.p99)),
+        ms_or_s(s.overloaded_latency_ms.map(|l| l.p99)),
         kind(OUTCOME_TIMEOUT).to_string(),
         other,
         r.after_give_up.as_ref().map_or("—".to_owned(), |g| {
@@ -138,8 +138,8 @@ fn row(r: &RunResults) -> Vec<String> {
                 g.gave_up
             )
         }),
-        num(s.peak_rss_bytes.map_or(f64::NAN, |b| b as f64 / 1048576.0)),
-        num(s.peak_threads.map_or(f64::NAN, |t| t as f64)),
+        fixed(s.peak_rss_bytes.map(|b| b as f64 / MIB), 0),
+        fixed(s.peak_threads.map(|t| t as f64), 0),
         if r.harness_bound.is_some() {
             "yes".to_owned()
         } else {
@@ -197,7 +197,7 @@ fn goals(r: &RunResults, name: &str) -> String {
     if let Some(l) = s.overloaded_latency_ms {
         parts.push(format!(
             "overloaded p99 {} ≤ 50 ms {}",
-            ms(l.p99),
+            ms_or_s(l.p99),
             verdict(l.p99 <= 50.0)
         ));
     }
@@ -210,7 +210,7 @@ fn goals(r: &RunResults, name: &str) -> String {
     if let Some(rss) = s.peak_rss_bytes {
         parts.push(format!(
             "peak RSS {:.0} MiB < 1 GiB {}",
-            rss as f64 / 1048576.0,
+            rss as f64 / MIB,
             verdict(rss < 1 << 30)
         ));
     }
@@ -223,8 +223,8 @@ fn goals(r: &RunResults, name: &str) -> String {
         let limit = ll.critical_path_ms + q + 100.0;
         parts.push(format!(
             "201 p99 {} ≤ {} {}",
-            ms(ok.p99),
-            ms(limit),
+            ms_or_s(ok.p99),
+            ms_or_s(limit),
             verdict(ok.p99 <= limit)
         ));
     }

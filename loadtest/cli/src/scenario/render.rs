@@ -1,5 +1,8 @@
-//! A scenario's table ([`ScenarioTable`]), its chart and its trust line, as markdown, and the
-//! number formats. The page (`page.rs`) renders the same table as HTML and imports it from here.
+//! A scenario's table ([`ScenarioTable`]), its chart and its trust line, as markdown (its cells
+//! written by `lab_results::numbers`). The page (`page.rs`) renders the same table as HTML and
+//! imports it from here.
+
+use lab_results::markdown::Table;
 
 /// A table with the words around it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -61,22 +64,6 @@ pub fn trust_line(t: &ScenarioTable) -> Option<String> {
     })
 }
 
-pub(super) fn ms(v: f64) -> String {
-    match v {
-        v if !v.is_finite() => "—".into(),
-        v if v >= 1000.0 => format!("{:.2} s", v / 1000.0),
-        v => format!("{v:.0} ms"),
-    }
-}
-
-pub(super) fn num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.0}")
-    } else {
-        "—".into()
-    }
-}
-
 pub fn render_markdown(t: &ScenarioTable) -> String {
     let mut md = format!("# {}\n\n", t.title);
     if !t.conclusion.is_empty() {
@@ -89,20 +76,17 @@ pub fn render_markdown(t: &ScenarioTable) -> String {
     if !t.conditions.is_empty() {
         md.push_str(&format!("Run conditions: {}\n\n", t.conditions.join(" ")));
     }
-    md.push_str(&format!(
-        "| {} |\n|{}\n",
-        t.columns.join(" | "),
-        "---|".repeat(t.columns.len())
-    ));
+    let mut table = Table::left(&t.columns);
     for (i, row) in t.rows.iter().enumerate() {
-        let mark = if t.harness_bound.get(i).copied().unwrap_or(false) {
-            "⚠ "
-        } else {
-            ""
-        };
-        md.push_str(&format!("| {mark}{} |\n", row.join(" | ")));
+        let mut row = row.clone();
+        if let Some(first) = row.first_mut()
+            && t.harness_bound.get(i).copied().unwrap_or(false)
+        {
+            first.insert_str(0, "⚠ ");
+        }
+        table.push_row(row);
     }
-    md.push('\n');
+    md.push_str(&format!("{table}\n"));
     for note in &t.notes {
         md.push_str(&format!("- {note}\n"));
     }

@@ -1,9 +1,10 @@
 //! Each scenario's one comparison table, computed from its runs' results, as markdown and HTML.
 
+use lab_results::numbers::{MIB, fixed, ms_or_s};
 use lab_results::{RunResults, SecondSample, Summary};
 
 use super::Variant;
-use super::render::{ScenarioTable, ms, num};
+use super::render::ScenarioTable;
 
 /// Experiment B's published figures: (remote ms, mode, req/s, mean, max, errors).
 const SEED_B: &[(u64, &str, &str, &str, &str, &str)] = &[
@@ -86,8 +87,8 @@ fn remotecall(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
             ),
             r.api.clone(),
             format!("{:.1}", median(runs, closed_rate)),
-            ms(median(runs, |r| r.summary.latency_ms.mean)),
-            ms(median(runs, |r| r.summary.latency_ms.max)),
+            ms_or_s(median(runs, |r| r.summary.latency_ms.mean)),
+            ms_or_s(median(runs, |r| r.summary.latency_ms.max)),
             errors(s),
             seed.map_or("—".into(), |s| {
                 format!("{} · {} · {} · {}", s.2, s.3, s.4, s.5)
@@ -129,7 +130,7 @@ fn db_latency(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
             format!("{mean_in_use:.1}"),
             format!("{max_in_use:.0}"),
             mean_tx_ms(&constant).map_or("—".into(), |t| format!("{t:.1} ms")),
-            ms(p.latency_ms.p99),
+            ms_or_s(p.latency_ms.p99),
             errors(p),
         ]);
     }
@@ -209,19 +210,23 @@ fn slow_dependency(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
                     }
                 ),
                 format!("{:.1}", ok as f64 / n),
-                ms(peak(&|s| s.latency_ms.map(|l| l.p99))),
+                ms_or_s(peak(&|s| s.latency_ms.map(|l| l.p99))),
                 errs.to_string(),
-                num(peak(&|s| s.api_process.map(|p| p.threads as f64))),
-                num(peak(&|s| {
-                    s.api_process.map(|p| p.rss_bytes as f64 / 1048576.0)
-                })),
-                num(peak(&|s| s.api_metrics?.db_pool_in_use)),
-                num(peak(&|s| {
-                    Some(
-                        s.api_metrics?.blocking_pool_queued.unwrap_or(0.0)
-                            + s.api_metrics?.in_flight.unwrap_or(0.0),
-                    )
-                })),
+                fixed(peak(&|s| s.api_process.map(|p| p.threads as f64)), 0),
+                fixed(
+                    peak(&|s| s.api_process.map(|p| p.rss_bytes as f64 / MIB)),
+                    0,
+                ),
+                fixed(peak(&|s| s.api_metrics?.db_pool_in_use), 0),
+                fixed(
+                    peak(&|s| {
+                        Some(
+                            s.api_metrics?.blocking_pool_queued.unwrap_or(0.0)
+                                + s.api_metrics?.in_flight.unwrap_or(0.0),
+                        )
+                    }),
+                    0,
+                ),
             ]);
         }
     }

@@ -1,12 +1,12 @@
 //! Drawing a [`LineChart`]: the frame (plot area and axes), grid and tick labels, markers,
 //! reference lines and the series paths (named in the legend: a name at a line's end needs a
 //! leader when names collide, and a leader reads as data). Everything numeric passes through
-//! [`num`].
+//! [`coord`].
 
 use std::fmt::Write as _;
 
 use super::ticks::{Axis, Scale, TickFormat, format_tick};
-use super::{LineChart, MarkerKind, esc, legend, num};
+use super::{LineChart, MarkerKind, coord, esc, legend};
 
 pub(super) const WIDTH: f64 = 800.0;
 pub(super) const PLOT_H: f64 = 220.0;
@@ -50,8 +50,8 @@ impl LineChart {
         let _ = write!(
             s,
             r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img"><title>{t}</title>"#,
-            w = num(WIDTH),
-            h = num(height),
+            w = coord(WIDTH),
+            h = coord(height),
             t = esc(&self.title)
         );
         self.draw_axes(&mut s, &frame);
@@ -66,8 +66,8 @@ impl LineChart {
             let _ = write!(
                 s,
                 r#"<text class="nodata" x="{}" y="{}" text-anchor="middle">no data</text>"#,
-                num(LEFT + (frame.plot_right() - LEFT) / 2.0),
-                num(frame.top + PLOT_H / 2.0)
+                coord(LEFT + (frame.plot_right() - LEFT) / 2.0),
+                coord(frame.top + PLOT_H / 2.0)
             );
         }
         legend.draw(&mut s, LEFT, frame.bottom() + 46.0);
@@ -125,12 +125,12 @@ impl LineChart {
             let _ = write!(
                 s,
                 r#"<line class="grid" x1="{}" x2="{}" y1="{y}" y2="{y}"/><text class="tick" x="{}" y="{}" text-anchor="end">{}</text>"#,
-                num(x0),
-                num(x1),
-                num(x0 - 6.0),
-                num(y + 4.0),
+                coord(x0),
+                coord(x1),
+                coord(x0 - 6.0),
+                coord(y + 4.0),
                 esc(&format_tick(t, step, self.y_format)),
-                y = num(y)
+                y = coord(y)
             );
         }
         for &t in &f.x.ticks {
@@ -140,24 +140,24 @@ impl LineChart {
             let _ = write!(
                 s,
                 r#"<line class="axis" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="tick" x="{x}" y="{}" text-anchor="{anchor}">{}</text>"#,
-                num(bottom),
-                num(bottom + 5.0),
-                num(bottom + 18.0),
+                coord(bottom),
+                coord(bottom + 5.0),
+                coord(bottom + 18.0),
                 esc(&format_tick(t, f.x.step(), self.x_format)),
-                x = num(x)
+                x = coord(x)
             );
         }
         let _ = write!(
             s,
             r#"<path class="axis" d="M{x0} {top}V{b}H{x1}"/><text class="label" x="{mid}" y="{xl}" text-anchor="middle">{xt}</text><text class="label" transform="translate(16 {ym}) rotate(-90)" text-anchor="middle">{yt}</text>"#,
-            x0 = num(x0),
-            x1 = num(x1),
-            top = num(f.top),
-            b = num(bottom),
-            mid = num((x0 + x1) / 2.0),
-            xl = num(bottom + 36.0),
+            x0 = coord(x0),
+            x1 = coord(x1),
+            top = coord(f.top),
+            b = coord(bottom),
+            mid = coord((x0 + x1) / 2.0),
+            xl = coord(bottom + 36.0),
             xt = esc(&self.x_label),
-            ym = num(f.top + PLOT_H / 2.0),
+            ym = coord(f.top + PLOT_H / 2.0),
             yt = esc(&self.y_label),
         );
     }
@@ -181,12 +181,12 @@ impl LineChart {
             let _ = write!(
                 s,
                 r#"<g class="{class}"><line x1="{x}" x2="{x}" y1="{}" y2="{}"/><text x="{}" y="{}" text-anchor="{anchor}">{}</text></g>"#,
-                num(label_y - 9.0),
-                num(f.bottom()),
-                num(x + dx),
-                num(label_y),
+                coord(label_y - 9.0),
+                coord(f.bottom()),
+                coord(x + dx),
+                coord(label_y),
                 esc(&m.label),
-                x = num(x)
+                x = coord(x)
             );
         }
     }
@@ -199,12 +199,12 @@ impl LineChart {
             let _ = write!(
                 s,
                 r#"<g class="ref"><line x1="{}" x2="{}" y1="{y}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
-                num(LEFT),
-                num(f.plot_right()),
-                num(f.plot_right() - 4.0),
-                num(label_y),
+                coord(LEFT),
+                coord(f.plot_right()),
+                coord(f.plot_right() - 4.0),
+                coord(label_y),
                 esc(&r.label),
-                y = num(y)
+                y = coord(y)
             );
         }
     }
@@ -242,8 +242,8 @@ impl LineChart {
                     let _ = write!(
                         s,
                         r#"<circle class="dot" cx="{}" cy="{}" r="3" fill="{}"/>"#,
-                        num(x),
-                        num(y),
+                        coord(x),
+                        coord(y),
                         se.colour
                     );
                 }
@@ -260,7 +260,7 @@ fn path_data(points: &[(f64, f64)], f: &Frame) -> String {
         match f.px(x).zip(f.py(y)) {
             Some((px, py)) => {
                 d.push(if pen_down { 'L' } else { 'M' });
-                let _ = write!(d, "{} {}", num(px), num(py));
+                let _ = write!(d, "{} {}", coord(px), coord(py));
                 pen_down = true;
             }
             None => pen_down = false,

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Series, esc, num};
+use super::{Series, coord, esc};
 
 const ROW_H: f64 = 18.0;
 const SWATCH: f64 = 26.0;
@@ -56,13 +56,13 @@ impl Legend<'_> {
             let _ = write!(
                 s,
                 r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{}"{dash}/><text x="{}" y="{}">{}</text>"#,
-                num(x),
-                num(x + SWATCH),
+                coord(x),
+                coord(x + SWATCH),
                 se.colour,
-                num(x + SWATCH + 6.0),
-                num(y + 4.0),
+                coord(x + SWATCH + 6.0),
+                coord(y + 4.0),
                 esc(&se.name),
-                ly = num(y),
+                ly = coord(y),
             );
         }
         s.push_str("</g>");

@@ -3,7 +3,7 @@
 //! readers), vertical markers for phase boundaries and injected events, horizontal reference lines
 //! (e.g. the Little's-law bound), and an optional log scale for latencies.
 //!
-//! Output is plain SVG text meant to be inlined into HTML. Every number goes through [`num`], and
+//! Output is plain SVG text meant to be inlined into HTML. Every number goes through [`coord`], and
 //! points that cannot be drawn (NaN, ±∞, ≤ 0 on a log axis) break the line instead of reaching the
 //! SVG, so the output never contains `NaN` or `inf`.
 
@@ -123,9 +123,10 @@ pub struct Figure {
     pub chart: LineChart,
 }
 
-/// Formats a coordinate with one decimal; non-finite values (which the callers filter out) become 0
+/// Writes an SVG coordinate, not a figure for a reader (those are `lab_results::numbers`'): one
+/// decimal at most (`12`, `12.5`), and non-finite values (which the callers filter out) become 0
 /// rather than reaching the SVG.
-pub fn num(v: f64) -> String {
+pub fn coord(v: f64) -> String {
     if !v.is_finite() {
         return "0".to_owned();
     }

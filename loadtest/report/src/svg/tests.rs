@@ -55,10 +55,10 @@ fn scales_points_into_the_plot_area() {
     let (left, right, top) = (LEFT, WIDTH - RIGHT, 12.0);
     let expected = format!(
         "M{} {}L{} {}",
-        num(left),
-        num(top + PLOT_H),
-        num(right),
-        num(top)
+        coord(left),
+        coord(top + PLOT_H),
+        coord(right),
+        coord(top)
     );
     assert!(svg.contains(&expected), "expected {expected} in {svg}");
 }
@@ -200,8 +200,8 @@ fn legend_wraps_into_rows() {
 
 #[test]
 fn num_is_compact_and_finite() {
-    assert_eq!(num(12.0), "12");
-    assert_eq!(num(12.345), "12.3");
-    assert_eq!(num(-0.01), "0");
-    assert_eq!(num(f64::NAN), "0");
+    assert_eq!(coord(12.0), "12");
+    assert_eq!(coord(12.345), "12.3");
+    assert_eq!(coord(-0.01), "0");
+    assert_eq!(coord(f64::NAN), "0");
 }
