@@ -25,9 +25,13 @@ pub struct MoneyRecord {
     pub double_charges: u64,
     /// Orders whose amount differs from their key's charged amount.
     pub amount_mismatches: u64,
-    /// Idempotency keys still `CHARGING` when counted (0 unless the wait ran out).
+    /// Idempotency keys still `CHARGING` when counted (0 unless the wait ran out). Absent (0) from
+    /// a faults `scenario.json` written before its rows carried the whole record.
+    #[serde(default)]
     pub charging_left: u64,
-    /// Seconds spent waiting for the `CHARGING` keys to settle before counting.
+    /// Seconds spent waiting for the `CHARGING` keys to settle before counting (absent, 0, as
+    /// above).
+    #[serde(default)]
     pub settle_wait_s: f64,
     /// Up to a few offending keys per kind (`charge without order: <key>`, …), for the log.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
+use lab_results::{MoneyRecord, OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
 use super::Variant;
 use super::tables::{closed_rate, connections_in_use, median, plateau, rtt};
@@ -70,30 +70,8 @@ pub struct FaultsPoint {
     pub ended_created: Option<u64>,
     pub gave_up: Option<u64>,
     /// The money census (`None`: it was not counted — which the page says first).
-    pub money: Option<Money>,
+    pub money: Option<MoneyRecord>,
     pub harness_bound: Option<String>,
-}
-
-/// The money census of a faults run (`lab_results::MoneyRecord`'s counts).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Money {
-    pub charges: u64,
-    pub voids: u64,
-    pub orders: u64,
-    pub charges_without_order: u64,
-    pub orders_without_charge: u64,
-    pub double_charges: u64,
-    pub amount_mismatches: u64,
-}
-
-impl Money {
-    /// Every charge one order or one void, every order its charge.
-    pub fn balanced(&self) -> bool {
-        self.charges_without_order == 0
-            && self.orders_without_charge == 0
-            && self.double_charges == 0
-            && self.amount_mismatches == 0
-    }
 }
 
 /// The rows of scenario `name`, one per run in the table's order; `None` for a scenario without
@@ -173,15 +151,7 @@ fn faults(r: &RunResults) -> FaultsPoint {
         clients: retries.map(|x| x.clients),
         ended_created: retries.map(|x| x.ended_created),
         gave_up: retries.map(|x| x.ended_gave_up),
-        money: r.money.as_ref().map(|m| Money {
-            charges: m.charges,
-            voids: m.voids,
-            orders: m.orders,
-            charges_without_order: m.charges_without_order,
-            orders_without_charge: m.orders_without_charge,
-            double_charges: m.double_charges,
-            amount_mismatches: m.amount_mismatches,
-        }),
+        money: r.money.clone(),
         harness_bound: r.harness_bound.clone(),
     }
 }
