@@ -7,9 +7,8 @@
 //! each API's.
 
 use lab_results::RunResults;
-use lab_results::numbers::MIB;
 
-use super::model::{ApiRuns, cores, schedule_s};
+use super::model::{ApiRuns, cpu_and_memory, schedule_s};
 
 /// `Under: profile fixture-120 (open, 120/s plateau, 90 s) · dependencies seller 200 ms, …`.
 pub fn line(groups: &[ApiRuns<'_>]) -> Option<String> {
@@ -65,12 +64,7 @@ pub fn line(groups: &[ApiRuns<'_>]) -> Option<String> {
         parts.push(format!("durability {d}"));
     }
     parts.push(pools(groups));
-    let l = &c.limits;
-    let cpu = l.cpu_cores.map_or("no CPU limit".to_owned(), cores);
-    let mem = l.memory_bytes.map_or("no memory limit".to_owned(), |b| {
-        format!("{:.0} MiB", b as f64 / MIB)
-    });
-    parts.push(format!("{cpu}, {mem} per API"));
+    parts.push(format!("{} per API", cpu_and_memory(&c.limits)));
     Some(format!("Under: {}.", parts.join(" · ")))
 }
 

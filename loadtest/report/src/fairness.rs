@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use lab_results::RunResults;
-use lab_results::numbers::MIB;
 
 use super::model::ApiRuns;
 
@@ -143,7 +142,7 @@ pub fn settings(run: &RunResults) -> BTreeMap<String, String> {
         put("CPU limit", super::model::cores(cpu));
     }
     if let Some(mem) = c.limits.memory_bytes {
-        put("memory limit", format!("{:.0} MiB", mem as f64 / MIB));
+        put("memory limit", super::model::memory(mem));
     }
     if !c.api_settings.contains_key("DB_TX_SCOPE") {
         put("DB_TX_SCOPE", c.tx_scope.clone());

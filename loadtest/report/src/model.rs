@@ -1,8 +1,8 @@
 //! What the report is built from: runs grouped by API (repeats together), the spread of a figure
 //! across repeats, and the number formats every table and chart label shares.
 
-use lab_results::RunResults;
 use lab_results::numbers;
+use lab_results::{Limits, RunResults};
 
 use super::svg::PALETTE;
 
@@ -180,6 +180,19 @@ pub fn plateau_seconds(run: &RunResults) -> Option<(u32, u32)> {
 /// A CPU limit in words: `1 CPU core`, `1.5 CPU cores`.
 pub fn cores(n: f64) -> String {
     format!("{n} CPU core{}", if n == 1.0 { "" } else { "s" })
+}
+
+/// A memory limit in words, in whole MiB: `1024 MiB`.
+pub fn memory(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / numbers::MIB)
+}
+
+/// An API's CPU and memory limits in words: `1 CPU core, 1024 MiB`, `no CPU limit, no memory
+/// limit`.
+pub fn cpu_and_memory(l: &Limits) -> String {
+    let cpu = l.cpu_cores.map_or("no CPU limit".to_owned(), cores);
+    let mem = l.memory_bytes.map_or("no memory limit".to_owned(), memory);
+    format!("{cpu}, {mem}")
 }
 
 /// A short human name for one run: `blocking-api`, or `blocking-api #2` when there are repeats.

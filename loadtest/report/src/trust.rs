@@ -9,10 +9,9 @@ use std::fmt::Write as _;
 use maud::{Markup, html};
 
 use lab_results::RunResults;
-use lab_results::numbers::MIB;
 
 use super::fairness::{self, Status};
-use super::model::{ApiRuns, Unit, by_api, cores, fmt, run_name};
+use super::model::{ApiRuns, Unit, by_api, cpu_and_memory, fmt, run_name};
 use super::slo::Slo;
 use super::slo_verdict;
 use super::trust_item::{Item, State};
@@ -72,11 +71,7 @@ fn limits(groups: &[ApiRuns<'_>]) -> Item {
     let mut seen: Vec<String> = runs(groups)
         .map(|r| {
             let l = &r.config.limits;
-            let cpu = l.cpu_cores.map_or("no CPU limit".to_owned(), cores);
-            let mem = l.memory_bytes.map_or("no memory limit".to_owned(), |b| {
-                format!("{:.0} MiB", b as f64 / MIB)
-            });
-            format!("{cpu}, {mem} ({}); {}", l.mechanism, l.placement())
+            format!("{} ({}); {}", cpu_and_memory(l), l.mechanism, l.placement())
         })
         .collect();
     seen.sort();
