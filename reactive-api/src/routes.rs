@@ -32,10 +32,11 @@ async fn create_order(
     let token = seller_token(&req)?;
     let order = CreateOrderRequest::parse(&body)?.validate(&state.hash_key)?;
     let app = state.clone();
-    let work =
-        actix_web::rt::spawn(
-            async move { service::create_order(&app, &ticket, &token, order).await },
-        );
+    // Boxed: the order's state machine is several KiB, and a task is moved by value a few
+    // times between spawn and its result; a box moves as a pointer.
+    let work = actix_web::rt::spawn(Box::pin(async move {
+        service::create_order(&app, &ticket, &token, order).await
+    }));
     let outcome = work
         .await
         .map_err(|e| ApiError::Internal(anyhow::anyhow!("order task: {e}")))?;

@@ -67,7 +67,8 @@ WITH b AS (
 ), k AS (
     UPDATE idempotency_keys ik
        SET state = 'COMPLETED', response_status = b.response_status,
-           response_body = b.response_body, order_id = b.order_id, updated_at = now()
+           response_body = b.response_body, order_id = b.order_id, pending_order = NULL,
+           updated_at = now()
       FROM b
      WHERE ik.seller_id = b.seller_id AND ik.reference_id = b.reference_id
        AND ik.attempt = b.attempt AND ik.state IN ('IN_PROGRESS', 'CHARGING')

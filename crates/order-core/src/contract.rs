@@ -137,6 +137,19 @@ pub struct ValidOrder {
 }
 
 impl ValidOrder {
+    /// Whether a key's stored hash is this request's, hashed under `key`: the current canonical
+    /// form, or the JSON form that keys reserved before it hold (computed only when the first
+    /// does not match).
+    pub fn is_same_request(&self, stored_hash: &str, key: &RequestHashKey) -> bool {
+        stored_hash == self.request_hash || stored_hash == self.json_hash(key)
+    }
+
+    fn json_hash(&self, key: &RequestHashKey) -> String {
+        let mut request = self.request.clone();
+        request.payment.payment_method.card.cvv.clear();
+        key.json_hash(&request)
+    }
+
     /// The one time-dependent rule: the card must not have expired by `today`. Checked after a
     /// replay could answer, so that a retry after the card's expiry month still gets its stored
     /// outcome.
@@ -152,9 +165,16 @@ impl CreateOrderRequest {
     /// Parses a JSON body. A syntax error, a missing field or a wrong type is a 400 naming the
     /// field; the message never repeats a value that was sent (it could be card digits).
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
-        let de = &mut serde_json::Deserializer::from_slice(body);
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            ApiError::invalid(field_name(e.path()), redact_values(&e.inner().to_string()))
+        // The path of a failure costs a wrapper around every value parsed; only a failed body
+        // pays it, parsed a second time.
+        serde_json::from_slice(body).map_err(|first| {
+            let de = &mut serde_json::Deserializer::from_slice(body);
+            match serde_path_to_error::deserialize::<_, Self>(de) {
+                Err(e) => {
+                    ApiError::invalid(field_name(e.path()), redact_values(&e.inner().to_string()))
+                }
+                Ok(_) => ApiError::invalid("body", redact_values(&first.to_string())),
+            }
         })
     }
 
@@ -166,10 +186,10 @@ impl CreateOrderRequest {
         check_items(&self.items, self.payment.amount)?;
         self.customer.validate()?;
         let cvv = std::mem::take(&mut self.payment.payment_method.card.cvv);
-        let canonical = serde_json::to_vec(&self).expect("a parsed request always serialises");
+        let request_hash = key.hash_canonical(&self);
         self.payment.payment_method.card.cvv = cvv;
         Ok(ValidOrder {
-            request_hash: key.hash(&canonical),
+            request_hash,
             request: self,
         })
     }

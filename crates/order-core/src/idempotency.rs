@@ -4,8 +4,10 @@
 //! ([`crate::sql::RESERVE_KEY`]): PostgreSQL serialises concurrent attempts on the primary key, so
 //! exactly one wins. A loser reads the row in the same transaction and [`decide`]s.
 
+use crate::contract::ValidOrder;
 use crate::error::ApiError;
 use crate::order::{Charging, Outcome, PendingOrder};
+use crate::request_hash::RequestHashKey;
 
 pub const STATE_IN_PROGRESS: &str = "IN_PROGRESS";
 /// Marked, and committed, before the gateway is called: the key may have a charge, so it is never
@@ -56,10 +58,34 @@ pub enum Reservation {
     Released,
 }
 
+/// What a taken key's stored hash is compared with: a hash (`str`), or the request and the key
+/// it was hashed under ([`Hashed`], which also recognises the hash of its earlier canonical form).
+pub trait SameRequest {
+    fn is_same_request(&self, stored_hash: &str) -> bool;
+}
+
+impl SameRequest for str {
+    fn is_same_request(&self, stored_hash: &str) -> bool {
+        self == stored_hash
+    }
+}
+
+/// A request with the key its hash was made under.
+pub struct Hashed<'a>(pub &'a ValidOrder, pub &'a RequestHashKey);
+
+impl SameRequest for Hashed<'_> {
+    fn is_same_request(&self, stored_hash: &str) -> bool {
+        self.0.is_same_request(stored_hash, self.1)
+    }
+}
+
 /// Decides a request whose key is taken: replay the stored outcome, report it in progress, or
 /// refuse a different request that reuses the key.
-pub fn decide(existing: ExistingKey, request_hash: &str) -> Result<Outcome, ApiError> {
-    if existing.request_hash != request_hash {
+pub fn decide(
+    existing: ExistingKey,
+    request: &(impl SameRequest + ?Sized),
+) -> Result<Outcome, ApiError> {
+    if !request.is_same_request(&existing.request_hash) {
         return Err(ApiError::IdempotencyKeyReused);
     }
     match (
@@ -118,14 +144,14 @@ pub fn acquired(won: WonKey) -> Result<Reservation, ApiError> {
 /// would tell the client "no order" while recovery goes on to make one; else `expired`.
 pub fn decide_expired(
     existing: Option<ExistingKey>,
-    request_hash: &str,
+    request: &(impl SameRequest + ?Sized),
     expired: ApiError,
 ) -> Result<Outcome, ApiError> {
     match existing {
-        Some(e) if e.request_hash == request_hash && e.state == STATE_CHARGING => {
+        Some(e) if e.state == STATE_CHARGING && request.is_same_request(&e.request_hash) => {
             Err(ApiError::RequestInProgress)
         }
-        Some(e) => match decide(e, request_hash) {
+        Some(e) => match decide(e, request) {
             Ok(replay) => Ok(replay),
             Err(_) => Err(expired),
         },

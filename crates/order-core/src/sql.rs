@@ -68,10 +68,14 @@ UPDATE idempotency_keys
 /// Marks the key completed with the outcome to replay. Zero rows means this attempt lost its
 /// lease (or already completed it). `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` status,
 /// `$5` body, `$6` order_id.
+///
+/// The pending order goes: only a `CHARGING` key needs it (recovery's, or a retry's, way to
+/// finish the charge), and a completed key is rewritten whole into the WAL — keeping it would
+/// write the order a second time for nothing (about 500 bytes an order; docs/benchmarks.md).
 pub const COMPLETE_KEY: &str = "\
 UPDATE idempotency_keys
    SET state = 'COMPLETED', response_status = $4, response_body = $5, order_id = $6,
-       updated_at = now()
+       pending_order = NULL, updated_at = now()
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3
    AND state IN ('IN_PROGRESS', 'CHARGING')";
 
@@ -128,8 +132,8 @@ UPDATE idempotency_keys
        lease_expires_at = now(), updated_at = now()
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'";
 
-/// Completes the key with its 201 and writes the order — customer, order and items — in one
-/// statement (data-modifying CTEs, atomic on its own: no BEGIN/COMMIT round trips). Fenced by the
+/// Completes the key with its 201 (dropping its pending order, as [`COMPLETE_KEY`] does) and
+/// writes the order — customer, order and items — in one statement (data-modifying CTEs, atomic on its own: no BEGIN/COMMIT round trips). Fenced by the
 /// attempt: when the key is no longer this attempt's, nothing is written and the count is 0.
 /// `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` response status, `$5` response body,
 /// `$6` order id; customer `$7`..`$15`: full_name, tax_id, street, number, state, city, locality,
@@ -142,7 +146,7 @@ pub const PERSIST_ORDER: &str = "\
 WITH k AS (
     UPDATE idempotency_keys
        SET state = 'COMPLETED', response_status = $4::int4, response_body = $5::text,
-           order_id = $6::text, updated_at = now()
+           order_id = $6::text, pending_order = NULL, updated_at = now()
      WHERE seller_id = $1::text AND reference_id = $2::text AND attempt = $3::int4
        AND state IN ('IN_PROGRESS', 'CHARGING')
  RETURNING seller_id, reference_id

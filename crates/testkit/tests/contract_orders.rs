@@ -2,12 +2,15 @@
 
 use futures_util::future::join_all;
 use mock_deps::MockConfig;
+use order_core::request_hash::RequestHashKey;
+use order_core::settings::CommonSettings;
 use testkit::{Api, OTHER_TOKEN, TOKEN, TestApp, contract_tests, valid_order};
 
 contract_tests!(
     creates_an_order_with_its_rows_and_one_charge,
     replays_the_first_outcome_byte_for_byte,
     refuses_a_reused_key_with_another_body,
+    a_key_hashed_before_the_canonical_form_changed_still_replays,
     fifty_concurrent_requests_with_one_key_make_one_order,
     unknown_or_missing_token_is_401_without_touching_the_database,
     order_is_visible_to_its_seller_only,
@@ -38,11 +41,16 @@ async fn creates_an_order_with_its_rows_and_one_charge(api: Api) {
     assert_eq!(app.count("orders").await, 1);
     assert_eq!(app.count("order_items").await, 2);
     assert_eq!(app.count("customers").await, 1);
-    let state: String = sqlx::query_scalar("SELECT state FROM idempotency_keys")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let (state, pending): (String, Option<String>) =
+        sqlx::query_as("SELECT state, pending_order FROM idempotency_keys")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(state, "COMPLETED");
+    assert_eq!(
+        pending, None,
+        "a completed key does not keep its pending order"
+    );
     let ledger = app.deps.ledger();
     assert_eq!((ledger.charges, ledger.distinct_keys), (1, 1));
     assert_eq!(ledger.keys_charged_more_than_once, 0);
@@ -209,4 +217,48 @@ async fn health_ready_and_metrics_answer(api: Api) {
     assert_eq!(unknown.status(), 404);
     let json: serde_json::Value = unknown.json().await.unwrap();
     assert_eq!(json["error"], "not_found");
+}
+
+/// A key reserved by an earlier version holds the hash of the request's JSON form: the same
+/// request is still replayed (not refused as another body), another body still refused.
+async fn a_key_hashed_before_the_canonical_form_changed_still_replays(api: Api) {
+    let mut hash_settings = CommonSettings::new("", "");
+    let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
+        hash_settings.request_hash_key = s.request_hash_key.clone();
+        hash_settings.app_env = s.app_env;
+    })
+    .await;
+    let first = app.post_order(TOKEN, &valid_order("legacy-1")).await;
+    assert_eq!(first.status(), 201);
+    let first_body = first.bytes().await.unwrap();
+    // The hash the earlier version stored: HMAC of the JSON form, the CVV emptied.
+    let mut request: order_core::contract::CreateOrderRequest =
+        serde_json::from_value(valid_order("legacy-1")).unwrap();
+    request.payment.payment_method.card.cvv.clear();
+    let key = RequestHashKey::from_settings(&hash_settings).unwrap();
+    let legacy = key.json_hash(&request);
+    let updated = sqlx::query(
+        "UPDATE idempotency_keys SET request_hash = $1 \
+         WHERE reference_id = 'legacy-1' AND request_hash <> $1",
+    )
+    .bind(&legacy)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        updated.rows_affected(),
+        1,
+        "the stored hash was of the new form"
+    );
+
+    let again = app.post_order(TOKEN, &valid_order("legacy-1")).await;
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(again.bytes().await.unwrap(), first_body);
+
+    let mut other = valid_order("legacy-1");
+    other["customer"]["full_name"] = "Bia Souza".into();
+    let refused = app.post_order(TOKEN, &other).await;
+    assert_eq!(refused.status(), 422);
+    assert_eq!(app.deps.ledger().pay_requests, 1);
 }

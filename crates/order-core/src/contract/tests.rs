@@ -189,3 +189,35 @@ fn a_key_holding_digits_is_never_named() {
     let field = field_of(CreateOrderRequest::parse(&with_bad_value_under("extra")).unwrap_err());
     assert_eq!(field, "extra", "a key without digits is still named");
 }
+
+#[test]
+fn the_json_hash_of_an_earlier_version_is_the_same_request() {
+    let order = check(&valid()).unwrap();
+    let mut request = order.request.clone();
+    request.payment.payment_method.card.cvv.clear();
+    let legacy = key().json_hash(&request);
+    assert_ne!(legacy, order.request_hash, "the canonical form changed");
+    assert!(order.is_same_request(&order.request_hash, &key()));
+    assert!(order.is_same_request(&legacy, &key()));
+    let mut other = valid();
+    other["customer"]["full_name"] = serde_json::json!("Bia");
+    let other = check(&other).unwrap();
+    assert!(!other.is_same_request(&legacy, &key()));
+    assert!(!order.is_same_request(&other.request_hash, &key()));
+    let other_key = RequestHashKey::new(b"another-key-0123456");
+    assert!(!order.is_same_request(&legacy, &other_key));
+}
+
+#[test]
+fn a_failed_parse_still_names_the_field() {
+    let mut body = valid();
+    body["payment"]["amount"] = serde_json::json!("4111111111111111");
+    let err = CreateOrderRequest::parse(&serde_json::to_vec(&body).unwrap()).unwrap_err();
+    match err {
+        ApiError::InvalidRequest { field, detail } => {
+            assert_eq!(field, "payment.amount");
+            assert!(!detail.contains("4111"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
