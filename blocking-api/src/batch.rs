@@ -22,7 +22,7 @@ use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 
 use crate::connections::PgConn;
-use crate::db::{Conn, Db, Prepare, db_error};
+use crate::db::{Conn, Db, Prepare, db_error, statement};
 
 /// One order and where its outcome goes.
 struct Job {
@@ -192,7 +192,7 @@ fn persist_orders(conn: &mut PgConn, c: PersistColumns) -> Result<Vec<i64>, ApiE
                 .bind::<Array<Text>, _>(c.item_name)
                 .bind::<Array<BigInt>, _>(c.item_quantity)
                 .bind::<Array<BigInt>, _>(c.item_value)
-                .prepared()
+                .prepared_as::<statement::PERSIST_ORDERS>()
                 .load(pg)
         })
         .map_err(db_error)?;
