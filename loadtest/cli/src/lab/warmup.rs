@@ -65,6 +65,7 @@ impl Lab {
             progress: None,
             retry: None,
             sharding: Default::default(),
+            transport_pause: None,
         };
         loadgen::driver::drive(cfg, Default::default())
             .await
