@@ -11,9 +11,9 @@ use lab_results::{
     RunResults,
 };
 
-/// The statement the lab uses between runs (docs/lab-interfaces.md).
-pub const TRUNCATE: &str =
-    "TRUNCATE idempotency_keys, order_outbox, order_items, orders, customers RESTART IDENTITY";
+/// The statement the lab uses between runs (docs/lab-interfaces.md), from the one file that
+/// scripts/k8s-local.sh reads too.
+pub const TRUNCATE: &str = include_str!("truncate.sql");
 
 /// Empties the order tables.
 pub async fn truncate(database_url: &str) -> Result<()> {
