@@ -42,6 +42,29 @@ pub struct DriverConfig {
     pub transport_pause: Option<Duration>,
 }
 
+impl DriverConfig {
+    /// `profile` against `target`, keys prefixed `run_id`, each request given `request_timeout`;
+    /// the rest as a plain run has it: no in-flight cap, 16 sellers (the lab's default), fresh
+    /// orders only, one attempt each, no goose report, no progress bar, the whole schedule from
+    /// now with the seed of the run id, no pause after a transport failure. Set any field after.
+    pub fn new(target: &str, profile: Profile, run_id: String, request_timeout: Duration) -> Self {
+        DriverConfig {
+            target: target.to_owned(),
+            profile,
+            request_timeout,
+            max_in_flight: u64::MAX,
+            run_id,
+            sellers: 16,
+            duplicate_ratio: 0.0,
+            goose_reports: Vec::new(),
+            progress: None,
+            retry: None,
+            sharding: Sharding::default(),
+            transport_pause: None,
+        }
+    }
+}
+
 /// This generator's share of the schedule (open model; see [`crate::shard`] and [`crate::start`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Sharding {

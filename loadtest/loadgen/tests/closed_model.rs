@@ -13,21 +13,9 @@ use loadgen::sampler::Peaks;
 
 mod common;
 
-fn closed(target: String, clients: u64, requests: u64) -> DriverConfig {
-    DriverConfig {
-        target,
-        profile: Profile::parse(&format!("closed-{clients}-{requests}"), 1.0).unwrap(),
-        request_timeout: Duration::from_secs(30),
-        max_in_flight: clients,
-        run_id: "closed".into(),
-        sellers: 4,
-        duplicate_ratio: 0.0,
-        goose_reports: Vec::new(),
-        progress: None,
-        retry: None,
-        sharding: Default::default(),
-        transport_pause: None,
-    }
+fn closed(target: &str, clients: u64, requests: u64) -> DriverConfig {
+    let profile = Profile::parse(&format!("closed-{clients}-{requests}"), 1.0).unwrap();
+    DriverConfig::new(target, profile, "closed".into(), Duration::from_secs(30))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,7 +47,7 @@ async fn a_client_held_by_a_slow_answer_leaves_its_share_to_the_others() {
     .await;
     let control = Arc::new(LoopControl::default());
     let clock = Arc::new(std::sync::OnceLock::new());
-    let out = drive_with(closed(target, 4, N), clock, control.clone())
+    let out = drive_with(closed(&target, 4, N), clock, control.clone())
         .await
         .unwrap();
     let total = &out.recorder.total;
@@ -80,7 +68,7 @@ async fn a_refused_client_pauses_before_its_next_request() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     }; // closed again: connections to it are refused
-    let mut cfg = closed(format!("http://127.0.0.1:{port}"), 2, 10);
+    let mut cfg = closed(&format!("http://127.0.0.1:{port}"), 2, 10);
     cfg.transport_pause = Some(Duration::from_millis(100));
     let control = Arc::new(LoopControl::default());
     let clock = Arc::new(std::sync::OnceLock::new());

@@ -46,18 +46,14 @@ async fn offered_rate_tracks_the_profile_while_the_target_is_saturated() {
         per_s
     };
     let cfg = DriverConfig {
-        target,
-        profile: profile.clone(),
-        request_timeout: Duration::from_secs(3),
         max_in_flight: 100_000,
-        run_id: "acc".into(),
         sellers: 4,
-        duplicate_ratio: 0.0,
-        goose_reports: Vec::new(),
-        progress: None,
-        retry: None,
-        sharding: Default::default(),
-        transport_pause: None,
+        ..DriverConfig::new(
+            &target,
+            profile.clone(),
+            "acc".into(),
+            Duration::from_secs(3),
+        )
     };
     let clock = Arc::new(std::sync::OnceLock::new());
     let out = loadgen::driver::drive(cfg, clock).await.unwrap();

@@ -9,11 +9,10 @@
 //! pool acquire that timed out on the persist path) or transport failure. From the API's
 //! `/metrics` (loadgen's sampler), scraped every 200 ms: peak connections in use, peak outbox
 //! backlog; before and after: pool acquire timeouts. After the load, the lab waits until the API
-//! has settled (no unsent outbox row,
-//! no prepared transaction, no key left in `CHARGING`; at most [`SETTLE_LIMIT`]) and takes the
-//! census: every order id in PostgreSQL against every subject in the stream → events lost (an
-//! order without its event), duplicated (a subject with more than one message) and orphaned (an
-//! event without its order).
+//! has settled (no unsent outbox row, no prepared transaction, no key left in `CHARGING`; at most
+//! [`SETTLE_LIMIT`]) and takes the census: every order id in PostgreSQL against every subject in
+//! the stream → events lost (an order without its event), duplicated (a subject with more than
+//! one message) and orphaned (an event without its order).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -377,6 +376,7 @@ impl Census {
 struct Load {
     /// Requests that ended (answered, timed out or failed).
     answered: u64,
+    /// Over every request, from loadgen's whole-run histogram (µs, 3 significant digits).
     mean_ms: f64,
     max_ms: f64,
     /// Non-201 endings by [`error_label`].
@@ -432,23 +432,16 @@ async fn closed_load(
     seed: u64,
     crash: Option<(u64, Arc<Mutex<ApiProcess>>)>,
 ) -> Result<Load> {
-    let run_id = format!("ev{seed:x}");
+    let profile = Profile::parse(&format!("closed-{clients}-{requests}"), 1.0)?;
+    let mut run_id = format!("ev{seed:x}");
+    run_id.truncate(10);
     let cfg = DriverConfig {
-        target: url.to_owned(),
-        profile: Profile::parse(&format!("closed-{clients}-{requests}"), 1.0)?,
-        request_timeout: REQUEST_TIMEOUT,
-        max_in_flight: clients as u64,
-        run_id: run_id[..run_id.len().min(10)].to_owned(),
-        sellers: 16,
-        duplicate_ratio: 0.0,
-        goose_reports: Vec::new(),
-        progress: None,
-        retry: None,
         sharding: Sharding {
             seed: Some(seed),
             ..Sharding::default()
         },
         transport_pause: Some(CLIENT_BACKOFF),
+        ..DriverConfig::new(url, profile, run_id, REQUEST_TIMEOUT)
     };
     let control = Arc::new(LoopControl::default());
     let crasher = crash.map(|(after, api)| tokio::spawn(crash_after(after, api, control.clone())));
@@ -516,14 +509,15 @@ mod tests {
 
     #[test]
     fn errors_read_as_status_and_code_or_transport() {
-        assert_eq!(
-            error_label("database_unavailable"),
-            "503 database_unavailable"
-        );
-        assert_eq!(error_label("payment_declined"), "402 payment_declined");
-        assert_eq!(error_label("http_502"), "502 unknown");
-        assert_eq!(error_label("timeout"), "timeout");
-        assert_eq!(error_label("connect_error"), "connection");
-        assert_eq!(error_label("io_error"), "connection");
+        for (kind, label) in [
+            ("database_unavailable", "503 database_unavailable"),
+            ("payment_declined", "402 payment_declined"),
+            ("http_502", "502 unknown"),
+            ("timeout", "timeout"),
+            ("connect_error", "connection"),
+            ("io_error", "connection"),
+        ] {
+            assert_eq!(error_label(kind), label, "{kind}");
+        }
     }
 }
