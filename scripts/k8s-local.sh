@@ -112,9 +112,9 @@ loadtest() {
 common=(--target "http://127.0.0.1:$port" --profile "$profile" --duration-scale "$scale"
     --seed 22 --no-progress)
 checked=(--database-url "$db" --deps-url "$deps")
-fresh() { # empty tables and ledger between the two runs
-    podman exec postgres-pod-0-postgres psql -q -U lab -d orders -c \
-        "TRUNCATE idempotency_keys, order_outbox, order_items, orders, customers RESTART IDENTITY"
+fresh() { # empty tables (the lab's own statement) and ledger between the two runs
+    podman exec -i postgres-pod-0-postgres psql -q -v ON_ERROR_STOP=1 -U lab -d orders \
+        <loadtest/cli/src/truncate.sql
     curl -fsS -m 5 -X POST "$deps/admin/reset" >/dev/null
 }
 

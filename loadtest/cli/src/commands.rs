@@ -187,6 +187,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
             .retry_for_s
             .map(loadgen::retry::RetryPolicy::giving_up_after),
         sharding,
+        transport_pause: None,
     };
     let meta = RunMeta {
         api: label.clone(),

@@ -11,9 +11,9 @@ use lab_results::{
     RunResults,
 };
 
-/// The statement the lab uses between runs (docs/lab-interfaces.md).
-pub const TRUNCATE: &str =
-    "TRUNCATE idempotency_keys, order_outbox, order_items, orders, customers RESTART IDENTITY";
+/// The statement the lab uses between runs (docs/lab-interfaces.md), from the one file that
+/// scripts/k8s-local.sh reads too.
+pub const TRUNCATE: &str = include_str!("truncate.sql");
 
 /// Empties the order tables.
 pub async fn truncate(database_url: &str) -> Result<()> {
@@ -153,21 +153,24 @@ pub async fn database(
     ]
 }
 
-/// Polls the API's `/metrics` until nothing is in flight or queued, for at most two minutes.
+/// The longest wait for the API to go idle before the orders are counted.
+const IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Polls the API's `/metrics` until nothing is in flight or queued, for at most [`IDLE_WAIT`].
 async fn wait_until_idle(metrics_url: &str) -> String {
-    let client = reqwest::Client::new();
+    // One scrape may take the whole wait, as long as the API answers it.
+    let client = loadgen::sampler::metrics_client(IDLE_WAIT).unwrap_or_default();
     let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(120) {
-        let busy = match client.get(metrics_url).send().await {
-            Ok(resp) => {
-                let m = loadgen::sampler::parse_prometheus(&resp.text().await.unwrap_or_default());
+    while start.elapsed() < IDLE_WAIT {
+        let busy = match loadgen::sampler::scrape_metrics(&client, metrics_url).await {
+            Some(m) => {
                 let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
                 // The scrape itself is one request in flight.
                 g("http_requests_in_flight") - 1.0
                     + g("blocking_pool_busy")
                     + g("blocking_pool_queued")
             }
-            Err(_) => return "API unreachable: counted at once".to_owned(),
+            None => return "API unreachable: counted at once".to_owned(),
         };
         if busy <= 0.0 {
             return format!(

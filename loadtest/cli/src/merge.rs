@@ -128,6 +128,7 @@ pub fn merge(mut shards: Vec<(PathBuf, RunResults)>) -> Result<RunResults> {
             .zip(&records)
             .filter_map(|((_, r), s)| Some(r.elapsed_s? + shift(s) as f64))
             .reduce(f64::max),
+        last_answer_s: None, // not in a results file, and assembly does not read it
         retries: None,
         start: None,
         tally,

@@ -46,7 +46,7 @@ pub fn pin_process(pid: u32, cpus: &[usize]) -> anyhow::Result<usize> {
     let mut set = 0;
     for _ in 0..2 {
         set = 0;
-        for tid in threads(pid).with_context(|| format!("listing the threads of {pid}"))? {
+        for tid in imp::threads(pid).with_context(|| format!("listing the threads of {pid}"))? {
             // A thread that exited since the listing is skipped.
             if imp::pin_thread(tid, cpus).is_ok() {
                 set += 1;
@@ -66,20 +66,18 @@ pub fn pin_tree(pid: u32, cpus: &[usize]) -> anyhow::Result<usize> {
     Ok(set)
 }
 
-fn threads(pid: u32) -> anyhow::Result<Vec<u32>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        if let Some(tid) = entry?.file_name().to_str().and_then(|s| s.parse().ok()) {
-            out.push(tid);
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(target_os = "linux")]
 mod imp {
     use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
     use nix::unistd::Pid;
+
+    /// The live threads of `pid` (`/proc/PID/task`); one that exits during the listing is skipped.
+    pub(super) fn threads(pid: u32) -> anyhow::Result<Vec<u32>> {
+        let tasks = procfs::process::Process::new(i32::try_from(pid)?)?.tasks()?;
+        Ok(tasks
+            .filter_map(|t| u32::try_from(t.ok()?.tid).ok())
+            .collect())
+    }
 
     pub(super) fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
         let set = sched_getaffinity(Pid::from_raw(0))?;
@@ -100,6 +98,10 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
+    pub(super) fn threads(_: u32) -> anyhow::Result<Vec<u32>> {
+        anyhow::bail!("listing threads needs Linux's /proc")
+    }
+
     pub(super) fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
         anyhow::bail!("CPU affinity needs Linux")
     }
@@ -132,12 +134,13 @@ mod tests {
             .unwrap();
         let one = [cpus[cpus.len() - 1]];
         assert_eq!(pin_process(child.id(), &one).unwrap(), 1);
-        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-        let list = status
-            .lines()
-            .find(|l| l.starts_with("Cpus_allowed_list:"))
+        let pid = i32::try_from(child.id()).unwrap();
+        let status = procfs::process::Process::new(pid)
+            .unwrap()
+            .status()
             .unwrap();
-        assert!(list.ends_with(&one[0].to_string()), "{list}");
+        let cpu = u32::try_from(one[0]).unwrap();
+        assert_eq!(status.cpus_allowed_list, Some(vec![(cpu, cpu)]));
         let _ = child.kill();
         let _ = child.wait();
     }

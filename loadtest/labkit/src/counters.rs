@@ -8,7 +8,7 @@
 //!   over the live threads: a thread that exits between two readings takes its count with it.
 //! - Memory: `VmRSS` and `VmHWM` (the peak RSS since the process started) of `/proc/PID/status`.
 //! - Machine: busy jiffies of all CPUs from the first line of `/proc/stat` (user, nice, system,
-//!   irq, softirq, steal; not idle, not iowait).
+//!   irq, softirq, steal; not idle, not iowait), and all of them (busy, idle and iowait).
 //!
 //! Every file is read through the `procfs` crate, none parsed here.
 
@@ -67,7 +67,13 @@ pub fn stacks_in(maps: &procfs::process::MemoryMaps, stack_kib: u64) -> (u64, u6
 
 /// Busy CPU time of the whole machine so far, all CPUs together, seconds.
 pub fn machine_busy_seconds() -> anyhow::Result<f64> {
-    Ok(imp::machine_busy_jiffies()? as f64 / ticks_per_second())
+    Ok(machine_jiffies()?.0 as f64 / ticks_per_second())
+}
+
+/// `(busy, total)` jiffies of all CPUs so far ([`busy_jiffies`], and those plus idle and iowait):
+/// two readings give the share of the machine's CPU time that was busy between them.
+pub fn machine_jiffies() -> anyhow::Result<(u64, u64)> {
+    imp::machine_jiffies()
 }
 
 /// CPUs of the machine (`cpuN` lines of `/proc/stat`), whatever this process's affinity; at
@@ -82,6 +88,12 @@ pub fn online_cpus() -> usize {
 pub fn busy_jiffies(t: &procfs::CpuTime) -> u64 {
     let opt = |v: Option<u64>| v.unwrap_or(0);
     t.user + t.nice + t.system + opt(t.irq) + opt(t.softirq) + opt(t.steal)
+}
+
+/// All jiffies of a `/proc/stat` `cpu` line: [`busy_jiffies`] + idle + iowait.
+#[cfg(target_os = "linux")]
+pub fn total_jiffies(t: &procfs::CpuTime) -> u64 {
+    busy_jiffies(t) + t.idle + t.iowait.unwrap_or(0)
 }
 
 fn ticks_per_second() -> f64 {
@@ -104,8 +116,9 @@ mod imp {
         procfs::KernelStats::current().context("reading /proc/stat")
     }
 
-    pub(super) fn machine_busy_jiffies() -> anyhow::Result<u64> {
-        Ok(super::busy_jiffies(&kernel_stats()?.total))
+    pub(super) fn machine_jiffies() -> anyhow::Result<(u64, u64)> {
+        let total = kernel_stats()?.total;
+        Ok((super::busy_jiffies(&total), super::total_jiffies(&total)))
     }
 
     pub(super) fn thread_stacks(pid: u32, stack_kib: u64) -> anyhow::Result<(u64, u64)> {
@@ -158,7 +171,7 @@ mod imp {
         100.0
     }
 
-    pub(super) fn machine_busy_jiffies() -> anyhow::Result<u64> {
+    pub(super) fn machine_jiffies() -> anyhow::Result<(u64, u64)> {
         anyhow::bail!("machine counters need Linux's /proc")
     }
 
@@ -194,6 +207,10 @@ mod tests {
         };
         let stats = KernelStats::from_read(text.as_bytes(), &info).unwrap();
         assert_eq!(busy_jiffies(&stats.total), 100 + 5 + 50 + 2 + 3 + 4);
+        assert_eq!(
+            total_jiffies(&stats.total),
+            100 + 5 + 50 + 1000 + 30 + 2 + 3 + 4
+        );
         assert_eq!(stats.cpu_time.len(), 1);
     }
 
@@ -229,6 +246,8 @@ mod tests {
         assert!(c.threads >= 1);
         assert!(c.voluntary_switches + c.involuntary_switches > 0, "{c:?}");
         assert!(machine_busy_seconds().unwrap() > 0.0);
+        let (busy, total) = machine_jiffies().unwrap();
+        assert!(0 < busy && busy < total, "{busy} of {total}");
         assert!(online_cpus() >= 1);
         // Counted from a thread of Rust's default stack size, so there is at least that one.
         let (stacks, rss) =

@@ -93,6 +93,7 @@ mod imp {
         Some(CpuInfo::current().ok()?.model_name(0)?.to_owned())
     }
     pub(super) fn kernel() -> Option<String> {
+        // Read as text: procfs's KernelVersion keeps major.minor.patch only, not `uname -r`.
         Some(
             std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .ok()?

@@ -121,6 +121,12 @@ fn read_usage(target: Target) -> anyhow::Result<Usage> {
     }
 }
 
+/// `true` while `pid` runs: it exists and is not a zombie waiting to be reaped (the state in
+/// `/proc/PID/stat`).
+pub fn running(pid: u32) -> bool {
+    imp::running(pid)
+}
+
 /// `pid` followed by all its live descendants (children of children…), from a scan of `/proc`.
 pub fn tree_pids(pid: u32) -> anyhow::Result<Vec<u32>> {
     Ok(imp::descendants(pid, &imp::process_table()?))
@@ -242,6 +248,10 @@ mod imp {
         Some(ns as f64 / 1e9)
     }
 
+    pub(super) fn running(pid: u32) -> bool {
+        open(pid).is_ok_and(|p| p.stat().is_ok_and(|s| s.state != 'Z'))
+    }
+
     fn open(pid: u32) -> anyhow::Result<Process> {
         let id = i32::try_from(pid).context("pid out of range")?;
         Process::new(id).with_context(|| format!("process {pid} not found"))
@@ -284,5 +294,8 @@ mod imp {
     }
     pub(super) fn read_tree(_: u32, _: &Table) -> anyhow::Result<Usage> {
         anyhow::bail!(UNSUPPORTED)
+    }
+    pub(super) fn running(_: u32) -> bool {
+        false
     }
 }

@@ -20,11 +20,6 @@ fn sh(name: &str, script: &str, log: &Path) -> ServiceProcess {
     .unwrap()
 }
 
-fn alive(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    !status.is_empty() && !status.contains("(zombie)")
-}
-
 #[test]
 fn output_goes_to_the_log_and_drop_stops_the_child() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,11 +27,11 @@ fn output_goes_to_the_log_and_drop_stops_the_child() {
     let svc = sh("svc", "echo $GREETING; echo oops >&2; exec sleep 30", &log);
     let pid = svc.pid();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(alive(pid));
+    assert!(procstat::running(pid));
     assert_eq!(svc.log_tail(5), "hello\noops");
     assert!(svc.try_wait().unwrap().is_none());
     drop(svc);
-    assert!(!alive(pid));
+    assert!(!procstat::running(pid));
 }
 
 #[test]
@@ -62,9 +57,12 @@ fn kill_is_immediate_and_reaches_the_whole_group() {
     let status = svc.kill().unwrap();
     assert_eq!(status.signal(), Some(9), "{status}");
     assert!(start.elapsed() < Duration::from_millis(200));
-    assert!(!alive(svc.pid()));
+    assert!(!procstat::running(svc.pid()));
     std::thread::sleep(Duration::from_millis(100));
-    assert!(!alive(child), "the group's other process survived");
+    assert!(
+        !procstat::running(child),
+        "the group's other process survived"
+    );
     // Killing an exited process again is harmless and reports the same status.
     assert_eq!(svc.kill().unwrap().signal(), Some(9));
 }
@@ -166,23 +164,16 @@ fn nofile_limit_is_raised_at_least_to_the_hard_limit() {
         raised >= hard_before.min(process::NOFILE_WANTED),
         "{raised}: below the hard limit {hard_before} it could have reached"
     );
+    // One number, and not a file procfs reads.
     let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
     // CAP_SYS_RESOURCE (bit 24 of the effective set) may raise the hard limit, up to fs.nr_open;
     // containers often drop it, even for root.
-    let sys_resource = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let hex = s
-                .lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))?
-                .trim()
-                .to_owned();
-            u64::from_str_radix(&hex, 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << 24) != 0);
+    let sys_resource = procfs::process::Process::myself()
+        .and_then(|me| me.status())
+        .is_ok_and(|s| s.capeff & (1 << 24) != 0);
     if sys_resource && nr_open >= process::NOFILE_WANTED {
         assert!(raised >= process::NOFILE_WANTED, "{raised}");
     }

@@ -4,11 +4,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A closed loop seen and stopped from outside while it runs (`loadtest bench` measures a window
-/// of a loop, then stops it).
+/// of a loop, then stops it; the events lab kills the API once so many requests were answered).
 #[derive(Debug, Default)]
 pub struct LoopControl {
     pub(crate) stop: AtomicBool,
     pub(crate) started: AtomicU64,
+    pub(crate) answered: AtomicU64,
 }
 
 impl LoopControl {
@@ -24,5 +25,10 @@ impl LoopControl {
     /// Requests the closed loop's clients have started so far.
     pub fn requests_started(&self) -> u64 {
         self.started.load(Ordering::SeqCst)
+    }
+
+    /// Requests of the closed loop that have ended so far (answered, timed out or failed).
+    pub fn requests_answered(&self) -> u64 {
+        self.answered.load(Ordering::SeqCst)
     }
 }

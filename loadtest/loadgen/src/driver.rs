@@ -10,16 +10,18 @@
 //! itself — into the [`Recorder`]. Latency is measured from the intended time; lateness (actual −
 //! intended start) is recorded too, so a generator that falls behind shows up instead of hiding.
 //!
-//! `closed-C-N` runs as C goose users, each iteration claiming one of N tickets and waiting for
-//! its response (what `ab -c C -n N` does); there the intended time is the actual start.
-//! `closed-C-for-S` runs as C goose users, each sending requests back to back in its one
-//! iteration until S seconds after the run's first request.
+//! The closed models run as C goose users, each sending requests back to back in its one
+//! iteration, the next when the last answered; there the intended time is the actual start.
+//! `closed-C-N` clients each claim their next request from the N between them until none is left
+//! (what `ab -c C -n N` does: a slow client's share goes to the others); `closed-C-for-S` clients
+//! go on until S seconds after the run's first request.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use goose::client::GooseClientBuilder;
 use goose::prelude::*;
 
 use crate::body::BodyGen;
@@ -32,7 +34,7 @@ use crate::retry::AttemptLog;
 use crate::shard::{Shard, Tally};
 use crate::shared::Shared;
 use crate::start::{StartGate, StartRecord};
-use lab_results::RetryRecord;
+use lab_results::{OUTCOME_CONNECT_ERROR, OUTCOME_IO_ERROR, RetryRecord};
 
 pub use crate::control::LoopControl;
 pub use crate::shared::{DriverConfig, Sharding};
@@ -45,8 +47,11 @@ pub struct DriverOutput {
     pub phases_run: usize,
     /// Wall-clock start of the run.
     pub started_at: chrono::DateTime<chrono::Utc>,
-    /// From the run's clock start (first arrival) to the last response.
+    /// From the run's clock start (first arrival) to goose's return: the last response and
+    /// then goose's own shutdown (its controller wakes at most every 500 ms).
     pub elapsed_s: Option<f64>,
+    /// From the run's clock start to the last response (or failure); `None` when none came.
+    pub last_answer_s: Option<f64>,
     /// Retrying clients' attempts (with [`DriverConfig::retry`]).
     pub retries: Option<RetryRecord>,
     /// The open model's start (`None` for closed models, which start as their clients do).
@@ -95,6 +100,7 @@ pub async fn drive_with(
         tally: Mutex::new(Tally::default()),
         in_flight: AtomicU64::new(0),
         tickets: AtomicU64::new(0),
+        last_answer_us: AtomicU64::new(0),
         clock,
         phases_run: AtomicU64::new(phases as u64),
         started_at: OnceLock::new(),
@@ -110,25 +116,15 @@ pub async fn drive_with(
                 Arc::new(move |user| Box::pin(crate::scheduler::schedule(user, s.clone())));
             (1, 1, Transaction::new(f).set_name("open-model scheduler"))
         }
-        Model::Closed { clients, requests } => {
+        Model::Closed { clients, .. } | Model::ClosedFor { clients, .. } => {
             let s = shared.clone();
             let f: TransactionFunction =
-                Arc::new(move |user| Box::pin(closed_request(user, s.clone())));
-            (
-                clients,
-                requests.div_ceil(clients),
-                Transaction::new(f).set_name("closed client"),
-            )
-        }
-        Model::ClosedFor { clients, .. } => {
-            let s = shared.clone();
-            let f: TransactionFunction =
-                Arc::new(move |user| Box::pin(closed_client_for(user, s.clone())));
-            (
-                clients,
-                1,
-                Transaction::new(f).set_name("timed closed client"),
-            )
+                Arc::new(move |user| Box::pin(closed_client(user, s.clone())));
+            let name = match shared.cfg.profile.model {
+                Model::ClosedFor { .. } => "timed closed client",
+                _ => "closed client",
+            };
+            (clients, 1, Transaction::new(f).set_name(name))
         }
     };
     let args = goose_args(&shared.cfg, users, iterations);
@@ -136,6 +132,11 @@ pub async fn drive_with(
         .map_err(|e| anyhow::anyhow!("goose configuration {args:?}: {e}"))?;
     GooseAttack::initialize_with_config(config)
         .context("initialising goose")?
+        // Goose's own clients send nothing (every request goes through `order_client`): one
+        // client shared by the users, not one each, which loads the TLS roots again (in a debug
+        // build some 10 ms of CPU per user, spent as the run starts).
+        .set_client_builder_without_cookies(GooseClientBuilder::new().without_cookies())
+        .context("goose's client")?
         .register_scenario(scenario!("orders").register_transaction(transaction))
         .execute()
         .await
@@ -147,8 +148,10 @@ pub async fn drive_with(
         .finish();
     let shared = Arc::into_inner(shared).context("a request task outlived the run")?;
     let elapsed_s = shared.clock.get().map(|t| t.elapsed().as_secs_f64());
+    let last_answer_us = shared.last_answer_us.load(Ordering::SeqCst);
     Ok(DriverOutput {
         elapsed_s,
+        last_answer_s: (last_answer_us > 0).then(|| last_answer_us as f64 / 1e6),
         recorder: shared
             .recorder
             .into_inner()
@@ -202,49 +205,33 @@ fn seed(run_id: &str) -> u64 {
     })
 }
 
-/// How often a client of a stopped closed loop looks again for goose's exit message.
-const STOPPED_POLL: Duration = Duration::from_millis(50);
-
-/// One closed-model request: claim a ticket, send, wait, record.
-async fn closed_request(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResult {
+/// A closed-model client: requests back to back, each sent when the last one answered, until
+/// the loop is stopped or the profile's end: no request left of the N (`closed-C-N`), or S
+/// seconds after the run's start (`closed-C-for-S`). With [`DriverConfig::transport_pause`], a
+/// request that failed in transport is followed by that pause.
+async fn closed_client(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResult {
     let t0 = s.start();
-    let Model::Closed { requests, .. } = s.cfg.profile.model else {
-        return Ok(());
+    let more = || match s.cfg.profile.model {
+        Model::Closed { requests, .. } => s.tickets.fetch_add(1, Ordering::SeqCst) < requests,
+        Model::ClosedFor { seconds, .. } => t0.elapsed().as_secs_f64() < seconds,
+        Model::Open => false,
     };
-    let stopped = s.control.stop.load(Ordering::SeqCst);
-    if stopped || goose::is_killswitch_triggered() {
-        if stopped {
-            goose::trigger_killswitch("closed loop stopped");
+    while !goose::is_killswitch_triggered() && !s.control.stop.load(Ordering::SeqCst) && more() {
+        let transport_failed = closed_one(user, &s, t0).await?;
+        if let (true, Some(pause)) = (transport_failed, s.cfg.transport_pause) {
+            tokio::time::sleep(pause).await;
         }
-        // Stopped early: wait for goose's exit message instead of spinning. A transaction that
-        // returns without awaiting never yields, so C clients looping on it would starve the
-        // runtime (goose's controller among it) and flood goose's metrics channel.
-        tokio::time::sleep(STOPPED_POLL).await;
-        return Ok(());
-    }
-    if s.tickets.fetch_add(1, Ordering::SeqCst) >= requests {
-        return Ok(());
-    }
-    closed_one(user, &s, t0).await
-}
-
-/// A `closed-C-for-S` client: requests back to back until S seconds after the run's start.
-async fn closed_client_for(user: &mut GooseUser, s: Arc<Shared>) -> TransactionResult {
-    let t0 = s.start();
-    let Model::ClosedFor { seconds, .. } = s.cfg.profile.model else {
-        return Ok(());
-    };
-    while t0.elapsed().as_secs_f64() < seconds
-        && !goose::is_killswitch_triggered()
-        && !s.control.stop.load(Ordering::SeqCst)
-    {
-        closed_one(user, &s, t0).await?;
     }
     Ok(())
 }
 
-/// One request of a closed-model client: send, wait, record.
-async fn closed_one(user: &mut GooseUser, s: &Shared, t0: Instant) -> TransactionResult {
+/// One request of a closed-model client: send, wait, record; `Ok(true)` when it failed in
+/// transport (refused or reset).
+async fn closed_one(
+    user: &mut GooseUser,
+    s: &Shared,
+    t0: Instant,
+) -> Result<bool, Box<TransactionError>> {
     let j = s.control.started.fetch_add(1, Ordering::SeqCst);
     let request = s.bodies.request(j);
     let start = Instant::now();
@@ -259,11 +246,16 @@ async fn closed_one(user: &mut GooseUser, s: &Shared, t0: Instant) -> Transactio
         .arrival(0);
     let outcome = s.send(t0, &request).await;
     let end = Instant::now();
+    s.answered(t0, end);
     let latency = end.saturating_duration_since(start);
     {
         let mut rec = s.rec();
         rec.completed(since(t0, start), since(t0, end), latency, 0, &outcome.kind);
         rec.keys.note(&request, &outcome.kind);
     }
-    crate::scheduler::record_in_goose(user, crate::scheduler::Done { latency, outcome }).await
+    s.control.answered.fetch_add(1, Ordering::SeqCst);
+    let transport_failed =
+        [OUTCOME_CONNECT_ERROR, OUTCOME_IO_ERROR].contains(&outcome.kind.as_str());
+    crate::scheduler::record_in_goose(user, crate::scheduler::Done { latency, outcome }).await?;
+    Ok(transport_failed)
 }

@@ -1,9 +1,11 @@
 //! Once a second, what the processes and the API's `/metrics` say.
 //!
 //! Ticks are aligned to the run's clock (`t0 + k s`), so row `k` covers the same second as the
-//! recorder's bucket `k`. CPU % comes from two readings of cumulative CPU time (labkit::procstat),
-//! so a one-off slow tick cannot invent load. `/metrics` is scraped with a short timeout; a scrape
-//! that fails leaves `None` rather than a stale value.
+//! recorder's bucket `k`. CPU % comes from two readings of cumulative CPU time (labkit::procstat
+//! for processes, labkit::counters for the machine), so a one-off slow tick cannot invent load.
+//! `/metrics` is scraped with a short timeout ([`scrape_metrics`]); a scrape that fails leaves
+//! `None` rather than a stale value. [`Peaks`] watches a few gauges more often than once a second,
+//! for their highest values over a run (the events lab's peak connections and outbox backlog).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -55,11 +57,7 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
     if let Some(pid) = targets.postgres_pid {
         sampler.add("postgres", Target::Tree(pid));
     }
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_millis(700))
-        .no_proxy()
-        .build()
-        .ok();
+    let client = metrics_client(Duration::from_millis(700)).ok();
     let t0 = loop {
         if let Some(t0) = clock.get() {
             break *t0;
@@ -70,7 +68,7 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
     let mut prev = read(&sampler).await;
-    let mut prev_stat = machine_ticks();
+    let mut prev_stat = labkit::counters::machine_jiffies().ok();
     let mut rows = Vec::new();
     for k in 1u64.. {
         tokio::time::sleep_until((t0 + Duration::from_secs(k)).into()).await;
@@ -78,7 +76,7 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
             break;
         }
         let cur = read(&sampler).await;
-        let stat = machine_ticks();
+        let stat = labkit::counters::machine_jiffies().ok();
         let machine = match (prev_stat, stat) {
             (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
                 Some(100.0 * cores() * (b1 - b0) as f64 / (t1 - t0) as f64)
@@ -123,22 +121,6 @@ fn cores() -> f64 {
     std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
 }
 
-/// (busy, total) jiffies of all CPUs from the first line of `/proc/stat`.
-fn machine_ticks() -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let v: Vec<u64> = text
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
-    // user nice system idle iowait irq softirq steal (guest time is already in user).
-    let total: u64 = v.iter().take(8).sum();
-    Some((total - idle, total))
-}
-
 async fn read(sampler: &Sampler) -> HashMap<String, ProcSample> {
     let sampler = sampler.clone();
     // A /proc scan of a process tree is blocking file I/O: keep it off the runtime's workers.
@@ -150,7 +132,17 @@ async fn read(sampler: &Sampler) -> HashMap<String, ProcSample> {
         .collect()
 }
 
-async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
+/// A client for `/metrics` scrapes: `timeout` per scrape, no proxy.
+pub fn metrics_client(timeout: Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .no_proxy()
+        .build()
+}
+
+/// One scrape of an API's `/metrics` at `url`: every metric's value, label sets summed
+/// ([`parse_prometheus`]); `None` when no successful answer came within the client's timeout.
+pub async fn scrape_metrics(client: &reqwest::Client, url: &str) -> Option<HashMap<String, f64>> {
     let text = client
         .get(url)
         .send()
@@ -161,7 +153,11 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
         .text()
         .await
         .ok()?;
-    let m = parse_prometheus(&text);
+    Some(parse_prometheus(&text))
+}
+
+async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
+    let m = scrape_metrics(client, url).await?;
     // The throttling counters only mean something where the API read its cgroup's cpu.stat.
     let cgroup = |name: &str| {
         (m.get("cgroup_cpu_stat_readable") == Some(&1.0))
@@ -185,16 +181,10 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
 /// For APIs the lab did not start: the settings their `/metrics` reveal.
 pub async fn scraped_settings(url: &str) -> BTreeMap<String, String> {
     let mut s = BTreeMap::new();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .no_proxy()
-        .build()
+    let client = metrics_client(Duration::from_secs(5)).unwrap_or_default();
+    let m = scrape_metrics(&client, &format!("{url}/metrics"))
+        .await
         .unwrap_or_default();
-    let text = match client.get(format!("{url}/metrics")).send().await {
-        Ok(r) => r.text().await.unwrap_or_default(),
-        Err(_) => String::new(),
-    };
-    let m = parse_prometheus(&text);
     for (metric, var) in [
         ("db_pool_max_connections", "DB_POOL_SIZE"),
         ("blocking_pool_threads", "BLOCKING_THREADS"),
@@ -205,4 +195,49 @@ pub async fn scraped_settings(url: &str) -> BTreeMap<String, String> {
         }
     }
     s
+}
+
+/// The highest value each of a few gauges of an API's `/metrics` reached, scraped every `every`
+/// from [`Peaks::watch`] until [`Peaks::stop`]; a scrape that fails adds nothing.
+pub struct Peaks {
+    task: tokio::task::JoinHandle<HashMap<String, f64>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Peaks {
+    /// Starts watching `gauges` at `metrics_url`, each scrape within `timeout`.
+    pub fn watch(
+        metrics_url: String,
+        gauges: &[&str],
+        every: Duration,
+        timeout: Duration,
+    ) -> reqwest::Result<Self> {
+        let client = metrics_client(timeout)?;
+        let gauges: Vec<String> = gauges.iter().map(|g| (*g).to_owned()).collect();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let mut peaks = HashMap::new();
+            loop {
+                if let Some(m) = scrape_metrics(&client, &metrics_url).await {
+                    for g in &gauges {
+                        if let Some(&v) = m.get(g) {
+                            let peak = peaks.entry(g.clone()).or_insert(v);
+                            *peak = f64::max(*peak, v);
+                        }
+                    }
+                }
+                tokio::select! {
+                    _ = &mut stopped => return peaks,
+                    () = tokio::time::sleep(every) => {}
+                }
+            }
+        });
+        Ok(Peaks { task, stop })
+    }
+
+    /// Stops watching; returns each gauge's highest value (absent: never scraped).
+    pub async fn stop(self) -> HashMap<String, f64> {
+        let _ = self.stop.send(());
+        self.task.await.unwrap_or_default()
+    }
 }

@@ -141,6 +141,7 @@ fn launch(s: &Arc<Shared>, t0: Instant, a: Arrival, tx: mpsc::UnboundedSender<Do
         );
         let outcome = s.send(t0, &request).await;
         let end = Instant::now();
+        s.answered(t0, end);
         let latency = end.saturating_duration_since(intended);
         {
             let mut rec = s.rec();

@@ -2,7 +2,7 @@
 //! recorder, the body generator, the in-flight count, the clock. The driver builds it; the
 //! open-model scheduler and the closed-model clients read and update it.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,33 @@ pub struct DriverConfig {
     pub retry: Option<RetryPolicy>,
     /// Which arrivals this generator sends, from which seed, from when.
     pub sharding: Sharding,
+    /// Closed model: after a request that failed in transport (refused or reset: the API is
+    /// down), its client waits this long before the next, instead of spending its share of the
+    /// requests on a closed port; `None`: at once.
+    pub transport_pause: Option<Duration>,
+}
+
+impl DriverConfig {
+    /// `profile` against `target`, keys prefixed `run_id`, each request given `request_timeout`;
+    /// the rest as a plain run has it: no in-flight cap, 16 sellers (the lab's default), fresh
+    /// orders only, one attempt each, no goose report, no progress bar, the whole schedule from
+    /// now with the seed of the run id, no pause after a transport failure. Set any field after.
+    pub fn new(target: &str, profile: Profile, run_id: String, request_timeout: Duration) -> Self {
+        DriverConfig {
+            target: target.to_owned(),
+            profile,
+            request_timeout,
+            max_in_flight: u64::MAX,
+            run_id,
+            sellers: 16,
+            duplicate_ratio: 0.0,
+            goose_reports: Vec::new(),
+            progress: None,
+            retry: None,
+            sharding: Sharding::default(),
+            transport_pause: None,
+        }
+    }
 }
 
 /// This generator's share of the schedule (open model; see [`crate::shard`] and [`crate::start`]).
@@ -60,6 +87,8 @@ pub(crate) struct Shared {
     pub(crate) tally: Mutex<Tally>,
     pub(crate) in_flight: AtomicU64,
     pub(crate) tickets: AtomicU64,
+    /// When the latest answer came, µs after the run's clock started.
+    pub(crate) last_answer_us: AtomicU64,
     pub(crate) clock: Clock,
     pub(crate) phases_run: AtomicU64,
     pub(crate) started_at: OnceLock<chrono::DateTime<chrono::Utc>>,
@@ -90,6 +119,13 @@ impl Shared {
             .started_at
             .set(intended.unwrap_or_else(chrono::Utc::now));
         *self.clock.get_or_init(|| origin)
+    }
+
+    /// Notes an answer (or a failure) that came at `end`, for [`crate::driver::DriverOutput`]'s
+    /// `last_answer_s`.
+    pub(crate) fn answered(&self, t0: Instant, end: Instant) {
+        let us = u64::try_from(end.saturating_duration_since(t0).as_micros()).unwrap_or(u64::MAX);
+        self.last_answer_us.fetch_max(us, Ordering::SeqCst);
     }
 
     pub(crate) fn rec(&self) -> std::sync::MutexGuard<'_, Recorder> {

@@ -8,63 +8,23 @@ use std::time::Duration;
 use loadgen::driver::DriverConfig;
 use loadgen::profile::Profile;
 use loadgen::recorder::Acc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-/// A deliberately slow HTTP/1.1 server: every request waits for one of `slots` permits, holds it
-/// for `hold`, then gets `201 {}`.
-async fn slow_server(slots: usize, hold: Duration) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let permits = Arc::new(Semaphore::new(slots));
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(serve(stream, permits.clone(), hold));
-        }
-    });
-    format!("http://{addr}")
-}
+mod common;
 
-async fn serve(
-    mut stream: TcpStream,
-    permits: Arc<Semaphore>,
-    hold: Duration,
-) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    loop {
-        let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        };
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-        let len: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while buf.len() < head_end + len {
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
+/// A deliberately slow server: every request waits for one of `slots` permits, holds it for
+/// `hold`, then gets `201 {}`.
+async fn slow_server(slots: usize, hold: Duration) -> String {
+    let permits = Arc::new(Semaphore::new(slots));
+    common::serve(move |_| {
+        let permits = permits.clone();
+        async move {
+            let _permit = permits.acquire().await.unwrap();
+            tokio::time::sleep(hold).await;
+            (201, "{}".to_owned())
         }
-        buf.drain(..head_end + len);
-        let _permit = permits.acquire().await.unwrap();
-        tokio::time::sleep(hold).await;
-        stream
-            .write_all(b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
-            .await?;
-    }
+    })
+    .await
 }
 
 fn window(seconds: &[Acc], a: usize, b: usize, f: fn(&Acc) -> u64) -> u64 {
@@ -86,17 +46,14 @@ async fn offered_rate_tracks_the_profile_while_the_target_is_saturated() {
         per_s
     };
     let cfg = DriverConfig {
-        target,
-        profile: profile.clone(),
-        request_timeout: Duration::from_secs(3),
         max_in_flight: 100_000,
-        run_id: "acc".into(),
         sellers: 4,
-        duplicate_ratio: 0.0,
-        goose_reports: Vec::new(),
-        progress: None,
-        retry: None,
-        sharding: Default::default(),
+        ..DriverConfig::new(
+            &target,
+            profile.clone(),
+            "acc".into(),
+            Duration::from_secs(3),
+        )
     };
     let clock = Arc::new(std::sync::OnceLock::new());
     let out = loadgen::driver::drive(cfg, clock).await.unwrap();

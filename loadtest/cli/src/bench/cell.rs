@@ -89,6 +89,7 @@ pub(super) fn closed_loop(target: &str, clients: u64, requests: u64) -> DriverCo
         progress: None,
         retry: None,
         sharding: Default::default(),
+        transport_pause: None,
     }
 }
 

@@ -186,16 +186,10 @@ async fn counters(database_url: &str) -> Result<Counters> {
 
 /// The batch writer's counters (none when the API has no writer, or does not answer).
 async fn api_counters(api_url: &str) -> HashMap<String, f64> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .no_proxy()
-        .build()
+    let client = loadgen::sampler::metrics_client(Duration::from_secs(5)).unwrap_or_default();
+    let mut api = loadgen::sampler::scrape_metrics(&client, &format!("{api_url}/metrics"))
+        .await
         .unwrap_or_default();
-    let text = match client.get(format!("{api_url}/metrics")).send().await {
-        Ok(r) => r.text().await.unwrap_or_default(),
-        Err(_) => String::new(),
-    };
-    let mut api = loadgen::sampler::parse_prometheus(&text);
     api.retain(|k, _| BATCH_METRICS.contains(&k.as_str()));
     api
 }

@@ -2,29 +2,36 @@
 //! original was (`ab -c 30 -n N`: a closed model, each client sends its next order when the
 //! last one answered), with the broker behind a latency proxy, and what became of the events.
 //!
-//! Measured at the client: requests per second over the whole run (every answer counts, as in
-//! ab), mean and max latency from send to answer, errors by their machine code (`database_
-//! unavailable` is a pool acquire that timed out on the persist path) or transport failure. From
-//! the API's `/metrics`, sampled every 200 ms: peak connections in use, peak outbox backlog, pool
-//! acquire timeouts. After the load, the lab waits until the API has settled (no unsent outbox row,
-//! no prepared transaction, no key left in `CHARGING`; at most [`SETTLE_LIMIT`]) and takes the
-//! census: every order id in PostgreSQL against every subject in the stream → events lost (an
-//! order without its event), duplicated (a subject with more than one message) and orphaned (an
-//! event without its order).
+//! The load is loadgen's closed model (`closed-C-N`), its clients pausing 200 ms after a
+//! transport failure so that a crashed API does not eat their requests. Measured at the client:
+//! requests per second over the whole run (every answer counts, as in ab), mean and max latency
+//! from send to answer, errors by their status and machine code (`503 database_unavailable` is a
+//! pool acquire that timed out on the persist path) or transport failure. From the API's
+//! `/metrics` (loadgen's sampler), scraped every 200 ms: peak connections in use, peak outbox
+//! backlog; before and after: pool acquire timeouts. After the load, the lab waits until the API
+//! has settled (no unsent outbox row, no prepared transaction, no key left in `CHARGING`; at most
+//! [`SETTLE_LIMIT`]) and takes the census: every order id in PostgreSQL against every subject in
+//! the stream → events lost (an order without its event), duplicated (a subject with more than
+//! one message) and orphaned (an event without its order).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use event_broker::Broker;
+use lab_results::{OUTCOME_CONNECT_ERROR, OUTCOME_IO_ERROR};
 use labkit::nats::EphemeralNats;
 use latency_proxy::LatencyProxy;
-use loadgen::body::{BodyGen, OrderRequest};
+use loadgen::driver::{DriverConfig, LoopControl, Sharding};
+use loadgen::profile::Profile;
+use loadgen::recorder::Acc;
+use loadgen::sampler::{Peaks, metrics_client, scrape_metrics};
+use order_core::error::ErrorCode;
 use serde::Serialize;
 use sqlx::Connection;
+use strum::IntoEnumIterator;
 use tokio::sync::Mutex;
 
 use crate::services::{ApiProcess, Database, MockDepsProcess};
@@ -33,6 +40,15 @@ use crate::services::{ApiProcess, Database, MockDepsProcess};
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(90);
 /// A client whose request failed in transport (the API is down) waits this long before its next.
 const CLIENT_BACKOFF: Duration = Duration::from_millis(200);
+/// A client's wait for its answer.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The gauges watched while the load runs, how often, and each scrape's timeout.
+const IN_USE: &str = "db_pool_connections_in_use";
+const BACKLOG: &str = "events_outbox_backlog";
+const PEAKS_EVERY: Duration = Duration::from_millis(200);
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The API's count of pool acquires that timed out.
+const POOL_TIMEOUTS: &str = "db_pool_acquire_timeouts_total";
 
 /// What one run is.
 #[derive(Debug, Clone)]
@@ -202,11 +218,17 @@ impl EventsLab {
         // The API migrated the database at start-up; now the state can be emptied.
         self.fresh_state().await?;
         // Warm-up (connections, caches), excluded: 60 orders from 10 clients.
-        closed_load(&url, 10, 60, seed ^ 0xa5a5, None).await;
+        closed_load(&url, 10, 60, seed ^ 0xa5a5, None).await?;
         self.settle(Instant::now()).await;
         self.fresh_state().await?;
-        let timeouts_before = metric(&url, "db_pool_acquire_timeouts_total").await;
-        let sampler = Sampler::start(url.clone());
+        let metrics_url = format!("{url}/metrics");
+        let timeouts_before = pool_timeouts(&metrics_url).await;
+        let peaks = Peaks::watch(
+            metrics_url.clone(),
+            &[IN_USE, BACKLOG],
+            PEAKS_EVERY,
+            SCRAPE_TIMEOUT,
+        )?;
         let crash = run.crash_after.map(|after| (after, api.clone()));
         let slowdown = async {
             if let Some((start, duration, ms)) = run.inject {
@@ -218,31 +240,29 @@ impl EventsLab {
         };
         let load = closed_load(&url, run.clients, run.requests, seed, crash);
         let load = tokio::select! {
-            load = load => load,
+            load = load => load?,
             // The slowdown ends first or is cut short when the load ends.
             () = async { slowdown.await; std::future::pending::<()>().await } => unreachable!(),
         };
         self.proxy.set_rtt(base_rtt);
         let load_end = Instant::now();
         let (settled, drain) = self.settle(load_end).await;
-        let samples = sampler.stop().await;
-        let timeouts_after = metric(&url, "db_pool_acquire_timeouts_total").await;
+        let peaks = peaks.stop().await;
+        let peak = |gauge: &str| peaks.get(gauge).copied().unwrap_or(0.0) as u64;
+        let timeouts_after = pool_timeouts(&metrics_url).await;
         let census = self.census().await?;
         let api = Arc::try_unwrap(api)
             .map_err(|_| anyhow::anyhow!("the crash task still holds the API"))?
             .into_inner();
         tokio::task::spawn_blocking(move || api.stop()).await??;
-        let latencies = &load.latencies_ms;
-        let mean = latencies.iter().sum::<f64>() / latencies.len().max(1) as f64;
-        let max = latencies.iter().copied().fold(0.0, f64::max);
         Ok(EventsRow {
             api: run.api.clone(),
             mode: run.mode.to_owned(),
             broker: run.broker.to_owned(),
             crash: run.crash_after.is_some(),
-            req_per_s: latencies.len() as f64 / load.elapsed.as_secs_f64().max(1e-9),
-            mean_ms: mean,
-            max_ms: max,
+            req_per_s: load.answered as f64 / load.elapsed_s.max(1e-9),
+            mean_ms: load.mean_ms,
+            max_ms: load.max_ms,
             errors: load.errors.values().sum(),
             orders: census.orders,
             events_in_stream: census.messages,
@@ -255,9 +275,9 @@ impl EventsLab {
                 (None, Some(b), Some(a)) => Some((a - b).max(0.0) as u64),
                 _ => None,
             },
-            peak_connections_in_use: samples.peak_in_use,
+            peak_connections_in_use: peak(IN_USE),
             events_orphaned: census.orphaned,
-            outbox_backlog_peak: samples.peak_backlog.max(samples.peak_unsent),
+            outbox_backlog_peak: peak(BACKLOG),
             outbox_drain_s: if run.mode == "outbox" { drain } else { None },
             settled,
         })
@@ -354,159 +374,111 @@ impl Census {
 
 /// What the clients saw.
 struct Load {
-    latencies_ms: Vec<f64>,
+    /// Requests that ended (answered, timed out or failed).
+    answered: u64,
+    /// Over every request, from loadgen's whole-run histogram (µs, 3 significant digits).
+    mean_ms: f64,
+    max_ms: f64,
+    /// Non-201 endings by [`error_label`].
     errors: BTreeMap<String, u64>,
-    elapsed: Duration,
+    /// From the first request's start to the last one's end.
+    elapsed_s: f64,
 }
 
-/// `clients` clients send `requests` fresh orders between them, each its next as soon as the
-/// last one answered. With `crash`, once `after` answers came back the API is killed (`kill -9`)
-/// and started again while the clients go on.
+impl Load {
+    fn of(total: &Acc, elapsed_s: f64) -> Self {
+        let mut errors = BTreeMap::new();
+        for (kind, n) in total.errors_by_kind() {
+            *errors.entry(error_label(&kind)).or_default() += n;
+        }
+        Load {
+            answered: total.completed,
+            mean_ms: total.latency.mean() / 1000.0,
+            max_ms: if total.latency.is_empty() {
+                0.0
+            } else {
+                total.latency.max() as f64 / 1000.0
+            },
+            errors,
+            elapsed_s,
+        }
+    }
+}
+
+/// A loadgen outcome kind as this table writes it: an API error as its status and machine code
+/// (`503 database_unavailable`; an answer without a code `503 unknown`), `timeout`, and any other
+/// transport failure (refused, reset: the API was down) as `connection`.
+fn error_label(kind: &str) -> String {
+    if kind == OUTCOME_CONNECT_ERROR || kind == OUTCOME_IO_ERROR {
+        return "connection".to_owned();
+    }
+    if let Some(status) = kind.strip_prefix("http_") {
+        return format!("{status} unknown");
+    }
+    match ErrorCode::iter().find(|code| code.as_str() == kind) {
+        Some(code) => format!("{} {kind}", code.status().as_u16()),
+        None => kind.to_owned(),
+    }
+}
+
+/// `clients` clients send `requests` fresh orders between them (loadgen's `closed-C-N`), each its
+/// next as soon as the last one answered, or [`CLIENT_BACKOFF`] after a transport failure. With
+/// `crash`, once `after` requests have ended the API is killed (`kill -9`) and started again
+/// while the clients go on.
 async fn closed_load(
     url: &str,
     clients: usize,
     requests: u64,
     seed: u64,
     crash: Option<(u64, Arc<Mutex<ApiProcess>>)>,
-) -> Load {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .pool_max_idle_per_host(clients)
-        .build()
-        .expect("an HTTP client");
-    let run_id = format!("ev{seed:x}");
-    let gen_ = BodyGen::new(&run_id[..run_id.len().min(10)], 16, 0.0, seed);
-    let bodies: Arc<Vec<OrderRequest>> = Arc::new((0..requests).map(|j| gen_.request(j)).collect());
-    let next = Arc::new(AtomicU64::new(0));
-    let answered = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..clients {
-        let (http, bodies, next, answered) =
-            (http.clone(), bodies.clone(), next.clone(), answered.clone());
-        let target = format!("{url}/orders");
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(order) = bodies.get(i as usize) else {
-                    break;
-                };
-                let sent = Instant::now();
-                let response = http
-                    .post(&target)
-                    .header("Authorization", &*order.token)
-                    .header("Content-Type", "application/json")
-                    .body(order.body.to_vec())
-                    .send()
-                    .await;
-                let outcome = match response {
-                    Ok(r) if r.status().is_success() => Ok(()),
-                    Ok(r) => {
-                        let status = r.status().as_u16();
-                        let body: serde_json::Value = r.json().await.unwrap_or_default();
-                        let code = body["error"].as_str().unwrap_or("unknown").to_owned();
-                        Err((format!("{status} {code}"), false))
-                    }
-                    Err(e) if e.is_timeout() => Err(("timeout".to_owned(), false)),
-                    Err(_) => Err(("connection".to_owned(), true)),
-                };
-                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
-                answered.fetch_add(1, Ordering::Relaxed);
-                if let Err((kind, back_off)) = outcome {
-                    *errors.entry(kind).or_default() += 1;
-                    if back_off {
-                        tokio::time::sleep(CLIENT_BACKOFF).await;
-                    }
-                }
-            }
-            (latencies, errors)
-        }));
-    }
-    let crasher = crash.map(|(after, api)| {
-        let answered = answered.clone();
-        tokio::spawn(async move {
-            while answered.load(Ordering::Relaxed) < after {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            let mut api = api.lock_owned().await;
-            let killed = api.kill();
-            let restarted = tokio::task::block_in_place(|| api.restart());
-            if let Err(e) = killed.and(restarted) {
-                eprintln!(
-                    "events scenario: the crash run could not kill and restart the API: {e:#}"
-                );
-            }
-        })
-    });
-    let mut load = Load {
-        latencies_ms: Vec::new(),
-        errors: BTreeMap::new(),
-        elapsed: Duration::ZERO,
+) -> Result<Load> {
+    let profile = Profile::parse(&format!("closed-{clients}-{requests}"), 1.0)?;
+    let mut run_id = format!("ev{seed:x}");
+    run_id.truncate(10);
+    let cfg = DriverConfig {
+        sharding: Sharding {
+            seed: Some(seed),
+            ..Sharding::default()
+        },
+        transport_pause: Some(CLIENT_BACKOFF),
+        ..DriverConfig::new(url, profile, run_id, REQUEST_TIMEOUT)
     };
-    for task in tasks {
-        if let Ok((latencies, errors)) = task.await {
-            load.latencies_ms.extend(latencies);
-            for (k, n) in errors {
-                *load.errors.entry(k).or_default() += n;
-            }
+    let control = Arc::new(LoopControl::default());
+    let crasher = crash.map(|(after, api)| tokio::spawn(crash_after(after, api, control.clone())));
+    let out = loadgen::driver::drive_with(cfg, Arc::new(OnceLock::new()), control).await;
+    if let Some(crasher) = crasher {
+        if out.is_err() {
+            crasher.abort();
         }
+        let _ = crasher.await;
     }
-    load.elapsed = started.elapsed();
-    if let Some(c) = crasher {
-        let _ = c.await;
-    }
-    load
+    let out = out.context("the closed load")?;
+    Ok(Load::of(
+        &out.recorder.total,
+        out.last_answer_s.unwrap_or_default(),
+    ))
 }
 
-/// One metric of the API's `/metrics` (summed over its labels).
-async fn metric(url: &str, name: &str) -> Option<f64> {
-    let text = reqwest::get(format!("{url}/metrics"))
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    loadgen::sampler::parse_prometheus(&text).get(name).copied()
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Samples {
-    peak_in_use: u64,
-    peak_backlog: u64,
-    peak_unsent: u64,
-}
-
-/// Samples `/metrics` every 200 ms while the load runs.
-struct Sampler {
-    task: tokio::task::JoinHandle<Samples>,
-    stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl Sampler {
-    fn start(url: String) -> Self {
-        let (stop, mut stopped) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(async move {
-            let mut s = Samples::default();
-            loop {
-                let in_use = metric(&url, "db_pool_connections_in_use").await;
-                let backlog = metric(&url, "events_outbox_backlog").await;
-                s.peak_in_use = s.peak_in_use.max(in_use.unwrap_or(0.0) as u64);
-                s.peak_backlog = s.peak_backlog.max(backlog.unwrap_or(0.0) as u64);
-                tokio::select! {
-                    _ = &mut stopped => return s,
-                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
-                }
-            }
-        });
-        Sampler { task, stop }
+/// Kills the API (`kill -9`) once `after` requests of the loop have ended, and starts it again.
+async fn crash_after(after: u64, api: Arc<Mutex<ApiProcess>>, control: Arc<LoopControl>) {
+    while control.requests_answered() < after {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-
-    async fn stop(self) -> Samples {
-        let _ = self.stop.send(());
-        self.task.await.unwrap_or_default()
+    let mut api = api.lock_owned().await;
+    let killed = api.kill();
+    let restarted = tokio::task::block_in_place(|| api.restart());
+    if let Err(e) = killed.and(restarted) {
+        eprintln!("events scenario: the crash run could not kill and restart the API: {e:#}");
     }
+}
+
+/// The API's count of pool acquires that timed out, from its `/metrics` at `metrics_url`.
+async fn pool_timeouts(metrics_url: &str) -> Option<f64> {
+    let client = metrics_client(SCRAPE_TIMEOUT).ok()?;
+    scrape_metrics(&client, metrics_url)
+        .await?
+        .get(POOL_TIMEOUTS)
+        .copied()
 }
 
 #[cfg(test)]
@@ -533,5 +505,19 @@ mod tests {
                 orphaned: 1
             }
         );
+    }
+
+    #[test]
+    fn errors_read_as_status_and_code_or_transport() {
+        for (kind, label) in [
+            ("database_unavailable", "503 database_unavailable"),
+            ("payment_declined", "402 payment_declined"),
+            ("http_502", "502 unknown"),
+            ("timeout", "timeout"),
+            ("connect_error", "connection"),
+            ("io_error", "connection"),
+        ] {
+            assert_eq!(error_label(kind), label, "{kind}");
+        }
     }
 }

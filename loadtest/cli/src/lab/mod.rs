@@ -352,6 +352,7 @@ impl Lab {
             progress: (!load.no_progress).then(|| format!("{label} #{}", repeat + 1)),
             retry: load.retry_for_s.map(RetryPolicy::giving_up_after),
             sharding: Default::default(),
+            transport_pause: None,
         };
         let mut environment = self.environment.clone();
         environment.build_profile = build;

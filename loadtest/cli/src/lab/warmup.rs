@@ -53,18 +53,11 @@ impl Lab {
             phases: vec![phase],
             duration_scale: 1.0,
         };
+        let timeout = Duration::from_secs_f64(self.args.load.request_timeout_s);
         let cfg = DriverConfig {
-            target: url.to_owned(),
-            profile,
-            request_timeout: Duration::from_secs_f64(self.args.load.request_timeout_s),
             max_in_flight: self.args.load.max_in_flight,
-            run_id: format!("{}w", self.run_id),
             sellers: self.args.load.sellers,
-            duplicate_ratio: 0.0,
-            goose_reports: Vec::new(),
-            progress: None,
-            retry: None,
-            sharding: Default::default(),
+            ..DriverConfig::new(url, profile, format!("{}w", self.run_id), timeout)
         };
         loadgen::driver::drive(cfg, Default::default())
             .await

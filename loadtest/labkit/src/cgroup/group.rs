@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use procfs_core::{FromRead, Meminfo};
+
 use super::files::{checked, field, io, keyed, number, parse_cpu_max, parse_max, read, write};
 use super::layout::{self, Hierarchy};
 use super::{CgroupVersion, EnforcedLimits, GroupStats, LimitError, ResourceLimits};
@@ -99,9 +101,9 @@ impl LimitedGroup {
         if swap_file.exists() {
             write(&swap_file, swap_value)?;
         } else {
-            let swap_total = fs::read_to_string("/proc/meminfo")
+            let swap_total = Meminfo::from_file("/proc/meminfo")
                 .ok()
-                .and_then(|m| keyed(&m.replace(':', ""), "SwapTotal"));
+                .map(|m| m.swap_total);
             let why = match swap_total {
                 Some(0) => "this machine has no swap",
                 _ => "the group may swap beyond its memory limit",

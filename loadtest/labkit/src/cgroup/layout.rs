@@ -3,6 +3,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use procfs_core::process::MountInfos;
+use procfs_core::{FromRead, ProcessCGroup, ProcessCGroups};
+
 use super::CgroupVersion;
 
 /// The controllers labkit uses; `cpuacct` only exists (and is only needed for usage) on v1.
@@ -23,12 +26,12 @@ pub(super) struct Hierarchy {
 
 /// The chosen cgroup layout, or why there is none.
 pub(super) fn discover() -> Result<(CgroupVersion, Vec<Hierarchy>), String> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo")
+    let mountinfo = MountInfos::from_file("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo ({e}): not Linux?"))?;
-    let own = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-    let mounts = parse_mountinfo(&mountinfo);
-    let own = parse_proc_cgroup(&own);
+    let own = ProcessCGroups::from_file("/proc/self/cgroup")
+        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?
+        .0;
+    let mounts = cgroup_mounts(mountinfo);
     let v2_reason = match v2(&mounts, &own) {
         Ok(hierarchy) => return Ok((CgroupVersion::V2, vec![hierarchy])),
         Err(reason) => reason,
@@ -47,21 +50,18 @@ pub(super) struct Mount {
     super_options: Vec<String>,
 }
 
-/// `/proc/self/mountinfo`: `ID PARENT MAJ:MIN ROOT POINT OPTS [TAGS…] - FSTYPE SOURCE SUPER_OPTS`.
-pub(super) fn parse_mountinfo(text: &str) -> Vec<Mount> {
-    text.lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let left: Vec<&str> = left.split(' ').collect();
-            let right: Vec<&str> = right.split(' ').collect();
-            Some(Mount {
-                root: left.get(3)?.to_string(),
-                point: PathBuf::from(unescape(left.get(4)?)),
-                fstype: right.first()?.to_string(),
-                super_options: right.get(2)?.split(',').map(str::to_owned).collect(),
-            })
+/// The cgroup mounts of `/proc/self/mountinfo`.
+pub(super) fn cgroup_mounts(mountinfo: MountInfos) -> Vec<Mount> {
+    mountinfo
+        .into_iter()
+        .filter(|m| m.fs_type == "cgroup" || m.fs_type == "cgroup2")
+        .map(|m| Mount {
+            root: m.root,
+            // procfs leaves the kernel's escapes in the mount point.
+            point: PathBuf::from(unescape(&m.mount_point.to_string_lossy())),
+            fstype: m.fs_type,
+            super_options: m.super_options.into_keys().collect(),
         })
-        .filter(|m| m.fstype == "cgroup" || m.fstype == "cgroup2")
         .collect()
 }
 
@@ -70,22 +70,6 @@ fn unescape(s: &str) -> String {
     s.replace("\\040", " ")
         .replace("\\011", "\t")
         .replace("\\134", "\\")
-}
-
-/// `/proc/self/cgroup`: `ID:CONTROLLERS:PATH`, as (controllers, path); v2's line has no controllers.
-pub(super) fn parse_proc_cgroup(text: &str) -> Vec<(Vec<String>, String)> {
-    text.lines()
-        .filter_map(|line| {
-            let mut parts = line.splitn(3, ':');
-            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-            let controllers = controllers
-                .split(',')
-                .filter(|c| !c.is_empty())
-                .map(str::to_owned)
-                .collect();
-            Some((controllers, path.to_owned()))
-        })
-        .collect()
 }
 
 /// The directory of cgroup `path` (as in /proc/self/cgroup) under `mount`.
@@ -97,7 +81,7 @@ fn dir_of(mount: &Mount, path: &str) -> PathBuf {
     mount.point.join(relative)
 }
 
-fn v2(mounts: &[Mount], own: &[(Vec<String>, String)]) -> Result<Hierarchy, String> {
+fn v2(mounts: &[Mount], own: &[ProcessCGroup]) -> Result<Hierarchy, String> {
     let mount = mounts
         .iter()
         .find(|m| m.fstype == "cgroup2")
@@ -114,8 +98,8 @@ fn v2(mounts: &[Mount], own: &[(Vec<String>, String)]) -> Result<Hierarchy, Stri
     }
     let path = own
         .iter()
-        .find(|(c, _)| c.is_empty())
-        .map_or("/", |(_, p)| p.as_str());
+        .find(|g| g.controllers.is_empty())
+        .map_or("/", |g| g.pathname.as_str());
     let origin = dir_of(mount, path);
     // A cgroup with processes cannot hand controllers to children ("no internal processes"), so
     // our own cgroup only works if someone already delegated them; else use the hierarchy's root.
@@ -142,7 +126,7 @@ fn v2(mounts: &[Mount], own: &[(Vec<String>, String)]) -> Result<Hierarchy, Stri
     })
 }
 
-fn v1(mounts: &[Mount], own: &[(Vec<String>, String)]) -> Result<Vec<Hierarchy>, String> {
+fn v1(mounts: &[Mount], own: &[ProcessCGroup]) -> Result<Vec<Hierarchy>, String> {
     let mut hierarchies: Vec<Hierarchy> = Vec::new();
     for controller in CONTROLLERS {
         let Some(mount) = mounts
@@ -162,8 +146,8 @@ fn v1(mounts: &[Mount], own: &[(Vec<String>, String)]) -> Result<Vec<Hierarchy>,
         }
         let path = own
             .iter()
-            .find(|(c, _)| c.iter().any(|c| c == controller))
-            .map_or("/", |(_, p)| p.as_str());
+            .find(|g| g.controllers.iter().any(|c| c == controller))
+            .map_or("/", |g| g.pathname.as_str());
         // Nested under our own cgroup, so limits set on us still apply to the group.
         let origin = dir_of(mount, path);
         hierarchies.push(Hierarchy {
@@ -194,6 +178,14 @@ fn has_cpu_and_memory(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_mountinfo(text: &str) -> Vec<Mount> {
+        cgroup_mounts(MountInfos::from_read(text.as_bytes()).unwrap())
+    }
+
+    fn parse_proc_cgroup(text: &str) -> Vec<ProcessCGroup> {
+        ProcessCGroups::from_read(text.as_bytes()).unwrap().0
+    }
 
     const HYBRID: &str = "\
 31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
@@ -233,5 +225,12 @@ mod tests {
         let text = "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n";
         let err = v1(&parse_mountinfo(text), &[]).unwrap_err();
         assert!(err.contains("memory"), "{err}");
+    }
+
+    #[test]
+    fn escaped_mount_points_are_read_as_paths() {
+        let text = "32 31 0:29 / /sys/fs/cgroup/my\\040cpu rw - cgroup cgroup rw,cpu\n";
+        let mounts = parse_mountinfo(text);
+        assert_eq!(mounts[0].point, Path::new("/sys/fs/cgroup/my cpu"));
     }
 }
