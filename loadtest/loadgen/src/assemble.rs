@@ -240,8 +240,10 @@ fn knee(profile: &Profile, steps: &[Acc]) -> Option<f64> {
 /// load it claims); or, for 3 s or more while the API used less than 90 % of its CPU quota
 /// (its limit when enforced, else the machine): the generator at ≥ 90 % of the machine's cores,
 /// mock-deps or PostgreSQL at ≥ 90 % of one core, the API's threads runnable but waiting for a CPU
-/// for ≥ [`API_CPU_WAIT_PERCENT`] % of the second (schedstat), or the machine as a whole at ≥ 90 %
-/// busy.
+/// for ≥ [`API_CPU_WAIT_PERCENT`] % of the second (schedstat) — unless the API was pinned alone to
+/// its CPUs (`limits.pinning`): then no harness process could take them, and the wait is its own
+/// threads queueing for them (blocking-api's 200 wake in bursts) —, or the machine as a whole at
+/// ≥ 90 % busy.
 pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> Option<String> {
     let cores = f64::from(cores.max(1));
     let quota = if limits.limits_enforced {
@@ -314,6 +316,9 @@ pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> O
                 .or_else(|| Some(ours.iter().flatten().sum()))
         },
     );
+    if limits.pinning.is_some() {
+        return (!reasons.is_empty()).then(|| reasons.join("; "));
+    }
     when_api_idle(
         format!(
             "the API runnable but waiting for a CPU ≥ {API_CPU_WAIT_PERCENT:.0} % of the time while \

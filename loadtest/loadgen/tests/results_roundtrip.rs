@@ -285,4 +285,13 @@ fn harness_bound_blames_the_machine_when_the_api_waits_for_a_cpu() {
     assert_eq!(harness_bound(&at_quota, &limits, 2), None);
     let brief: Vec<_> = (0..10).map(|t| second(t, 40.0, 5.0)).collect();
     assert_eq!(harness_bound(&brief, &limits, 2), None);
+    // Pinned alone to its CPU, the API waits for its own threads, not for the harness's.
+    let pinned = Limits {
+        pinning: Some(Pinning {
+            api_cpus: vec![1],
+            harness_cpus: vec![0],
+        }),
+        ..limits.clone()
+    };
+    assert_eq!(harness_bound(&starved, &pinned, 2), None);
 }
