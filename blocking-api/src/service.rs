@@ -15,7 +15,7 @@ use order_core::contract::ValidOrder;
 use order_core::db_failure;
 use order_core::deps::Recommendation;
 use order_core::error::ApiError;
-use order_core::idempotency::{self, ChargePlan, Hashed, KeyRef, Reservation};
+use order_core::idempotency::{self, ChargePlan, KeyRef, Reservation};
 use order_core::order::{self, Charging, Outcome, Placed};
 use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
@@ -98,7 +98,7 @@ fn replay_or(
     let mut step = app.db.step(&mut held, "read")?;
     let existing = db::find_key(step.conn(), seller_id, &order.request.reference_id)?;
     drop(step);
-    idempotency::decide_expired(existing, &Hashed(order, &app.hash_key), error)
+    idempotency::decide_expired(existing, |h| order.is_same_request(h, &app.hash_key), error)
 }
 
 fn reserve(
@@ -118,7 +118,7 @@ fn reserve(
                 return Ok(Reserved::Owner(attempt, plan));
             }
             Reservation::Taken(existing) => {
-                return idempotency::decide(existing, &Hashed(order, &app.hash_key))
+                return idempotency::decide(existing, |h| order.is_same_request(h, &app.hash_key))
                     .map(Reserved::Done);
             }
             Reservation::Released => continue,

@@ -145,9 +145,7 @@ impl ValidOrder {
     }
 
     fn json_hash(&self, key: &RequestHashKey) -> String {
-        let mut request = self.request.clone();
-        request.payment.payment_method.card.cvv.clear();
-        key.json_hash(&request)
+        without_cvv(&mut self.request.clone(), |r| key.json_hash(r))
     }
 
     /// The one time-dependent rule: the card must not have expired by `today`. Checked after a
@@ -185,14 +183,24 @@ impl CreateOrderRequest {
         self.payment.validate()?;
         check_items(&self.items, self.payment.amount)?;
         self.customer.validate()?;
-        let cvv = std::mem::take(&mut self.payment.payment_method.card.cvv);
-        let request_hash = key.hash_canonical(&self);
-        self.payment.payment_method.card.cvv = cvv;
+        let request_hash = without_cvv(&mut self, |r| key.hash_canonical(r));
         Ok(ValidOrder {
             request_hash,
             request: self,
         })
     }
+}
+
+/// `hash` of the request's canonical form, which leaves the CVV out: nothing stored is derived
+/// from it (`request_hash`'s module doc). The CVV is put back after.
+fn without_cvv(
+    request: &mut CreateOrderRequest,
+    hash: impl FnOnce(&CreateOrderRequest) -> String,
+) -> String {
+    let cvv = std::mem::take(&mut request.payment.payment_method.card.cvv);
+    let hashed = hash(request);
+    request.payment.payment_method.card.cvv = cvv;
+    hashed
 }
 
 /// serde's messages quote the offending value (`invalid type: string "4539…", expected i64`,

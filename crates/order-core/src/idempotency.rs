@@ -4,10 +4,8 @@
 //! ([`crate::sql::RESERVE_KEY`]): PostgreSQL serialises concurrent attempts on the primary key, so
 //! exactly one wins. A loser reads the row in the same transaction and [`decide`]s.
 
-use crate::contract::ValidOrder;
 use crate::error::ApiError;
 use crate::order::{Charging, Outcome, PendingOrder};
-use crate::request_hash::RequestHashKey;
 
 pub const STATE_IN_PROGRESS: &str = "IN_PROGRESS";
 /// Marked, and committed, before the gateway is called: the key may have a charge, so it is never
@@ -58,34 +56,15 @@ pub enum Reservation {
     Released,
 }
 
-/// What a taken key's stored hash is compared with: a hash (`str`), or the request and the key
-/// it was hashed under ([`Hashed`], which also recognises the hash of its earlier canonical form).
-pub trait SameRequest {
-    fn is_same_request(&self, stored_hash: &str) -> bool;
-}
-
-impl SameRequest for str {
-    fn is_same_request(&self, stored_hash: &str) -> bool {
-        self == stored_hash
-    }
-}
-
-/// A request with the key its hash was made under.
-pub struct Hashed<'a>(pub &'a ValidOrder, pub &'a RequestHashKey);
-
-impl SameRequest for Hashed<'_> {
-    fn is_same_request(&self, stored_hash: &str) -> bool {
-        self.0.is_same_request(stored_hash, self.1)
-    }
-}
-
 /// Decides a request whose key is taken: replay the stored outcome, report it in progress, or
-/// refuse a different request that reuses the key.
+/// refuse a different request that reuses the key. `is_same_request` says whether the key's
+/// stored hash is this request's (`ValidOrder::is_same_request`, which also knows the hash's
+/// earlier form).
 pub fn decide(
     existing: ExistingKey,
-    request: &(impl SameRequest + ?Sized),
+    is_same_request: impl Fn(&str) -> bool,
 ) -> Result<Outcome, ApiError> {
-    if !request.is_same_request(&existing.request_hash) {
+    if !is_same_request(&existing.request_hash) {
         return Err(ApiError::IdempotencyKeyReused);
     }
     match (
@@ -144,18 +123,16 @@ pub fn acquired(won: WonKey) -> Result<Reservation, ApiError> {
 /// would tell the client "no order" while recovery goes on to make one; else `expired`.
 pub fn decide_expired(
     existing: Option<ExistingKey>,
-    request: &(impl SameRequest + ?Sized),
+    is_same_request: impl Fn(&str) -> bool,
     expired: ApiError,
 ) -> Result<Outcome, ApiError> {
     match existing {
-        Some(e) if e.state == STATE_CHARGING && request.is_same_request(&e.request_hash) => {
-            Err(ApiError::RequestInProgress)
-        }
-        Some(e) => match decide(e, request) {
-            Ok(replay) => Ok(replay),
-            Err(_) => Err(expired),
+        Some(e) if is_same_request(&e.request_hash) => match e.state.as_str() {
+            STATE_CHARGING => Err(ApiError::RequestInProgress),
+            // Compared once above: the earlier form's hash costs a serialisation.
+            _ => decide(e, |_| true).or(Err(expired)),
         },
-        None => Err(expired),
+        _ => Err(expired),
     }
 }
 
@@ -173,17 +150,22 @@ mod tests {
         }
     }
 
+    /// The comparison of a request whose stored hash is `hash`.
+    fn same(hash: &'static str) -> impl Fn(&str) -> bool {
+        move |stored| stored == hash
+    }
+
     #[test]
     fn other_body_is_refused_whatever_the_state() {
         for state in [STATE_IN_PROGRESS, STATE_COMPLETED] {
-            let err = decide(row("a", state, Some(201)), "b").unwrap_err();
+            let err = decide(row("a", state, Some(201)), same("b")).unwrap_err();
             assert!(matches!(err, ApiError::IdempotencyKeyReused), "{state}");
         }
     }
 
     #[test]
     fn completed_is_replayed_verbatim() {
-        let out = decide(row("a", STATE_COMPLETED, Some(402)), "a").unwrap();
+        let out = decide(row("a", STATE_COMPLETED, Some(402)), same("a")).unwrap();
         assert_eq!(
             (out.status, out.body.as_str(), out.replayed),
             (402, "{\"x\":1}", true)
@@ -192,13 +174,13 @@ mod tests {
 
     #[test]
     fn running_is_in_progress() {
-        let err = decide(row("a", STATE_IN_PROGRESS, None), "a").unwrap_err();
+        let err = decide(row("a", STATE_IN_PROGRESS, None), same("a")).unwrap_err();
         assert!(matches!(err, ApiError::RequestInProgress));
     }
 
     #[test]
     fn charging_is_in_progress_for_a_concurrent_retry() {
-        let err = decide(row("a", STATE_CHARGING, None), "a").unwrap_err();
+        let err = decide(row("a", STATE_CHARGING, None), same("a")).unwrap_err();
         assert!(matches!(err, ApiError::RequestInProgress));
     }
 
@@ -226,16 +208,20 @@ mod tests {
     #[test]
     fn an_expired_card_is_refused_unless_its_key_has_a_charge_or_an_outcome() {
         let expired = || ApiError::invalid("card", "expired");
-        let charging = decide_expired(Some(row("a", STATE_CHARGING, None)), "a", expired());
+        let charging = decide_expired(Some(row("a", STATE_CHARGING, None)), same("a"), expired());
         assert!(matches!(charging, Err(ApiError::RequestInProgress)));
-        let done = decide_expired(Some(row("a", STATE_COMPLETED, Some(201))), "a", expired());
+        let done = decide_expired(
+            Some(row("a", STATE_COMPLETED, Some(201))),
+            same("a"),
+            expired(),
+        );
         assert_eq!(done.unwrap().status, 201);
         for existing in [
             None,
             Some(row("a", STATE_IN_PROGRESS, None)),
             Some(row("b", STATE_CHARGING, None)),
         ] {
-            let refused = decide_expired(existing, "a", expired());
+            let refused = decide_expired(existing, same("a"), expired());
             assert!(matches!(refused, Err(ApiError::InvalidRequest { .. })));
         }
     }
