@@ -316,19 +316,18 @@ pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> O
                 .or_else(|| Some(ours.iter().flatten().sum()))
         },
     );
-    if limits.pinning.is_some() {
-        return (!reasons.is_empty()).then(|| reasons.join("; "));
+    if limits.pinning.is_none() {
+        when_api_idle(
+            format!(
+                "the API runnable but waiting for a CPU ≥ {API_CPU_WAIT_PERCENT:.0} % of the time while \
+                 below its quota (the machine's other processes had the cores)"
+            ),
+            &|s| {
+                s.api_process
+                    .and_then(|p| p.cpu_wait_percent)
+                    .is_some_and(|w| w >= API_CPU_WAIT_PERCENT)
+            },
+        );
     }
-    when_api_idle(
-        format!(
-            "the API runnable but waiting for a CPU ≥ {API_CPU_WAIT_PERCENT:.0} % of the time while \
-             below its quota (the machine's other processes had the cores)"
-        ),
-        &|s| {
-            s.api_process
-                .and_then(|p| p.cpu_wait_percent)
-                .is_some_and(|w| w >= API_CPU_WAIT_PERCENT)
-        },
-    );
     (!reasons.is_empty()).then(|| reasons.join("; "))
 }
