@@ -22,7 +22,9 @@ use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 
 use crate::connections::PgConn;
-use crate::db::{Conn, Db, Prepare, db_error, statement};
+use crate::db::error::db_error;
+use crate::db::prepared::{Prepare, statement};
+use crate::db::{Conn, Db};
 
 /// One order and where its outcome goes.
 struct Job {
@@ -55,7 +57,7 @@ impl Writer {
     }
 
     /// Persists the order in the next batch and waits for that batch's commit. `false`: this
-    /// attempt no longer owns the key, and nothing was written (as `db::persist_order`).
+    /// attempt no longer owns the key, and nothing was written (as `db::queries::persist_order`).
     pub fn persist(
         &self,
         key: KeyRef<'_>,

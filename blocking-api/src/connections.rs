@@ -24,6 +24,7 @@ use std::os::fd::RawFd;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use anyhow::Context;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{self, ConnectionManager, ManageConnection};
 use diesel::result::Error;
@@ -194,5 +195,133 @@ impl ManageConnection for Manager {
     /// A connection abandoned at the client deadline is broken: r2d2 closes it.
     fn has_broken(&self, conn: &mut PgConn) -> bool {
         conn.abandoned || self.inner.has_broken(&mut conn.raw)
+    }
+}
+
+/// `url` as libpq should read it: with `options=-c name=value …` added, percent-encoded, and
+/// `gssencmode=disable` unless the URL says otherwise. sqlx (reactive-api) never negotiates GSSAPI
+/// encryption; libpq's default (`prefer`) loads Kerberos at every connect, on r2d2's background
+/// threads, whose mutexes can then abort a process that exits while one connects.
+///
+/// With a client `deadline`, the socket's own bounds too, unless the URL sets them: TCP
+/// keepalives, `tcp_user_timeout` (data unacknowledged that long fails the connection) and
+/// `connect_timeout` (whole seconds, at least 2, libpq's floor). They end a call on a path that
+/// drops packets; a path that still acknowledges them (a stopped proxy) needs the watchdog.
+pub(crate) fn with_libpq_options(
+    url: &str,
+    options: &[(&str, String)],
+    deadline: Option<std::time::Duration>,
+) -> String {
+    let mut params = Vec::new();
+    if !url.contains("gssencmode=") {
+        params.push("gssencmode=disable".to_owned());
+    }
+    if let Some(deadline) = deadline {
+        let connect_s = deadline.as_millis().div_ceil(1000).max(2);
+        let bounds = [
+            ("keepalives", "1".to_owned()),
+            ("keepalives_idle", "30".to_owned()),
+            ("keepalives_interval", "10".to_owned()),
+            ("keepalives_count", "3".to_owned()),
+            ("tcp_user_timeout", deadline.as_millis().to_string()),
+            ("connect_timeout", connect_s.to_string()),
+        ];
+        for (name, value) in bounds {
+            if !url.contains(&format!("{name}=")) {
+                params.push(format!("{name}={value}"));
+            }
+        }
+    }
+    if !options.is_empty() {
+        let value: Vec<String> = options.iter().map(|(k, v)| format!("-c {k}={v}")).collect();
+        let encoded = value
+            .join(" ")
+            .replace('%', "%25")
+            .replace(' ', "%20")
+            .replace('=', "%3D");
+        params.push(format!("options={encoded}"));
+    }
+    if params.is_empty() {
+        return url.to_owned();
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}{}", params.join("&"))
+}
+
+/// Where the database listens (host, or a Unix socket's directory, and port), as libpq reads the
+/// URL: the `host`/`hostaddr`/`port` parameters override the authority; `localhost:5432` by
+/// default. `connections.rs` recognises each connection's socket by it.
+pub(crate) fn address_of(database_url: &str) -> anyhow::Result<(String, u16)> {
+    let url = url::Url::parse(database_url).context("parsing DATABASE_URL")?;
+    let param = |name: &str| {
+        url.query_pairs()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+    };
+    let host = param("hostaddr")
+        .or_else(|| param("host"))
+        .or_else(|| {
+            url.host().map(|h| match h {
+                url::Host::Ipv6(ip) => ip.to_string(),
+                other => other.to_string(),
+            })
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    let port = match param("port") {
+        Some(port) => port.parse().context("the port parameter of DATABASE_URL")?,
+        None => url.port().unwrap_or(5432),
+    };
+    Ok((host, port))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn libpq_options_are_appended_encoded() {
+        let opts = [("statement_timeout", "5000".to_owned())];
+        assert_eq!(
+            super::with_libpq_options("postgres://u@h/db", &opts, None),
+            "postgres://u@h/db?gssencmode=disable&options=-c%20statement_timeout%3D5000"
+        );
+        assert_eq!(
+            super::with_libpq_options("postgres://u@h/db?sslmode=disable", &opts, None),
+            "postgres://u@h/db?sslmode=disable&gssencmode=disable&options=-c%20statement_timeout%3D5000"
+        );
+        assert_eq!(
+            super::with_libpq_options("postgres://u@h/db?gssencmode=require", &[], None),
+            "postgres://u@h/db?gssencmode=require"
+        );
+    }
+
+    #[test]
+    fn a_client_deadline_bounds_the_socket_unless_the_url_does() {
+        let deadline = Some(std::time::Duration::from_millis(6000));
+        assert_eq!(
+            super::with_libpq_options("postgres://u@h/db?connect_timeout=9", &[], deadline),
+            "postgres://u@h/db?connect_timeout=9&gssencmode=disable&keepalives=1&\
+             keepalives_idle=30&keepalives_interval=10&keepalives_count=3&tcp_user_timeout=6000"
+        );
+        let short = Some(std::time::Duration::from_millis(1500));
+        let url = super::with_libpq_options("postgres://u@h/db", &[], short);
+        assert!(
+            url.ends_with("tcp_user_timeout=1500&connect_timeout=2"),
+            "{url}"
+        );
+    }
+
+    #[test]
+    fn the_database_address_is_read_as_libpq_reads_it() {
+        let of = |u: &str| super::address_of(u).unwrap();
+        assert_eq!(
+            of("postgres://u@db.example:6432/x"),
+            ("db.example".into(), 6432)
+        );
+        assert_eq!(of("postgres://u@h/x"), ("h".into(), 5432));
+        assert_eq!(of("postgres://u@[::1]/x"), ("::1".into(), 5432));
+        assert_eq!(
+            of("postgres://u@h/x?host=/run/postgresql&port=5433"),
+            ("/run/postgresql".into(), 5433)
+        );
     }
 }

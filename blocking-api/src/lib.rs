@@ -11,10 +11,10 @@
 //! The contract, validation, SQL and metrics come from `order-core`. This crate's own modules are
 //! twins of reactive-api's files of the same names, each written to read step for step like its
 //! twin and differing by the execution model, the database driver (diesel here, sqlx there), or
-//! both: [`service`], [`clients`], [`db`], [`connections`], [`batch`], [`events`], [`outbox`],
-//! [`recovery`], [`routes`], [`startup`], [`state`]. Two have no twin: the thread pools
-//! ([`pool`]) and the blocking facade over the NATS client ([`broker`]). The README's table of
-//! twin files says what differs in each.
+//! both: [`service`], [`clients`], [`db`] (with its files by job), [`connections`], [`batch`],
+//! [`persist`], [`events`], [`outbox`], [`recovery`], [`routes`], [`startup`], [`state`]. Two
+//! have no twin: the thread pools ([`pool`]) and the blocking facade over the NATS client
+//! ([`broker`]). The README's table of twin files says what differs in each.
 
 pub mod batch;
 pub mod broker;
@@ -23,6 +23,7 @@ pub mod connections;
 pub mod db;
 pub mod events;
 pub mod outbox;
+pub mod persist;
 pub mod pool;
 pub mod recovery;
 pub mod routes;

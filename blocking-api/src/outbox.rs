@@ -18,7 +18,8 @@ use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode};
 use order_core::sql;
 
-use crate::db::{Step, db_error};
+use crate::db::Step;
+use crate::db::error::db_error;
 use crate::events::record;
 use crate::state::AppState;
 

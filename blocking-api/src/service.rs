@@ -19,8 +19,9 @@ use order_core::idempotency::{self, ChargePlan, KeyRef, Reservation};
 use order_core::order::{self, Charging, Outcome, Placed};
 use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
-use crate::db::{self, Held};
+use crate::db::{self, Held, queries};
 use crate::events;
+use crate::persist;
 use crate::state::AppState;
 
 /// How a reservation ended: this request owns the key, or the answer is already known.
@@ -96,7 +97,7 @@ fn replay_or(
 ) -> Result<Outcome, ApiError> {
     let mut held = Held::none();
     let mut step = app.db.step(&mut held, "read")?;
-    let existing = db::find_key(step.conn(), seller_id, &order.request.reference_id)?;
+    let existing = queries::find_key(step.conn(), seller_id, &order.request.reference_id)?;
     drop(step);
     idempotency::decide_expired(existing, |h| order.is_same_request(h, &app.hash_key), error)
 }
@@ -111,7 +112,7 @@ fn reserve(
     for _ in 0..2 {
         let mut step = app.db.step(held, "reserve")?;
         let lease = app.settings.lease_seconds();
-        let reservation = db::reserve(step.conn(), seller_id, order, lease)?;
+        let reservation = queries::reserve(step.conn(), seller_id, order, lease)?;
         drop(step);
         match reservation {
             Reservation::Acquired { attempt, plan } => {
@@ -179,7 +180,7 @@ fn mark_charging(
 ) -> Result<(), ApiError> {
     let mut step = app.db.step(held, "charging")?;
     let lease = app.settings.lease_seconds();
-    let marked = db::mark_charging(step.conn(), key, charging, lease)?;
+    let marked = queries::mark_charging(step.conn(), key, charging, lease)?;
     drop(step);
     if !marked {
         // Another attempt took the key over; nothing was charged by this one.
@@ -237,8 +238,8 @@ fn complete(
     }
     let mut step = app.db.step(held, "persist")?;
     let completed = match placed {
-        Some(placed) => events::persist_order(app, step.conn(), key, &outcome, placed)?,
-        None => db::complete_key(step.conn(), key, &outcome)?,
+        Some(placed) => persist::persist_order(app, step.conn(), key, &outcome, placed)?,
+        None => queries::complete_key(step.conn(), key, &outcome)?,
     };
     if !completed {
         return not_completed(&mut step, key, outcome);
@@ -254,7 +255,7 @@ fn not_completed(
     key: KeyRef<'_>,
     outcome: Outcome,
 ) -> Result<Outcome, ApiError> {
-    let existing = db::find_key(step.conn(), key.seller_id, key.reference_id)?;
+    let existing = queries::find_key(step.conn(), key.seller_id, key.reference_id)?;
     let ours = existing.is_some_and(|e| e.response_body.as_deref() == Some(&outcome.body));
     if ours {
         Ok(outcome)

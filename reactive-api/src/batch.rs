@@ -20,7 +20,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::connections::PgConn;
-use crate::db::{Conn, Db, db_error};
+use crate::db::error::db_error;
+use crate::db::{Conn, Db};
 
 /// One order and where its outcome goes.
 struct Job {
@@ -51,7 +52,7 @@ impl Writer {
     }
 
     /// Persists the order in the next batch and waits for that batch's commit. `false`: this
-    /// attempt no longer owns the key, and nothing was written (as `db::persist_order`).
+    /// attempt no longer owns the key, and nothing was written (as `db::queries::persist_order`).
     pub async fn persist(
         &self,
         key: KeyRef<'_>,

@@ -1,33 +1,32 @@
 //! The order event (`EVENTS_MODE`, see `order_core::events`), as `async fn`s on the async NATS
 //! client. Step for step the same as blocking-api's `events.rs`:
-//! - [`persist_order`]: the persist step's statement, alone (`off`, `after-commit`), with the
-//!   outbox row in one transaction (`outbox`), or prepared, published, then committed
-//!   (`two-phase`: the connection is held until the broker answers);
+//! - [`publish`]: one publication, counted and timed;
+//! - [`finish`]: a two-phase prepared transaction committed or rolled back, by the request that
+//!   prepared it or by recovery;
 //! - [`after_commit`]: the publication after the order's commit (`after-commit`);
 //! - [`resolve_in_doubt`]: two-phase recovery of prepared transactions, from the recovery loop.
 //!
-//! The outbox relay, a task, is `outbox.rs`; the mode and its broker, [`Events`](crate::state::Events),
-//! are held in `state.rs` with the rest of what the handlers share.
-//!
-//! Transactions are opened with a plain `BEGIN` on the step's autocommit connection, as in
-//! blocking-api. The order's work runs as a task of its own (see `routes.rs`), never cancelled
-//! half-way, so every `BEGIN` here reaches its `COMMIT`, `PREPARE` or `ROLLBACK`.
+//! The persist step, which ties the order's writes to its event as the mode says, is
+//! `persist.rs`; the outbox relay, a task, is `outbox.rs`; the mode and its broker,
+//! [`Events`](crate::state::Events), are held in `state.rs` with the rest of what the handlers
+//! share.
 
 use std::time::Instant;
 
 use event_broker::{Ack, Broker, Publication, PublishFailure, subject_of};
 use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
-use order_core::idempotency::KeyRef;
-use order_core::order::{OrderDocument, Outcome, Placed};
+use order_core::order::OrderDocument;
 use order_core::sql;
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::connections::PgConn;
-use crate::db::{self, Step, db_error};
+use crate::db::Step;
+use crate::db::error::db_error;
+use crate::db::tx::control;
 use crate::state::AppState;
 
-fn publication(ev: &OrderCreated) -> Publication {
+pub(crate) fn publication(ev: &OrderCreated) -> Publication {
     Publication {
         subject: subject_of(&ev.order_id),
         msg_id: ev.event_id.clone(),
@@ -36,7 +35,11 @@ fn publication(ev: &OrderCreated) -> Publication {
 }
 
 /// Publishes one event, counted and timed.
-async fn publish(app: &AppState, broker: &Broker, p: &Publication) -> Result<Ack, PublishFailure> {
+pub(crate) async fn publish(
+    app: &AppState,
+    broker: &Broker,
+    p: &Publication,
+) -> Result<Ack, PublishFailure> {
     let started = Instant::now();
     let result = broker.publish(p).await;
     record(app, started, std::slice::from_ref(&result));
@@ -55,115 +58,17 @@ pub(crate) fn record(app: &AppState, started: Instant, results: &[Result<Ack, Pu
         .record(app.events.mode, elapsed, outcomes);
 }
 
-async fn exec(conn: &mut PgConn, statement: &str) -> Result<(), ApiError> {
-    db::control(conn, AssertSqlSafe(statement.to_owned()))
+pub(crate) async fn exec(conn: &mut PgConn, statement: &str) -> Result<(), ApiError> {
+    control(conn, AssertSqlSafe(statement.to_owned()))
         .await
         .map_err(db_error)
-}
-
-/// The persist step's writes (`db::persist_order`), tied to the event as `EVENTS_MODE` says.
-/// `false`: this attempt lost its key, and nothing was written.
-pub async fn persist_order(
-    app: &AppState,
-    conn: &mut PgConn,
-    key: KeyRef<'_>,
-    outcome: &Outcome,
-    placed: Placed<'_>,
-) -> Result<bool, ApiError> {
-    let broker = match (&app.events.broker, app.events.mode) {
-        (Some(b), EventsMode::TwoPhase | EventsMode::Outbox) => b,
-        _ => return db::persist_order(conn, key, outcome, placed).await,
-    };
-    let doc = placed.doc;
-    let ev = OrderCreated::of(doc);
-    exec(conn, "BEGIN").await?;
-    let written = async {
-        if !db::persist_order(&mut *conn, key, outcome, placed).await? {
-            return Ok(false);
-        }
-        if app.events.mode == EventsMode::Outbox {
-            conn.run(|pg| {
-                sqlx::query(sql::INSERT_OUTBOX)
-                    .bind(&ev.event_id)
-                    .bind(&ev.order_id)
-                    .bind(subject_of(&ev.order_id))
-                    .bind(ev.to_json())
-                    .execute(pg)
-            })
-            .await
-            .map_err(db_error)?;
-        }
-        Ok(true)
-    }
-    .await;
-    match written {
-        Ok(true) => {}
-        other => {
-            // Nothing written (the key is another attempt's) or a failure: undo the BEGIN.
-            let _ = exec(conn, "ROLLBACK").await;
-            return other;
-        }
-    }
-    if app.events.mode == EventsMode::Outbox {
-        exec(conn, "COMMIT").await?;
-        return Ok(true);
-    }
-    // Two-phase: prepare, then publish while holding the connection and the rows.
-    let Some(gid) = events::prepared_gid(&doc.id) else {
-        let _ = exec(conn, "ROLLBACK").await;
-        let why = anyhow::anyhow!("order id {:?} is unfit for a gid", doc.id);
-        return Err(ApiError::Internal(why));
-    };
-    exec(conn, &events::prepare_sql(&gid)).await?;
-    finish_prepared(app, broker, conn, &gid, &ev).await?;
-    Ok(true)
-}
-
-/// Two-phase, after `PREPARE TRANSACTION`: publish; `COMMIT PREPARED` on the acknowledgement,
-/// `ROLLBACK PREPARED` when the broker refused; with no answer, the stream decides. If even that
-/// cannot be asked, the transaction stays prepared (in doubt) for recovery. A transaction that
-/// recovery finished first is answered as it was finished ([`finish`]). Every path but the
-/// commit answers 503 `dependency_unavailable` (broker): the key stays `CHARGING` for a retry.
-async fn finish_prepared(
-    app: &AppState,
-    broker: &Broker,
-    conn: &mut PgConn,
-    gid: &str,
-    ev: &OrderCreated,
-) -> Result<(), ApiError> {
-    let (action, failure) = match publish(app, broker, &publication(ev)).await {
-        Ok(_) => (InDoubt::Commit, None),
-        Err(failure) => {
-            let in_stream = match &failure {
-                PublishFailure::Refused(_) => Ok(false),
-                PublishFailure::Unknown(_) => broker.contains(&subject_of(&ev.order_id)).await,
-            };
-            match in_stream {
-                Ok(found) => (events::in_doubt_action(found), Some(failure)),
-                Err(e) => {
-                    tracing::warn!(gid, error = %e, "event in doubt; recovery will resolve it");
-                    return Err(ApiError::dependency(Dependency::Broker, failure));
-                }
-            }
-        }
-    };
-    match finish(conn, gid, action).await?.unwrap_or(action) {
-        InDoubt::Commit => Ok(()),
-        InDoubt::Rollback => Err(ApiError::dependency(
-            Dependency::Broker,
-            failure.map_or_else(
-                || anyhow::anyhow!("rolled back by recovery before the event's acknowledgement"),
-                anyhow::Error::from,
-            ),
-        )),
-    }
 }
 
 /// `COMMIT PREPARED` or `ROLLBACK PREPARED` (`action`). `Ok(None)`: done as asked. When it fails,
 /// reads back what happened (`sql::PREPARED_OUTCOME`): `Ok(Some(outcome))` when someone else (the
 /// live request, recovery) had already finished it — committed if its order is there, rolled
 /// back if not (`events::finished_elsewhere`); the failure stands only while it is still prepared.
-async fn finish(
+pub(crate) async fn finish(
     conn: &mut PgConn,
     gid: &str,
     action: InDoubt,

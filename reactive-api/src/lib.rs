@@ -9,8 +9,9 @@
 //! `order-core`. This crate's own modules are twins of blocking-api's files of the same names,
 //! each written to read step for step like its twin and differing by the execution model, the
 //! database driver (sqlx on deadpool here, diesel on r2d2 there), or both: [`service`],
-//! [`clients`], [`db`], [`connections`], [`batch`], [`events`], [`outbox`], [`recovery`],
-//! [`routes`], [`startup`], [`state`]. The README's table of twin files says what differs in each.
+//! [`clients`], [`db`] (with its files by job), [`connections`], [`batch`], [`persist`],
+//! [`events`], [`outbox`], [`recovery`], [`routes`], [`startup`], [`state`]. The README's table
+//! of twin files says what differs in each.
 //!
 //! `clippy.toml` forbids blocking calls (`reqwest::blocking`, `std::thread::sleep`, `web::block`…)
 //! so the async model cannot quietly borrow the blocking one's tricks.
@@ -21,6 +22,7 @@ pub mod connections;
 pub mod db;
 pub mod events;
 pub mod outbox;
+pub mod persist;
 pub mod recovery;
 pub mod routes;
 pub mod service;

@@ -17,7 +17,8 @@ use order_core::events::{self, EventsMode};
 use order_core::sql;
 use sqlx::Row;
 
-use crate::db::{Step, db_error};
+use crate::db::Step;
+use crate::db::error::db_error;
 use crate::events::record;
 use crate::state::AppState;
 

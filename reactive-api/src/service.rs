@@ -18,8 +18,9 @@ use order_core::idempotency::{self, ChargePlan, KeyRef, Reservation};
 use order_core::order::{self, Charging, Outcome, Placed};
 use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
 
-use crate::db::{self, Held};
+use crate::db::{self, Held, queries};
 use crate::events;
+use crate::persist;
 use crate::state::AppState;
 
 /// How a reservation ended: this request owns the key, or the answer is already known.
@@ -96,7 +97,7 @@ async fn replay_or(
 ) -> Result<Outcome, ApiError> {
     let mut held = Held::none();
     let mut step = app.db.step(&mut held, "read").await?;
-    let existing = db::find_key(step.conn(), seller_id, &order.request.reference_id).await?;
+    let existing = queries::find_key(step.conn(), seller_id, &order.request.reference_id).await?;
     drop(step);
     idempotency::decide_expired(existing, |h| order.is_same_request(h, &app.hash_key), error)
 }
@@ -111,7 +112,7 @@ async fn reserve(
     for _ in 0..2 {
         let mut step = app.db.step(held, "reserve").await?;
         let lease = app.settings.lease_seconds();
-        let reservation = db::reserve(step.conn(), seller_id, order, lease).await?;
+        let reservation = queries::reserve(step.conn(), seller_id, order, lease).await?;
         drop(step);
         match reservation {
             Reservation::Acquired { attempt, plan } => {
@@ -179,7 +180,7 @@ async fn mark_charging(
 ) -> Result<(), ApiError> {
     let mut step = app.db.step(held, "charging").await?;
     let lease = app.settings.lease_seconds();
-    let marked = db::mark_charging(step.conn(), key, charging, lease).await?;
+    let marked = queries::mark_charging(step.conn(), key, charging, lease).await?;
     drop(step);
     if !marked {
         // Another attempt took the key over; nothing was charged by this one.
@@ -237,8 +238,8 @@ async fn complete(
     }
     let mut step = app.db.step(held, "persist").await?;
     let completed = match placed {
-        Some(placed) => events::persist_order(app, step.conn(), key, &outcome, placed).await?,
-        None => db::complete_key(step.conn(), key, &outcome).await?,
+        Some(placed) => persist::persist_order(app, step.conn(), key, &outcome, placed).await?,
+        None => queries::complete_key(step.conn(), key, &outcome).await?,
     };
     if !completed {
         return not_completed(&mut step, key, outcome).await;
@@ -254,7 +255,7 @@ async fn not_completed(
     key: KeyRef<'_>,
     outcome: Outcome,
 ) -> Result<Outcome, ApiError> {
-    let existing = db::find_key(step.conn(), key.seller_id, key.reference_id).await?;
+    let existing = queries::find_key(step.conn(), key.seller_id, key.reference_id).await?;
     let ours = existing.is_some_and(|e| e.response_body.as_deref() == Some(&outcome.body));
     if ours {
         Ok(outcome)
