@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use diesel::sql_types::{Bool, Double, Text};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
-use event_broker::{Ack, Publication, PublishFailure};
+use event_broker::{Ack, Publication, PublishFailure, subject_of};
 use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
 use order_core::order::OrderDocument;
@@ -29,7 +29,7 @@ use crate::state::AppState;
 
 pub(crate) fn publication(ev: &OrderCreated) -> Publication {
     Publication {
-        subject: event_broker::subject_of(&ev.order_id),
+        subject: subject_of(&ev.order_id),
         msg_id: ev.event_id.clone(),
         payload: ev.to_json().into(),
     }
@@ -145,7 +145,7 @@ pub fn resolve_in_doubt(app: &AppState) -> Result<usize, ApiError> {
         let Some(order_id) = events::order_of_gid(&p.gid) else {
             continue;
         };
-        let subject = event_broker::subject_of(order_id);
+        let subject = subject_of(order_id);
         let in_stream = broker
             .contains(&subject)
             .map_err(|e| ApiError::dependency(Dependency::Broker, e))?;

@@ -4,18 +4,14 @@
 //! transaction (`outbox`), or prepared, published, then committed (`two-phase`: the connection is
 //! held until the broker answers). Step for step the same as reactive-api's `persist.rs`.
 
-use diesel::sql_types::Text;
-use diesel::{RunQueryDsl, sql_query};
-use event_broker::PublishFailure;
+use event_broker::{PublishFailure, subject_of};
 use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
 use order_core::idempotency::KeyRef;
 use order_core::order::{Outcome, Placed};
-use order_core::sql;
 
 use crate::broker::BlockingBroker;
 use crate::connections::PgConn;
-use crate::db::error::db_error;
 use crate::db::queries;
 use crate::events::{exec, finish, publication, publish};
 use crate::state::AppState;
@@ -72,16 +68,7 @@ pub fn persist_order(
         return Ok(false);
     }
     if app.events.mode == EventsMode::Outbox {
-        tx.conn()
-            .run(|pg| {
-                sql_query(sql::INSERT_OUTBOX)
-                    .bind::<Text, _>(&ev.event_id)
-                    .bind::<Text, _>(&ev.order_id)
-                    .bind::<Text, _>(event_broker::subject_of(&ev.order_id))
-                    .bind::<Text, _>(ev.to_json())
-                    .execute(pg)
-            })
-            .map_err(db_error)?;
+        queries::insert_outbox(tx.conn(), &ev)?;
         tx.end("COMMIT")?;
         return Ok(true);
     }
@@ -111,9 +98,7 @@ fn finish_prepared(
         Err(failure) => {
             let in_stream = match &failure {
                 PublishFailure::Refused(_) => Ok(false),
-                PublishFailure::Unknown(_) => {
-                    broker.contains(&event_broker::subject_of(&ev.order_id))
-                }
+                PublishFailure::Unknown(_) => broker.contains(&subject_of(&ev.order_id)),
             };
             match in_stream {
                 Ok(found) => (events::in_doubt_action(found), Some(failure)),

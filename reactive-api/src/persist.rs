@@ -13,10 +13,8 @@ use order_core::error::{ApiError, Dependency};
 use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
 use order_core::idempotency::KeyRef;
 use order_core::order::{Outcome, Placed};
-use order_core::sql;
 
 use crate::connections::PgConn;
-use crate::db::error::db_error;
 use crate::db::queries;
 use crate::events::{exec, finish, publication, publish};
 use crate::state::AppState;
@@ -42,16 +40,7 @@ pub async fn persist_order(
             return Ok(false);
         }
         if app.events.mode == EventsMode::Outbox {
-            conn.run(|pg| {
-                sqlx::query(sql::INSERT_OUTBOX)
-                    .bind(&ev.event_id)
-                    .bind(&ev.order_id)
-                    .bind(subject_of(&ev.order_id))
-                    .bind(ev.to_json())
-                    .execute(pg)
-            })
-            .await
-            .map_err(db_error)?;
+            queries::insert_outbox(&mut *conn, &ev).await?;
         }
         Ok(true)
     }

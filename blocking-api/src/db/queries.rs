@@ -4,8 +4,10 @@
 
 use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Timestamptz};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
+use event_broker::subject_of;
 use order_core::contract::ValidOrder;
 use order_core::error::ApiError;
+use order_core::events::OrderCreated;
 use order_core::idempotency::{self, ExistingKey, KeyRef, Reservation, WonKey};
 use order_core::order::{Charging, Outcome, Placed, plain};
 use order_core::sql;
@@ -232,4 +234,19 @@ pub fn persist_order(
         })
         .map_err(db_error)?;
     Ok(row.completed == 1)
+}
+
+/// `EVENTS_MODE=outbox`: the order's event, written in the order's transaction
+/// (`sql::INSERT_OUTBOX`); the outbox relay (`outbox.rs`) publishes it.
+pub fn insert_outbox(conn: &mut PgConn, ev: &OrderCreated) -> Result<(), ApiError> {
+    conn.run(|pg| {
+        sql_query(sql::INSERT_OUTBOX)
+            .bind::<Text, _>(&ev.event_id)
+            .bind::<Text, _>(&ev.order_id)
+            .bind::<Text, _>(subject_of(&ev.order_id))
+            .bind::<Text, _>(ev.to_json())
+            .execute(pg)
+    })
+    .map_err(db_error)?;
+    Ok(())
 }

@@ -2,8 +2,10 @@
 //! step's connection ([`PgConn`]), and the read of a stored order. The twin of blocking-api's
 //! `db/queries.rs`.
 
+use event_broker::subject_of;
 use order_core::contract::ValidOrder;
 use order_core::error::ApiError;
+use order_core::events::OrderCreated;
 use order_core::idempotency::{self, ExistingKey, KeyRef, Reservation, WonKey};
 use order_core::order::{Charging, Outcome, Placed, plain};
 use order_core::sql;
@@ -198,4 +200,20 @@ pub async fn persist_order(
         .and_then(|row| row.try_get(0))
         .map_err(db_error)?;
     Ok(completed == 1)
+}
+
+/// `EVENTS_MODE=outbox`: the order's event, written in the order's transaction
+/// (`sql::INSERT_OUTBOX`); the outbox relay (`outbox.rs`) publishes it.
+pub async fn insert_outbox(conn: &mut PgConn, ev: &OrderCreated) -> Result<(), ApiError> {
+    conn.run(|pg| {
+        sqlx::query(sql::INSERT_OUTBOX)
+            .bind(&ev.event_id)
+            .bind(&ev.order_id)
+            .bind(subject_of(&ev.order_id))
+            .bind(ev.to_json())
+            .execute(pg)
+    })
+    .await
+    .map_err(db_error)?;
+    Ok(())
 }
