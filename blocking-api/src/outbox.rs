@@ -1,12 +1,12 @@
 //! The outbox relay (`EVENTS_MODE=outbox`, see `order_core::events`), a thread of plain blocking
 //! calls. Step for step the same as reactive-api's `outbox.rs`.
 //!
-//! Why it holds no transaction while it publishes: it did, and a broker whose acknowledgements
-//! took longer than `DB_STATEMENT_TIMEOUT_MS` (which is also the session's
-//! `idle_in_transaction_session_timeout`) had its session killed every pass — nothing marked
+//! Why it holds no transaction while it publishes: a relay that does, under a broker whose
+//! acknowledgements take longer than `DB_STATEMENT_TIMEOUT_MS` (which is also the session's
+//! `idle_in_transaction_session_timeout`), has its session killed every pass — nothing marked
 //! sent, the same events published for ever (`contract_events_faults`, acknowledgements 1.5 s
-//! against a 500 ms timeout). Now a pass claims its rows with a lease in one statement, gives
-//! the connection back, publishes, and settles the claim in a second statement.
+//! against a 500 ms timeout). So a pass claims its rows with a lease in one statement, gives the
+//! connection back, publishes, and settles the claim in a second statement.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -55,11 +55,12 @@ impl Drop for Gauge {
 /// Why not the order pool: with `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the default) every admitted
 /// order counts on finding a thread at once, and orders that wait on a slow gateway hold every
 /// thread for as long as it is slow. A read on that pool queued behind them (a lookup answered
-/// after the gateway's seconds, a readiness probe failing while the service works), or, once
-/// reads are many, took the threads admitted orders count on: with 64 orders waiting 4 s on the
-/// gateway, a `GET /orders/{id}` on the shared pool answered after 3.6 s (the contract test
-/// `reads_answer_while_orders_fill_every_place`, before this pool). Reads hold a thread for one query;
-/// a few threads of their own serve them, and when those are busy reads wait for each other only.
+/// after the gateway's seconds, a readiness probe failing while the service works), or, once reads
+/// are many, took the threads admitted orders count on: with 64 orders waiting 4 s on the gateway,
+/// a `GET /orders/{id}` on the shared pool answered after 3.6 s (the contract test
+/// `reads_answer_while_orders_fill_every_place`, reads on the orders' pool). Reads hold a thread
+/// for one query; a few threads of their own serve them, and when those are busy reads wait for
+/// each other only.
 pub struct ReadPool {
     jobs: mpsc::Sender<Job>,
 }

@@ -1,7 +1,8 @@
 //! The `order.created` event and how an order's transaction and its publication are tied
-//! (`EVENTS_MODE`, issue 10) — decided once, here, for both APIs.
+//! (`EVENTS_MODE`) — decided once, here, for both APIs.
 //!
-//! - `off`: no event (the default, so every earlier experiment is unchanged).
+//! - `off`: no event (the default: no broker on an order's path, as the experiments without
+//!   events measure it).
 //! - `two-phase`: PostgreSQL as a two-phase participant with the broker as the last resource.
 //!   The order's transaction ends with `PREPARE TRANSACTION` ([`prepared_gid`]); the event is
 //!   published and acknowledged; then `COMMIT PREPARED` (`ROLLBACK PREPARED` when the broker
@@ -114,17 +115,16 @@ pub fn rollback_prepared_sql(gid: &str) -> String {
     format!("ROLLBACK PREPARED '{gid}'")
 }
 
-/// How old a prepared transaction must be before recovery treats it as in doubt: older than a
-/// live request can hold it before it starts finishing it itself. From its `PREPARE
-/// TRANSACTION` the request publishes the event, send and acknowledgement bounded by
-/// `NATS_TIMEOUT_MS` as a whole (`event_broker::Broker::publish`; the send's wait used to be
-/// bounded apart from the acknowledgement, up to twice that), and, with no answer, looks the
-/// event up in the stream, bounded by `NATS_TIMEOUT_MS` again (`Broker::contains`). Then it
-/// sends `COMMIT` or `ROLLBACK PREPARED`, which locks the transaction: a finish by recovery from
-/// then on fails as busy instead of racing it, and one that got there first is read back by the
-/// request ([`finished_elsewhere`]). [`IN_DOUBT_MARGIN`] covers what lies between the bounded
-/// steps: the prepare's answer reaching the request, the finish reaching the server, and a
-/// loaded machine's scheduling.
+/// How old a prepared transaction must be before recovery treats it as in doubt: older than a live
+/// request can hold it before it starts finishing it itself. From its `PREPARE TRANSACTION` the
+/// request publishes the event, send and acknowledgement bounded by `NATS_TIMEOUT_MS` as a whole
+/// (`event_broker::Broker::publish`: one bound for both, where a bound for each would allow twice
+/// that), and, with no answer, looks the event up in the stream, bounded by `NATS_TIMEOUT_MS` again
+/// (`Broker::contains`). Then it sends `COMMIT` or `ROLLBACK PREPARED`, which locks the
+/// transaction: a finish by recovery from then on fails as busy instead of racing it, and one that
+/// got there first is read back by the request ([`finished_elsewhere`]). [`IN_DOUBT_MARGIN`] covers
+/// what lies between the bounded steps: the prepare's answer reaching the request, the finish
+/// reaching the server, and a loaded machine's scheduling.
 pub fn in_doubt_after(nats_timeout: Duration) -> Duration {
     let (publication, look_up) = (nats_timeout, nats_timeout);
     publication + look_up + IN_DOUBT_MARGIN

@@ -45,7 +45,7 @@ pub struct Metrics {
     /// How late the event loop runs the tasks it wakes (smoothed; see `admission::LoopLag`).
     pub loop_lag: Gauge,
     pub blocking: Option<BlockingPoolMetrics>,
-    /// The order events (issue 10).
+    /// The order events (`EVENTS_MODE`, `order_core::events`).
     pub events: crate::events::EventMetrics,
     /// The cgroup's CPU throttling, read at each scrape.
     pub cpu_throttling: crate::throttling::CpuThrottling,

@@ -183,7 +183,7 @@ SELECT k.response_body
 /// The readiness probe.
 pub const PING: &str = "SELECT 1";
 
-// ---- Order events (issue 10, `order_core::events`) ----
+// ---- Order events (`EVENTS_MODE`, `order_core::events`) ----
 
 /// Outbox: the order's event, written in the order's transaction. `$1` event_id, `$2` order_id,
 /// `$3` subject, `$4` payload (JSON).

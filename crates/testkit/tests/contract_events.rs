@@ -1,4 +1,4 @@
-//! The order event (`EVENTS_MODE`, issue 10), against a real `nats-server -js` per test: each mode
+//! The order event (`EVENTS_MODE`), against a real `nats-server -js` per test: each mode
 //! puts exactly one `order.created` per order in the stream (the outbox at least once, made one
 //! by JetStream's de-duplication); two-phase rolls the order back when the broker refuses the
 //! event, and recovery resolves a prepared transaction left in doubt; after-commit loses the
