@@ -33,3 +33,11 @@ pub mod state;
 pub mod watchdog;
 
 pub use startup::{Application, Settings};
+
+/// The global allocator this build links (`main.rs`), reported on `/metrics` as
+/// `api_allocator_info` so the lab names it beside the thread count.
+pub const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc"
+} else {
+    "system"
+};

@@ -30,3 +30,7 @@ pub mod startup;
 pub mod state;
 
 pub use startup::{Application, Settings};
+
+/// The global allocator this build links (`main.rs`), reported on `/metrics` as
+/// `api_allocator_info` so the lab names it beside the other API's.
+pub const ALLOCATOR: &str = "mimalloc";

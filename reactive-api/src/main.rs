@@ -4,8 +4,9 @@ use clap::Parser;
 use reactive_api::{Application, Settings};
 
 /// mimalloc rather than libc's malloc: under the instruction profile (docs/benchmarks.md) malloc
-/// and free were ≈ 20 % of an order's instructions in both APIs; mimalloc's thread-local free
-/// lists take most of that away. Both APIs use it, so it is no difference between them.
+/// and free were ≈ 20 % of an order's instructions; mimalloc's thread-local free lists take most
+/// of that away. Its per-thread pages cost this API little: its orders share a few threads.
+/// blocking-api, with a thread per order in flight, links glibc's malloc instead (its `main.rs`).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -36,6 +36,7 @@ impl Application {
             blocking_threads: None,
         };
         let (running, state) = start(api, &settings.bind_addr, &common, |metrics| {
+            metrics.register(order_core::metrics::allocator_info(crate::ALLOCATOR));
             let db = Db::connect(&common, metrics.clone())?;
             Ok(AppState {
                 batch: batch::Writer::start(&common, db.clone(), &metrics),

@@ -58,6 +58,19 @@ pub struct BlockingPoolMetrics {
     pub queued: IntGauge,
 }
 
+/// `api_allocator_info{allocator="…"} 1`: the global allocator the binary was built with. It is
+/// part of the execution model (a thread-per-request service holds an allocator's per-thread
+/// caches once per thread), so the lab reads it from the API instead of assuming it.
+pub fn allocator_info(allocator: &str) -> Box<dyn prometheus::core::Collector> {
+    let info = prometheus::IntGaugeVec::new(
+        Opts::new("api_allocator_info", "The global allocator of this build"),
+        &["allocator"],
+    )
+    .expect("a valid metric");
+    info.with_label_values(&[allocator]).set(1);
+    Box::new(info)
+}
+
 impl Metrics {
     /// Registers a collector of another module (e.g. the persist batch writer's).
     pub fn register(&self, collector: Box<dyn prometheus::core::Collector>) {

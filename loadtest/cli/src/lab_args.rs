@@ -112,9 +112,10 @@ pub struct LabArgs {
     /// HTTP_WORKERS for every API (1: one CPU each).
     #[arg(long, default_value_t = 1)]
     pub http_workers: u32,
-    /// BLOCKING_THREADS for blocking-api (the seed's Tomcat had 200).
-    #[arg(long, default_value_t = 200)]
-    pub blocking_threads: u32,
+    /// BLOCKING_THREADS for blocking-api (the seed's Tomcat had 200), or `auto`: Little's law,
+    /// the profile's peak rate × the dependencies' critical path × 1.2 headroom.
+    #[arg(long, default_value = "200", value_parser = BlockingThreads::parse)]
+    pub blocking_threads: BlockingThreads,
     /// DB_TX_SCOPE for every API: short or request.
     #[arg(long, value_enum, default_value_t = TxScope::Short)]
     pub tx_scope: TxScope,
@@ -303,5 +304,88 @@ mod tests {
             api_names("blocking-api"),
             ("blocking-api".into(), "blocking".into())
         );
+    }
+}
+
+/// `--blocking-threads`: a number, or `auto` (sized by Little's law when the run's profile and
+/// latencies are known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockingThreads {
+    Fixed(u32),
+    Auto,
+}
+
+/// `auto`'s headroom over rate × critical path: the queueing of a pool at 100 % busy grows
+/// without bound, so the pool is sized for the peak rate plus a fifth.
+pub const AUTO_THREADS_HEADROOM: f64 = 1.2;
+
+impl BlockingThreads {
+    pub fn parse(s: &str) -> Result<BlockingThreads, String> {
+        if s == "auto" {
+            return Ok(BlockingThreads::Auto);
+        }
+        s.parse::<u32>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map(BlockingThreads::Fixed)
+            .ok_or_else(|| format!("--blocking-threads {s:?}: a thread count (> 0) or auto"))
+    }
+
+    /// The thread count for a profile whose peak arrival rate is `peak_rps` (open model) or
+    /// whose clients are `clients` (closed model), with dependencies on `critical_path_ms`.
+    pub fn resolve(self, peak_rps: f64, clients: Option<u64>, critical_path_ms: u64) -> u32 {
+        match self {
+            BlockingThreads::Fixed(n) => n,
+            BlockingThreads::Auto => match clients {
+                Some(c) => c.clamp(1, u64::from(u32::MAX)) as u32,
+                None => {
+                    let need = peak_rps * critical_path_ms as f64 / 1000.0 * AUTO_THREADS_HEADROOM;
+                    (need.ceil() as u32).max(1)
+                }
+            },
+        }
+    }
+
+    /// The count, `None` for `auto` before it is resolved.
+    pub fn fixed(self) -> Option<u32> {
+        match self {
+            BlockingThreads::Fixed(n) => Some(n),
+            BlockingThreads::Auto => None,
+        }
+    }
+}
+
+impl std::fmt::Display for BlockingThreads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlockingThreads::Fixed(n) => write!(f, "{n}"),
+            BlockingThreads::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod blocking_threads_tests {
+    use super::*;
+
+    #[test]
+    fn auto_is_littles_law_with_headroom() {
+        let auto = BlockingThreads::parse("auto").unwrap();
+        // 750/s × 2.2 s = 1,650 threads busy; × 1.2 = 1,980.
+        assert_eq!(auto.resolve(750.0, None, 2200), 1980);
+        assert_eq!(auto.resolve(300.0, None, 2200), 792);
+        assert_eq!(
+            auto.resolve(0.0, Some(30), 2200),
+            30,
+            "closed: one per client"
+        );
+        assert_eq!(
+            BlockingThreads::parse("200")
+                .unwrap()
+                .resolve(750.0, None, 2200),
+            200
+        );
+        assert!(BlockingThreads::parse("0").is_err());
+        assert!(BlockingThreads::parse("many").is_err());
     }
 }

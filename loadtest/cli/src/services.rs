@@ -286,6 +286,17 @@ impl ApiProcess {
         })
     }
 
+    /// The exit status, once the process has ended by itself (it is reaped), else `None`.
+    pub fn exit_status(&self) -> Result<Option<std::process::ExitStatus>> {
+        self.process.try_wait()
+    }
+
+    /// The OOM kills its cgroup has counted (`None` without a cgroup, or where the kernel does
+    /// not count them).
+    pub fn oom_kills(&self) -> Option<u64> {
+        self.group.as_ref().and_then(|g| g.oom_kills().ok())
+    }
+
     /// `kill -9` of the API's process group: a crash, nothing flushed, nothing answered.
     pub fn kill(&self) -> Result<()> {
         self.process.kill()?;

@@ -159,6 +159,7 @@ pub fn assemble(
         }),
         shards: Vec::new(),
         histograms: meta.keep_histograms.then(|| crate::histograms::encode(rec)),
+        api_exit: None,
     }
 }
 

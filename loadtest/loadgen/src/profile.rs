@@ -26,6 +26,10 @@ pub const STRESS_MAX_ERROR_RATIO: f64 = 0.01;
 /// …or a p99 above this, ms.
 pub const STRESS_MAX_P99_MS: f64 = 10_000.0;
 
+/// `hold-N`: the ramp's and the plateau's length, s (a capacity search's step).
+pub const HOLD_RAMP_S: f64 = 10.0;
+pub const HOLD_S: f64 = 20.0;
+
 /// Built-in profiles listed by `loadtest profiles` (`ramp-N` and `closed-C-N` take any numbers).
 pub const BUILTIN: &[&str] = &[
     "ramp-150",
@@ -34,6 +38,7 @@ pub const BUILTIN: &[&str] = &[
     "ramp-600",
     "ramp-750",
     "constant-30-60",
+    "hold-300",
     "seed-gatling",
     "stress",
     "closed-30-300",
@@ -133,6 +138,15 @@ impl Profile {
                 ("ramp-up", 30.0 * f, 0.0, n),
                 ("constant", 30.0 * f, n, n),
                 ("ramp-down", 30.0 * f, n, 0.0),
+            ]);
+            (Model::Open, phases)
+        } else if let Some(n) = name.strip_prefix("hold-") {
+            // One step of a capacity search: a short ramp, so that connections open gradually,
+            // then a plateau at the rate the objective is judged at.
+            let n: f64 = number(n, name)? as f64;
+            let phases = chain(&[
+                ("ramp-up", HOLD_RAMP_S * f, 0.0, n),
+                ("constant", HOLD_S * f, n, n),
             ]);
             (Model::Open, phases)
         } else if let Some(rest) = name.strip_prefix("constant-") {

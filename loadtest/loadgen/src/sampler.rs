@@ -143,7 +143,12 @@ pub fn metrics_client(timeout: Duration) -> reqwest::Result<reqwest::Client> {
 /// One scrape of an API's `/metrics` at `url`: every metric's value, label sets summed
 /// ([`parse_prometheus`]); `None` when no successful answer came within the client's timeout.
 pub async fn scrape_metrics(client: &reqwest::Client, url: &str) -> Option<HashMap<String, f64>> {
-    let text = client
+    Some(parse_prometheus(&scrape_text(client, url).await?))
+}
+
+/// One scrape's text as the API wrote it.
+async fn scrape_text(client: &reqwest::Client, url: &str) -> Option<String> {
+    client
         .get(url)
         .send()
         .await
@@ -152,8 +157,7 @@ pub async fn scrape_metrics(client: &reqwest::Client, url: &str) -> Option<HashM
         .ok()?
         .text()
         .await
-        .ok()?;
-    Some(parse_prometheus(&text))
+        .ok()
 }
 
 async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
@@ -182,9 +186,17 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
 pub async fn scraped_settings(url: &str) -> BTreeMap<String, String> {
     let mut s = BTreeMap::new();
     let client = metrics_client(Duration::from_secs(5)).unwrap_or_default();
-    let m = scrape_metrics(&client, &format!("{url}/metrics"))
+    let text = scrape_text(&client, &format!("{url}/metrics"))
         .await
         .unwrap_or_default();
+    let m = parse_prometheus(&text);
+    // The build's global allocator, from its info series' label: part of the execution model.
+    if let Some(a) = labkit::prometheus::samples(&text)
+        .find(|s| s.name == "api_allocator_info" && s.value == 1.0)
+        .and_then(|s| label(s.series, "allocator"))
+    {
+        s.insert("ALLOCATOR".to_owned(), a.to_owned());
+    }
     for (metric, var) in [
         ("db_pool_max_connections", "DB_POOL_SIZE"),
         ("blocking_pool_threads", "BLOCKING_THREADS"),
@@ -195,6 +207,16 @@ pub async fn scraped_settings(url: &str) -> BTreeMap<String, String> {
         }
     }
     s
+}
+
+/// The value of `name` in a series' `{labels}` block, as written (no escapes: the lab's own
+/// label values have none).
+fn label<'t>(series: &'t str, name: &str) -> Option<&'t str> {
+    let labels = series.split_once('{')?.1.strip_suffix('}')?;
+    labels.split(',').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k.trim() == name).then(|| v.trim().trim_matches('"'))
+    })
 }
 
 /// The highest value each of a few gauges of an API's `/metrics` reached, scraped every `every`

@@ -40,6 +40,41 @@ fn setting(run: &RunResults, name: &str) -> Option<f64> {
     run.config.api_settings.get(name)?.parse().ok()
 }
 
+/// The bound above is a number the run chose, not the model's limit: say so, with the CPU it had
+/// to spare, and the commands that find the API's capacity and size its pool.
+fn configured_threads(f: &Facts<'_, '_>, threads: f64) -> Rich {
+    let g = f.g;
+    let peak_share = g
+        .spread(|r| {
+            let cores = r
+                .config
+                .limits
+                .cpu_cores
+                .filter(|_| r.config.limits.limits_enforced)?;
+            seconds(r, f.span)
+                .iter()
+                .filter_map(|s| s.api_process.map(|p| p.cpu_percent))
+                .filter(|c| c.is_finite())
+                .reduce(f64::max)
+                .map(|peak| peak / (cores * 100.0))
+        })
+        .map(|s| s.median);
+    let cpu = match peak_share {
+        Some(share) if share < AT_LIMIT => format!(
+            ", not by its CPU (at most {} of its limit)",
+            fmt(100.0 * share, Unit::Percent)
+        ),
+        _ => String::new(),
+    };
+    Rich::new().plain(format!(
+        "{} was bound by its {} configured threads{cpu}: `loadtest lab --scenario capacity` \
+         finds the rate it serves within the objective, and `--blocking-threads auto` sizes its \
+         pool by Little's law for the profile's peak.",
+        g.api,
+        fmt(threads, Unit::Count)
+    ))
+}
+
 pub fn causes(f: &Facts<'_, '_>) -> Vec<Rich> {
     let (g, span) = (f.g, f.span);
     let Some(first) = g.first() else {
@@ -66,6 +101,7 @@ pub fn causes(f: &Facts<'_, '_>) -> Vec<Rich> {
                 .plain(": ")
                 .then(littles::sentence(row)),
         );
+        out.push(configured_threads(f, row.threads.median));
     }
     // The two pools: every place taken (busy thread, connection in use), or requests waiting.
     type Gauges = fn(&ApiMetrics) -> (Option<f64>, Option<f64>);

@@ -110,7 +110,19 @@ fn pools(groups: &[ApiRuns<'_>]) -> String {
     for g in groups {
         if let Some(t) = setting(g, "BLOCKING_THREADS") {
             out.push_str(&format!(", {} {t} threads", g.api));
+            if let Some(rule) = setting(g, "BLOCKING_THREADS_RULE") {
+                out.push_str(&format!(" ({rule})"));
+            }
         }
+    }
+    // Each API's allocator, where the APIs differ in it: a part of the execution model.
+    let allocators: Vec<(String, String)> = groups
+        .iter()
+        .filter_map(|g| Some((g.api.to_owned(), setting(g, "ALLOCATOR")?)))
+        .collect();
+    if allocators.windows(2).any(|w| w[0].1 != w[1].1) {
+        let each: Vec<String> = allocators.iter().map(|(a, v)| format!("{a} {v}")).collect();
+        out.push_str(&format!(", allocator: {}", each.join(", ")));
     }
     out
 }

@@ -47,9 +47,17 @@ fn line(r: &RunResults) -> Option<MoneyLine> {
             bad: false,
         });
     };
+    let mut text = sentence(m);
+    if let Some(exit) = r.api_exit.as_ref().filter(|e| e.restarted_for_recovery) {
+        let _ = write!(
+            text,
+            " (counted after the API, {}, was started again for its recovery)",
+            exit.describe()
+        );
+    }
     Some(MoneyLine {
         run,
-        text: sentence(m),
+        text,
         bad: !m.balanced(),
     })
 }

@@ -1,6 +1,6 @@
-//! The trust strip under the verdict: six things a reader must know before believing any number
-//! — the objective met · limits enforced · not harness-bound · all checks held · settings
-//! identical · money balanced —
+//! The trust strip under the verdict: the things a reader must know before believing any number
+//! — the objective met · the APIs stayed up · limits enforced · not harness-bound · all checks
+//! held · settings identical · money balanced —
 //! each marked ✓, ✗ or ? (a glyph, not only a colour), with the figure behind it and a link to the
 //! section that shows the detail.
 
@@ -19,6 +19,7 @@ use super::trust_item::{Item, State};
 pub fn items(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Vec<Item> {
     vec![
         slo_verdict::trust_item(slo, groups, super::facts::span(groups)),
+        stayed_up(groups),
         limits(groups),
         harness(groups),
         checks(groups),
@@ -47,6 +48,29 @@ fn listed(items: Vec<(String, String)>) -> String {
         .map(|(who, what)| format!("{who}: {what}"))
         .collect();
     parts.join("; ")
+}
+
+/// An API that died mid-run served nothing after it died: its figures are not a measure of it.
+fn stayed_up(groups: &[ApiRuns<'_>]) -> Item {
+    let died: Vec<(String, String)> = runs(groups)
+        .filter_map(|r| Some((run_name(r), r.api_exit.as_ref()?.describe())))
+        .collect();
+    if died.is_empty() {
+        return item(
+            "trust-alive",
+            "#summary",
+            State::Ok,
+            "APIs stayed up",
+            "no API process ended during its run".to_owned(),
+        );
+    }
+    item(
+        "trust-alive",
+        "#timeline",
+        State::Bad,
+        "an API DIED mid-run",
+        listed(died) + "; its latency and ratios are a dead process's, not compared",
+    )
 }
 
 fn limits(groups: &[ApiRuns<'_>]) -> Item {

@@ -28,10 +28,12 @@ pub struct Verdict {
 pub fn verdict(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Option<Verdict> {
     let span = span(groups);
     let mut all: Vec<Facts<'_, '_>> = groups.iter().map(|g| facts(g, span)).collect();
-    // Best first: kept up before not, then more orders per second.
+    // Best first: alive before dead, kept up before not, then more orders per second.
     all.sort_by(|a, b| {
-        b.kept_up
-            .cmp(&a.kept_up)
+        died(a.g)
+            .is_some()
+            .cmp(&died(b.g).is_some())
+            .then(b.kept_up.cmp(&a.kept_up))
             .then(b.orders_rps.total_cmp(&a.orders_rps))
     });
     let best = all.first()?;
@@ -49,7 +51,22 @@ pub fn verdict(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Option<Verdict> {
         who_kept_up(&all)
     };
     for other in &all[1..] {
-        lead = lead.plain(" ").then(ratios(best, other));
+        lead = match (died(best.g), died(other.g)) {
+            (None, None) => lead.plain(" ").then(ratios(best, other)),
+            _ => lead,
+        };
+    }
+    for f in &all {
+        if let Some(exit) = died(f.g) {
+            lead = lead
+                .plain(" ")
+                .strong(format!("{} died mid-run", f.g.api))
+                .plain(format!(
+                    " — {}. It served nothing after that, so its latency, CPU and memory figures \
+                     are a dead process's and are not compared.",
+                    exit.describe()
+                ));
+        }
     }
     // Only stress profiles find a knee: the highest step rate that held.
     let knees: Vec<String> = all
@@ -78,6 +95,11 @@ pub fn verdict(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Option<Verdict> {
         why,
         caveats: caveats(groups, &all),
     })
+}
+
+/// How the API's process ended mid-run, in the first of its runs that did.
+fn died<'a>(g: &ApiRuns<'a>) -> Option<&'a lab_results::ApiExit> {
+    g.runs.iter().find_map(|r| r.api_exit.as_ref())
 }
 
 fn names(of: &[&Facts<'_, '_>]) -> String {

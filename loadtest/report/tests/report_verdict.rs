@@ -24,6 +24,43 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// An API the kernel killed is named in the lead and the trust strip, its money line says it was
+/// restarted, and its fast refusals after death are not turned into ratios against the other.
+#[test]
+fn an_api_that_died_is_named_and_not_compared() {
+    let mut runs = fixtures::pair();
+    let blocking = runs.iter_mut().find(|r| r.api == "blocking-api").unwrap();
+    blocking.api_exit = Some(lab_results::ApiExit {
+        t_s: 55.7,
+        oom_killed: true,
+        signal: Some(9),
+        exit_code: None,
+        oom_kills: Some(1),
+        restarted_for_recovery: true,
+    });
+    blocking.money = Some(MoneyRecord {
+        charges: 10,
+        orders: 10,
+        ..MoneyRecord::default()
+    });
+    let md = render_markdown(&runs);
+    let html = render_html(&runs);
+    assert!(
+        md.contains(
+            "**blocking-api died mid-run** — killed by the kernel for its memory limit \
+                     (cgroup OOM kill) at t = 55.7 s"
+        ),
+        "{md}"
+    );
+    assert!(
+        !md.contains("the orders/s of blocking-api"),
+        "no ratio against a dead API: {md}"
+    );
+    let strip = trust(&html);
+    assert!(strip.contains("an API DIED mid-run"), "{strip}");
+    assert!(md.contains("was started again for its recovery"), "{md}");
+}
+
 /// The fixture report as a reader gets it. `scripts/report-screenshots.sh` sets
 /// `REPORT_FIXTURE_OUT` to keep the files and photograph them in headless Chromium.
 #[test]
@@ -61,10 +98,11 @@ fn fixture_report_renders() {
     }
     assert!(md.contains(&format!("**Verdict:** **{lead}**")), "{md}");
 
-    // Six items; the fixture has no money record, so that one is unknown, not passed.
+    // Seven items; the fixture has no money record, so that one is unknown, not passed.
     let strip = trust(&html);
-    assert_eq!(strip.matches("<li ").count(), 6, "{strip}");
+    assert_eq!(strip.matches("<li ").count(), 7, "{strip}");
     for (href, ok) in [
+        ("#summary", "APIs stayed up"),
         ("#configuration", "limits enforced"),
         ("#fig-lateness", "not harness-bound"),
         ("#checks", "all checks held"),

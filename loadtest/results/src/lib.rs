@@ -145,6 +145,47 @@ pub struct RunResults {
     /// Every histogram of the run, serialised (`loadtest run` and `merge`; not the lab's runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<HistogramSet>,
+    /// The API process ended during the run without being asked to (the lab only; a kill the
+    /// fault plan makes is not one). Its figures after `t_s` are a dead process's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_exit: Option<ApiExit>,
+}
+
+/// How an API under test ended during its run, as the lab saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiExit {
+    /// Seconds into the measured part when the process was first seen gone (polled every
+    /// 200 ms, so up to that much after the fact).
+    pub t_s: f64,
+    /// Killed by the kernel for its cgroup's memory limit: the cgroup's `oom_kill` counter rose
+    /// during the run and the process died of SIGKILL.
+    pub oom_killed: bool,
+    /// The signal that ended it (9 = SIGKILL), when a signal did.
+    pub signal: Option<i32>,
+    /// Its exit status, when it exited by itself.
+    pub exit_code: Option<i32>,
+    /// The cgroup's OOM kills over the run (`None`: no cgroup, or the kernel does not count them).
+    pub oom_kills: Option<u64>,
+    /// Started again after the load, with no load, so that its recovery could settle the keys it
+    /// left `CHARGING` before the money was counted (as a restarted pod would).
+    pub restarted_for_recovery: bool,
+}
+
+impl ApiExit {
+    /// `killed for its memory limit at t = 43.2 s` / `killed by signal 11 at …` / `exited (status 1) at …`.
+    pub fn describe(&self) -> String {
+        let how = if self.oom_killed {
+            "killed by the kernel for its memory limit (cgroup OOM kill)".to_owned()
+        } else if let Some(sig) = self.signal {
+            format!("killed by signal {sig}")
+        } else {
+            match self.exit_code {
+                Some(code) => format!("exited by itself (status {code})"),
+                None => "ended (how was not seen)".to_owned(),
+            }
+        };
+        format!("{how} at t = {:.1} s", self.t_s)
+    }
 }
 
 /// The run's configuration as actually applied.

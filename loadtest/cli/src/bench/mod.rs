@@ -26,6 +26,7 @@ pub mod baseline;
 mod cell;
 mod cost_render;
 pub mod instructions;
+pub mod memory;
 pub mod pg_counters;
 pub mod probe;
 pub mod render;
@@ -142,6 +143,17 @@ pub struct BenchArgs {
     /// --instructions: write the figures as a new baseline to this file (a deliberate commit).
     #[arg(long, requires_all = ["instructions", "why"])]
     pub save_baseline: Option<PathBuf>,
+    /// Measure RSS per order in flight instead (open model at the seed's latencies, each API a
+    /// lab run of its own; see `bench/memory.rs`).
+    #[arg(long)]
+    pub memory: bool,
+    /// --memory: hold the figures against this baseline (docs/bench/memory-baseline.json) and
+    /// exit 1 if RSS per order in flight rose more than 10 %.
+    #[arg(long, requires = "memory")]
+    pub memory_check: Option<PathBuf>,
+    /// --memory: write the figures as a new memory baseline to this file (a deliberate commit).
+    #[arg(long, requires_all = ["memory", "why"])]
+    pub save_memory_baseline: Option<PathBuf>,
     /// Why the new baseline (--save-baseline) is right: kept in the file.
     #[arg(long)]
     pub why: Option<String>,
@@ -164,6 +176,9 @@ impl BenchArgs {
 
 /// Runs the bench, writes bench.json and bench.md, prints the tables.
 pub async fn command(args: BenchArgs) -> Result<ExitCode> {
+    if args.memory {
+        return memory::command(&args).await;
+    }
     let baseline = match &args.baseline {
         Some(p) => Some(BenchResults::load(p)?),
         None => None,

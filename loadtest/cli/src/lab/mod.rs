@@ -20,6 +20,7 @@ use anyhow::{Context, Result, bail};
 
 mod db_activity;
 pub mod events;
+mod exit_watch;
 mod faults;
 mod overload;
 mod slow_broker;
@@ -27,7 +28,7 @@ mod slow_uploads;
 mod warmup;
 
 use crate::gave_up::orders_after_give_up;
-use crate::lab_args::{LabArgs, api_names};
+use crate::lab_args::{AUTO_THREADS_HEADROOM, BlockingThreads, LabArgs, api_names};
 use crate::run::{environment, measure_on, new_run_id, set_mock_latencies};
 use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
 use crate::{invariants, money};
@@ -64,12 +65,45 @@ struct Lab {
     deps_url: String,
     deps_pid: Option<u32>,
     environment: Environment,
+    /// How `--blocking-threads auto` sized the pool, when it did.
+    threads_rule: Option<String>,
+}
+
+/// Resolves `--blocking-threads auto` for this run's profile and latencies (Little's law with
+/// headroom), says so on stderr, and returns the rule as a condition of the run.
+fn auto_threads(args: &mut LabArgs, profile: &Profile) -> Option<String> {
+    if args.blocking_threads != BlockingThreads::Auto {
+        return None;
+    }
+    let peak = profile
+        .phases
+        .iter()
+        .map(|p| p.from_rate.max(p.to_rate))
+        .fold(0.0, f64::max);
+    let clients = match profile.model {
+        loadgen::profile::Model::Closed { clients, .. }
+        | loadgen::profile::Model::ClosedFor { clients, .. } => Some(clients),
+        loadgen::profile::Model::Open => None,
+    };
+    let path = args.latency.critical_path_ms();
+    let n = args.blocking_threads.resolve(peak, clients, path);
+    args.blocking_threads = BlockingThreads::Fixed(n);
+    let rule = match clients {
+        Some(c) => format!("auto: one per closed-model client ({c})"),
+        None => format!(
+            "auto: Little's law, {peak:.0}/s peak × {:.2} s critical path × {AUTO_THREADS_HEADROOM}",
+            path as f64 / 1000.0
+        ),
+    };
+    eprintln!("lab: --blocking-threads {n} ({rule})");
+    Some(rule)
 }
 
 /// Runs the lab; returns every run's results and the output folder.
 pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
     let latency = args.latency;
+    let threads_rule = auto_threads(&mut args, &profile);
     let targets = args.targets.clone();
     let targets_empty = targets.is_empty();
     let out = args
@@ -183,6 +217,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     }
     let injection = args.inject.map(|i| i.scaled(args.load.duration_scale));
     let lab = Lab {
+        threads_rule,
         api_database_url,
         injection,
         faults,
@@ -274,6 +309,10 @@ impl Lab {
                 "BLOCKING_THREADS".to_owned(),
                 a.blocking_threads.to_string(),
             );
+            if let Some(rule) = &self.threads_rule {
+                // Not an API setting but how the lab chose one, shown beside it.
+                s.insert("BLOCKING_THREADS_RULE".to_owned(), rule.clone());
+            }
         }
         overload::settings(a, &mut s);
         s
@@ -318,8 +357,12 @@ impl Lab {
                 .await??;
                 let (url, limits) = (p.url.clone(), p.limits.clone());
                 let mut settings = settings;
-                if let Some(max) = overload::effective_max_in_flight(&url).await {
-                    settings.insert("MAX_IN_FLIGHT".to_owned(), max);
+                // What the API itself reports: its admission limit and its allocator.
+                let mut reported = loadgen::sampler::scraped_settings(&url).await;
+                for key in ["MAX_IN_FLIGHT", "ALLOCATOR"] {
+                    if let Some(v) = reported.remove(key) {
+                        settings.insert(key.to_owned(), v);
+                    }
                 }
                 (Some(p), url, settings, limits)
             }
@@ -403,11 +446,33 @@ impl Lab {
         };
         let clock: Clock = Arc::new(OnceLock::new());
         let activity = db_activity::Probe::start(self.database_url.as_deref(), &url).await;
+        // A kill the fault plan makes is its own (and its restart too): only other deaths count.
+        let watch = process
+            .as_ref()
+            .filter(|_| self.faults.is_none_or(|f| f.kill_api_at_s.is_none()))
+            .map(|p| exit_watch::ExitWatch::start(p, clock.clone()));
         let faults = self.start_faults(process, &url, clock.clone()).await?;
         let measured = measure_on(clock, driver, meta, targets).await;
         let ended = self.end_faults(faults).await?;
-        let (process, fault_events) = (ended.process, ended.events);
+        let (mut process, mut fault_events) = (ended.process, ended.events);
+        let mut api_exit = None;
+        if let Some((t, oom_before)) = watch.and_then(exit_watch::ExitWatch::stop)
+            && let Some(p) = process.take()
+        {
+            let (p, exit) = exit_watch::settle(p, t, oom_before).await?;
+            eprintln!(
+                "lab: {api} {}; started again for its recovery",
+                exit.describe()
+            );
+            fault_events.push(Event {
+                t,
+                label: format!("{api} {}", exit.describe()),
+            });
+            api_exit = Some(exit);
+            process = Some(p);
+        }
         let (mut results, gave_up) = measured?;
+        results.api_exit = api_exit;
         let activity = activity.run_ended().await;
         if let Some(task) = injecting {
             // Normally long done; if the run ended first, the latency must still be restored.

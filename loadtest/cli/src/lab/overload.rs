@@ -46,13 +46,6 @@ pub(super) fn request_deadline_ms(args: &LabArgs) -> u64 {
     })
 }
 
-/// `MAX_IN_FLIGHT` as the running API applies it (`0` = unlimited); `None` when it does not say.
-pub(super) async fn effective_max_in_flight(url: &str) -> Option<String> {
-    loadgen::sampler::scraped_settings(url)
-        .await
-        .remove("MAX_IN_FLIGHT")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

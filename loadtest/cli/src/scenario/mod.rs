@@ -20,6 +20,9 @@
 //! - `batching` (experiment E, issue 11): persist batch size × database RTT, both APIs, durable
 //!   commits → 26 runs (`batching.rs`, which runs them itself: it measures the flush cost first and
 //!   sets PostgreSQL's `commit_delay` for two of them).
+//! - `capacity` and `threads`: each API's capacity found by search and what stopped it, and
+//!   blocking-api's thread count swept against Little's law (`capacity.rs`, which runs them
+//!   itself: the search picks each step's rate from the last).
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
 //! comparison table (`summary.md`, `scenario.html`) and its rows' figures (`scenario.json`, from
@@ -30,6 +33,10 @@ mod bars;
 mod batching;
 mod batching_plan;
 mod batching_table;
+pub mod capacity;
+pub mod capacity_cause;
+pub mod capacity_search;
+mod capacity_table;
 mod conclusions;
 mod events;
 mod faults_table;
@@ -85,6 +92,17 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "events",
         "experiment C: the order event under a slow broker — two-phase, after-commit, \
          outbox on NATS JetStream, healthy / slowed / crash (18 runs)",
+    ),
+    (
+        "capacity",
+        "each API's capacity by search: open-model steps (10 s ramp, 20 s hold) doubling from \
+         100/s, then bisected to 25/s; the highest rate that met the objective and what stopped \
+         the API at the next (5–10 runs per API)",
+    ),
+    (
+        "threads",
+        "blocking-api at BLOCKING_THREADS 200/500/1000/2000/4000 at 300/s and 750/s, \
+         reactive-api beside it: Little's law against what was measured (12 runs)",
     ),
     (
         "batching",
@@ -214,6 +232,10 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     }
     if name == "batching" {
         return batching::run(base).await;
+    }
+    if name == "capacity" || name == "threads" {
+        // Adaptive (each step depends on the last), so not a list of variants.
+        return capacity::run(name, base).await;
     }
     let variants = variants(name, &base)?;
     let out = base.out.clone().unwrap_or_else(|| {

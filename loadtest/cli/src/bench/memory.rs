@@ -1,0 +1,253 @@
+//! `loadtest bench --memory`: what an order in flight costs each API in resident memory, under the
+//! open model at the seed's latencies — the companion of the instruction gate, so that no change
+//! buys instructions with memory unseen (an allocator with per-thread caches cost blocking-api
+//! ≈ 1.5 MiB per thread in flight, which a closed loop of few threads did not show).
+//!
+//! Each API is a lab run of its own: `hold-250` at half length (a 5 s ramp to 250/s, 10 s at it:
+//! ≈ 550 orders in flight at a 2.2 s critical path), blocking-api with 600 threads so none
+//! queues. The figure is the slope (RSS at the second with the most orders in flight − RSS at
+//! the first second) ÷ (those in-flight counts' difference), and for blocking-api the same per
+//! thread. `--memory-check FILE` fails (exit 1) when a figure rose more than
+//! [`TOLERANCE`] against the committed baseline (`docs/bench/memory-baseline.json`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+
+use lab_results::RunResults;
+use lab_results::numbers::MIB;
+
+use super::BenchArgs;
+use crate::lab_args::LabArgs;
+
+/// The open-model plan of each run.
+pub const PROFILE: &str = "hold-250";
+pub const DURATION_SCALE: &str = "0.5";
+pub const BLOCKING_THREADS: &str = "600";
+/// The most a figure may rise against the baseline.
+pub const TOLERANCE: f64 = 0.10;
+
+/// One API's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryFigure {
+    pub api: String,
+    pub allocator: Option<String>,
+    /// RSS per order in flight (the generator's open requests), KiB.
+    pub rss_per_in_flight_kib: f64,
+    /// RSS per thread the load added (blocking-api), KiB.
+    pub rss_per_thread_kib: Option<f64>,
+    pub peak_rss_mib: Option<f64>,
+    pub peak_in_flight: u64,
+    pub peak_threads: Option<u64>,
+}
+
+/// The committed reference `--memory-check` holds a run against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryBaseline {
+    pub why: String,
+    pub command: String,
+    pub commit: String,
+    pub measured_at: String,
+    pub apis: Vec<MemoryFigure>,
+}
+
+/// Runs each API, prints and writes `memory.json`, and checks or saves the baseline.
+pub async fn command(args: &BenchArgs) -> Result<ExitCode> {
+    let out = args.out.clone().unwrap_or_else(|| {
+        Path::new("reports").join(format!(
+            "{}-bench-memory",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        ))
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut figures = Vec::new();
+    for api in &args.apis {
+        let lab = lab_args(api, &out.join(api), args)?;
+        let (runs, _) = crate::lab::lab(lab).await?;
+        let r = runs.first().context("the memory run made no results")?;
+        figures.push(figure(r).with_context(|| format!("{api}: no RSS slope measured"))?);
+    }
+    std::fs::write(
+        out.join("memory.json"),
+        serde_json::to_string_pretty(&figures)? + "\n",
+    )?;
+    let mut text = render(&figures);
+    let mut ok = true;
+    if let Some(path) = &args.memory_check {
+        let base: MemoryBaseline = serde_json::from_slice(
+            &std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        )?;
+        let (passed, table) = check(&base, &figures);
+        ok = passed;
+        text.push_str(&table);
+    }
+    if let Some(path) = &args.save_memory_baseline {
+        let env = crate::run::environment("");
+        let base = MemoryBaseline {
+            why: args.why.clone().unwrap_or_default(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            commit: env.git_sha,
+            measured_at: chrono::Utc::now().to_rfc3339(),
+            apis: figures.clone(),
+        };
+        std::fs::write(path, serde_json::to_string_pretty(&base)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("memory baseline written to {}", path.display());
+    }
+    std::fs::write(out.join("memory.md"), &text)?;
+    println!("{text}");
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("bench: RSS per order in flight rose past the baseline's tolerance");
+        ExitCode::FAILURE
+    })
+}
+
+fn lab_args(api: &str, out: &Path, args: &BenchArgs) -> Result<LabArgs> {
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        lab: LabArgs,
+    }
+    let out: PathBuf = out.to_owned();
+    let mut argv: Vec<String> = [
+        "lab",
+        "--apis",
+        api,
+        "--profile",
+        PROFILE,
+        "--duration-scale",
+        DURATION_SCALE,
+        "--blocking-threads",
+        BLOCKING_THREADS,
+        "--no-progress",
+    ]
+    .map(String::from)
+    .to_vec();
+    argv.extend(["--db-pool-size".to_owned(), args.db_pool_size.to_string()]);
+    if args.no_limits {
+        argv.push("--no-limits".to_owned());
+    }
+    if args.no_pin {
+        argv.push("--no-pin".to_owned());
+    }
+    let mut lab = Cli::try_parse_from(argv)?.lab;
+    lab.out = Some(out);
+    Ok(lab)
+}
+
+/// The slopes of one run; `None` when its load added fewer than 50 orders in flight.
+pub fn figure(r: &RunResults) -> Option<MemoryFigure> {
+    let samples: Vec<(u64, u64)> = r
+        .seconds
+        .iter()
+        .filter_map(|s| Some((s.in_flight, s.api_process?.rss_bytes)))
+        .collect();
+    let first = *samples.first()?;
+    let peak = *samples.iter().max_by_key(|(n, rss)| (*n, *rss))?;
+    let added = peak.0.checked_sub(first.0).filter(|n| *n >= 50)?;
+    Some(MemoryFigure {
+        api: r.api.clone(),
+        allocator: r.config.api_settings.get("ALLOCATOR").cloned(),
+        rss_per_in_flight_kib: (peak.1 as f64 - first.1 as f64) / added as f64 / 1024.0,
+        rss_per_thread_kib: r
+            .config
+            .api_settings
+            .contains_key("BLOCKING_THREADS")
+            .then(|| crate::scenario::capacity::rss_per_thread_kib(r))
+            .flatten(),
+        peak_rss_mib: r.summary.peak_rss_bytes.map(|b| b as f64 / MIB),
+        peak_in_flight: peak.0,
+        peak_threads: r.summary.peak_threads,
+    })
+}
+
+fn render(figures: &[MemoryFigure]) -> String {
+    let mut s = String::from(
+        "| API | allocator | RSS per order in flight | RSS per thread | peak RSS | peak in flight | peak threads |\n|---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for f in figures {
+        s.push_str(&format!(
+            "| {} | {} | {:.1} KiB | {} | {} | {} | {} |\n",
+            f.api,
+            f.allocator.as_deref().unwrap_or("—"),
+            f.rss_per_in_flight_kib,
+            f.rss_per_thread_kib
+                .map_or("—".to_owned(), |k| format!("{k:.1} KiB")),
+            f.peak_rss_mib
+                .map_or("—".to_owned(), |m| format!("{m:.0} MiB")),
+            f.peak_in_flight,
+            f.peak_threads.map_or("—".to_owned(), |t| t.to_string()),
+        ));
+    }
+    s
+}
+
+/// Each API's figure against the baseline's; `false` when one rose past [`TOLERANCE`] (or an API
+/// of the baseline was not measured).
+pub fn check(base: &MemoryBaseline, now: &[MemoryFigure]) -> (bool, String) {
+    let mut ok = true;
+    let mut s = format!(
+        "\nAgainst the memory baseline ({}, {}): at most +{:.0} %\n\n| API | baseline | now | change | |\n|---|---:|---:|---:|---|\n",
+        base.commit.get(..7).unwrap_or(&base.commit),
+        base.measured_at.get(..10).unwrap_or(&base.measured_at),
+        100.0 * TOLERANCE
+    );
+    for b in &base.apis {
+        let Some(n) = now.iter().find(|n| n.api == b.api) else {
+            ok = false;
+            s.push_str(&format!("| {} | | not measured | | **FAILED** |\n", b.api));
+            continue;
+        };
+        let change = n.rss_per_in_flight_kib / b.rss_per_in_flight_kib - 1.0;
+        let pass = change <= TOLERANCE;
+        ok &= pass;
+        s.push_str(&format!(
+            "| {} | {:.1} KiB | {:.1} KiB | {:+.1} % | {} |\n",
+            b.api,
+            b.rss_per_in_flight_kib,
+            n.rss_per_in_flight_kib,
+            100.0 * change,
+            if pass { "ok" } else { "**FAILED**" }
+        ));
+    }
+    (ok, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fig(api: &str, kib: f64) -> MemoryFigure {
+        MemoryFigure {
+            api: api.to_owned(),
+            allocator: None,
+            rss_per_in_flight_kib: kib,
+            rss_per_thread_kib: None,
+            peak_rss_mib: None,
+            peak_in_flight: 550,
+            peak_threads: None,
+        }
+    }
+
+    #[test]
+    fn the_gate_fails_past_ten_percent_and_on_a_missing_api() {
+        let base = MemoryBaseline {
+            why: String::new(),
+            command: String::new(),
+            commit: "abcdef0123".to_owned(),
+            measured_at: "2026-12-04T00:00:00Z".to_owned(),
+            apis: vec![fig("blocking-api", 100.0), fig("reactive-api", 50.0)],
+        };
+        let ok = |b: f64, r: f64| check(&base, &[fig("blocking-api", b), fig("reactive-api", r)]).0;
+        assert!(ok(109.0, 40.0));
+        assert!(!ok(111.0, 50.0), "blocking-api +11 %");
+        assert!(!ok(100.0, 56.0), "reactive-api +12 %");
+        let (missing, text) = check(&base, &[fig("blocking-api", 90.0)]);
+        assert!(!missing && text.contains("not measured"), "{text}");
+    }
+}

@@ -1,0 +1,332 @@
+//! What stopped an API at the first rate it could not serve within the objective, read from what
+//! that run measured — never assumed from the execution model. The rules, in the order they are
+//! tried (the first that holds names the cause):
+//!
+//! 1. **memory** — the process was killed by the kernel for its memory limit, or its peak RSS
+//!    reached [`MEMORY_SHARE`] of the limit;
+//!    **crashed** — it died some other way (its figures after that are a dead process's).
+//! 2. **harness** — the run was flagged harness-bound (the generator late, the other core
+//!    saturated): the rig, not the API, may have set the limit, so the capacity is only "above".
+//! 3. **threads** — blocking-api's Little's-law bound (`BLOCKING_THREADS ÷ critical path`) is
+//!    below the offered rate and the plateau reached [`BOUND_SHARE`] of it.
+//! 4. **in_flight_cap** — admission (`MAX_IN_FLIGHT`) refused orders as `overloaded` while the
+//!    API's own in-flight count sat at the cap, and the cap's Little's-law bound
+//!    (`MAX_IN_FLIGHT ÷ critical path`) is below the offered rate.
+//! 5. **cpu** — the API used [`CPU_SHARE`] of its CPU limit over the plateau, or its cgroup was
+//!    throttled in [`THROTTLED_SHARE`] of the plateau's CFS periods (100 ms each).
+//! 6. **db_pool** — requests waited for a pooled connection in most plateau seconds, or an
+//!    acquire timed out (the pool's counter, or 503 `database_unavailable` while requests waited).
+//! 7. **postgres** — PostgreSQL's processes used [`POSTGRES_SHARE`] of one core.
+//!
+//! None of these: **unidentified**, with the objective's figures as the evidence.
+
+use lab_results::{OUTCOME_OVERLOADED, RunResults, SecondSample};
+use serde::{Deserialize, Serialize};
+
+/// Peak RSS at this share of the memory limit counts as the memory limit reached.
+pub const MEMORY_SHARE: f64 = 0.90;
+/// A plateau at this share of the Little's-law bound has reached it.
+pub const BOUND_SHARE: f64 = 0.95;
+/// Mean CPU over the plateau at this share of the API's quota is its CPU.
+pub const CPU_SHARE: f64 = 0.95;
+/// Throttled in this share of the plateau's CFS periods: the quota held it back.
+pub const THROTTLED_SHARE: f64 = 0.5;
+/// PostgreSQL at this share of one core, on average over the plateau.
+pub const POSTGRES_SHARE: f64 = 0.90;
+
+/// The resource that stopped an API (`scenario.json`'s `stopped_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoppedBy {
+    Threads,
+    InFlightCap,
+    Cpu,
+    Memory,
+    DbPool,
+    Postgres,
+    Harness,
+    /// The API died mid-run, not for its memory.
+    Crashed,
+    /// No rule held: the objective was missed without a saturated resource in sight.
+    Unidentified,
+    /// The search's top rate still met the objective.
+    None,
+}
+
+impl StoppedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoppedBy::Threads => "threads",
+            StoppedBy::InFlightCap => "in_flight_cap",
+            StoppedBy::Cpu => "cpu",
+            StoppedBy::Memory => "memory",
+            StoppedBy::DbPool => "db_pool",
+            StoppedBy::Postgres => "postgres",
+            StoppedBy::Harness => "harness",
+            StoppedBy::Crashed => "crashed",
+            StoppedBy::Unidentified => "unidentified",
+            StoppedBy::None => "none",
+        }
+    }
+}
+
+/// A cause with what was measured against what threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    pub stopped_by: StoppedBy,
+    /// The figure the rule read, in `unit`.
+    pub measured: Option<f64>,
+    /// The rule's threshold, in `unit`.
+    pub threshold: Option<f64>,
+    pub unit: String,
+    /// The sentence for the page.
+    pub evidence: String,
+}
+
+impl Cause {
+    fn new(by: StoppedBy, measured: f64, threshold: f64, unit: &str, evidence: String) -> Cause {
+        Cause {
+            stopped_by: by,
+            measured: Some(measured),
+            threshold: Some(threshold),
+            unit: unit.to_owned(),
+            evidence,
+        }
+    }
+}
+
+/// The seconds the cause is read over: the plateau's, else every second with arrivals.
+fn plateau(r: &RunResults) -> Vec<&SecondSample> {
+    let constant: Vec<&SecondSample> = r.seconds.iter().filter(|s| s.phase == "constant").collect();
+    if constant.is_empty() {
+        r.seconds.iter().filter(|s| s.offered > 0).collect()
+    } else {
+        constant
+    }
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = values.fold((0u32, 0.0), |(n, s), v| (n + 1, s + v));
+    (n > 0).then(|| sum / f64::from(n))
+}
+
+/// The offered rate of the run's plateau (its summary), arrivals per second.
+fn offered_rps(r: &RunResults) -> f64 {
+    r.plateau.as_ref().unwrap_or(&r.summary).offered_rps
+}
+
+/// The critical path of the mocked dependencies, seconds.
+fn critical_path_s(r: &RunResults) -> Option<f64> {
+    let ms = r.config.mock_latency_ms?.critical_path_ms() as f64;
+    (ms > 0.0).then_some(ms / 1000.0)
+}
+
+/// What stopped the API in `r`, a run that missed the objective.
+pub fn stopped_by(r: &RunResults) -> Cause {
+    let secs = plateau(r);
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    if let Some(exit) = &r.api_exit {
+        let by = if exit.oom_killed {
+            StoppedBy::Memory
+        } else {
+            StoppedBy::Crashed
+        };
+        let peak = r.summary.peak_rss_bytes.map_or(f64::NAN, |b| mib(b as f64));
+        let limit = r
+            .config
+            .limits
+            .memory_bytes
+            .map_or(f64::NAN, |b| mib(b as f64));
+        return Cause::new(by, peak, limit, "MiB", exit.describe());
+    }
+    if let Some(why) = &r.harness_bound {
+        return Cause {
+            stopped_by: StoppedBy::Harness,
+            measured: None,
+            threshold: None,
+            unit: String::new(),
+            evidence: format!("harness-bound: {why}"),
+        };
+    }
+    if let (Some(peak), Some(limit)) = (r.summary.peak_rss_bytes, r.config.limits.memory_bytes)
+        && peak as f64 >= MEMORY_SHARE * limit as f64
+    {
+        let (p, l) = (mib(peak as f64), mib(limit as f64));
+        return Cause::new(
+            StoppedBy::Memory,
+            p,
+            MEMORY_SHARE * l,
+            "MiB",
+            format!("peak RSS {p:.0} MiB of its {l:.0} MiB limit"),
+        );
+    }
+    let offered = offered_rps(r);
+    if let Some(l) = &r.littles_law {
+        let measured = l
+            .measured_plateau_rps
+            .unwrap_or(r.summary.ok_throughput_rps);
+        if l.bound_rps < offered && measured >= BOUND_SHARE * l.bound_rps {
+            return Cause::new(
+                StoppedBy::Threads,
+                measured,
+                BOUND_SHARE * l.bound_rps,
+                "orders/s",
+                format!(
+                    "{measured:.1} orders/s at its Little's-law bound of {:.1} ({} threads ÷ {:.2} s \
+                     critical path), below the {offered:.0}/s offered",
+                    l.bound_rps,
+                    l.threads,
+                    l.critical_path_ms / 1000.0
+                ),
+            );
+        }
+    }
+    let cap = r
+        .config
+        .api_settings
+        .get("MAX_IN_FLIGHT")
+        .and_then(|m| m.parse::<f64>().ok())
+        .filter(|m| *m > 0.0);
+    let overloaded = r
+        .plateau
+        .as_ref()
+        .unwrap_or(&r.summary)
+        .errors_by_kind
+        .get(OUTCOME_OVERLOADED)
+        .copied()
+        .unwrap_or(0);
+    let peak_in_flight = secs
+        .iter()
+        .filter_map(|s| s.api_metrics.and_then(|m| m.in_flight))
+        .fold(0.0, f64::max);
+    if let (Some(cap), Some(path)) = (cap, critical_path_s(r))
+        && overloaded > 0
+        && cap / path < offered
+        && peak_in_flight >= BOUND_SHARE * cap
+    {
+        return Cause::new(
+            StoppedBy::InFlightCap,
+            peak_in_flight,
+            cap,
+            "requests",
+            format!(
+                "{overloaded} orders refused overloaded at its MAX_IN_FLIGHT of {cap:.0} (bound \
+                 {:.0}/s at {path:.2} s each, below the {offered:.0}/s offered)",
+                cap / path
+            ),
+        );
+    }
+    let cores = r.config.limits.cpu_cores.unwrap_or(1.0);
+    let cpu = mean(
+        secs.iter()
+            .filter_map(|s| s.api_process.map(|p| p.cpu_percent)),
+    );
+    if let Some(cpu) = cpu
+        && cpu >= CPU_SHARE * 100.0 * cores
+    {
+        return Cause::new(
+            StoppedBy::Cpu,
+            cpu,
+            CPU_SHARE * 100.0 * cores,
+            "% of a core",
+            format!(
+                "CPU {cpu:.0} % over the plateau, of a limit of {:.0} %",
+                100.0 * cores
+            ),
+        );
+    }
+    if let Some(share) = throttled_share(&secs)
+        && share >= THROTTLED_SHARE
+    {
+        return Cause::new(
+            StoppedBy::Cpu,
+            100.0 * share,
+            100.0 * THROTTLED_SHARE,
+            "% of CFS periods",
+            format!(
+                "throttled in {:.0} % of the plateau's CFS periods (its CPU quota)",
+                100.0 * share
+            ),
+        );
+    }
+    let waiting = secs
+        .iter()
+        .filter(|s| s.api_metrics.and_then(|m| m.db_pool_waiting).unwrap_or(0.0) > 0.0)
+        .count();
+    let timeouts = acquire_timeouts(&secs);
+    let unavailable = r
+        .plateau
+        .as_ref()
+        .unwrap_or(&r.summary)
+        .errors_by_kind
+        .get("database_unavailable")
+        .copied()
+        .unwrap_or(0);
+    if !secs.is_empty()
+        && (2 * waiting > secs.len() || timeouts > 0.0 || (waiting > 0 && unavailable > 0))
+    {
+        return Cause::new(
+            StoppedBy::DbPool,
+            waiting as f64,
+            secs.len() as f64 / 2.0,
+            "seconds",
+            format!(
+                "requests waited for a pooled connection in {waiting} of {} plateau seconds; \
+                 {timeouts:.0} acquire timeouts, {unavailable} answered database_unavailable",
+                secs.len()
+            ),
+        );
+    }
+    let pg = mean(secs.iter().filter_map(|s| s.harness.postgres_cpu_percent));
+    if let Some(pg) = pg
+        && pg >= 100.0 * POSTGRES_SHARE
+    {
+        return Cause::new(
+            StoppedBy::Postgres,
+            pg,
+            100.0 * POSTGRES_SHARE,
+            "% of a core",
+            format!("PostgreSQL {pg:.0} % of a core over the plateau"),
+        );
+    }
+    let s = r.plateau.as_ref().unwrap_or(&r.summary);
+    let share = if s.offered > 0 {
+        100.0 * (s.ok + s.replayed) as f64 / s.offered as f64
+    } else {
+        0.0
+    };
+    Cause {
+        stopped_by: StoppedBy::Unidentified,
+        measured: None,
+        threshold: None,
+        unit: String::new(),
+        evidence: format!(
+            "no resource at its limit: p99 {:.0} ms, 2xx {share:.1} % of arrivals; CPU {} %",
+            s.latency_ms.p99,
+            cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
+        ),
+    }
+}
+
+/// Share of the plateau's CFS periods (10 per second) in which the cgroup was throttled.
+fn throttled_share(secs: &[&SecondSample]) -> Option<f64> {
+    let counter: Vec<f64> = secs
+        .iter()
+        .filter_map(|s| s.api_metrics.and_then(|m| m.cgroup_throttled_periods))
+        .collect();
+    let (first, last) = (counter.first()?, counter.last()?);
+    let periods = 10.0 * (counter.len().saturating_sub(1)) as f64;
+    (periods > 0.0).then(|| (last - first) / periods)
+}
+
+/// Pool acquire timeouts over the plateau (a cumulative counter's rise).
+fn acquire_timeouts(secs: &[&SecondSample]) -> f64 {
+    let counter: Vec<f64> = secs
+        .iter()
+        .filter_map(|s| s.api_metrics.and_then(|m| m.db_pool_acquire_timeouts))
+        .collect();
+    match (counter.first(), counter.last()) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0.0,
+    }
+}

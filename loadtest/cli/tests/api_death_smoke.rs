@@ -1,0 +1,120 @@
+//! An API that dies mid-run is named, and its money settled: `loadtest lab` runs reactive-api at a
+//! constant 20 orders/s for 8 s with payments slow enough (1.5 s) that orders are always
+//! between their charge and their persist, and this test `kill -9`s the API from outside — not
+//! through the fault plan, so the lab is not told — once it has answered. The lab must see the
+//! death, record how and when (`api_exit`), start the API again for its recovery before the money
+//! is counted, balance the money, and say in the verdict and the trust strip of `summary.md` that the API died.
+//!
+//! Needs the service binaries like `lab_smoke.rs` (`scripts/test.sh` builds them).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lab_results::RunResults;
+
+mod common;
+use common::{binaries_present, own_database};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
+    binaries_present().expect("the service binaries (scripts/test.sh builds them)");
+    let out = std::env::temp_dir().join(format!("loadtest-death-smoke-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let db = match std::env::var("TEST_DATABASE_URL") {
+        Ok(server) => Some(own_database(&server, "loadtest_death_smoke").await),
+        Err(_) => None,
+    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
+    cmd.env_remove("CARGO")
+        .args([
+            "lab",
+            "--apis",
+            "reactive-api",
+            "--profile",
+            "constant-20-8",
+        ])
+        .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1500"])
+        .args(["--deps-timeout-ms", "3000", "--db-pool-timeout-ms", "1000"])
+        .args(["--lease-ms", "8000", "--reconcile-interval-ms", "500"])
+        .args(["--request-timeout-s", "10", "--no-progress", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some((url, _, _)) = &db {
+        cmd.args(["--database-url", url]);
+    }
+    let lab = cmd.spawn().expect("starting loadtest lab");
+    // The API is the lab's child named reactive-api; kill it once the measured part has begun
+    // (the lab's results folder gets the API's log at start; give the load 3 s more).
+    let api = wait_for_child(lab.id(), "reactive-api", Duration::from_secs(120));
+    std::thread::sleep(Duration::from_secs(4));
+    Command::new("kill")
+        .args(["-9", &api.to_string()])
+        .status()
+        .expect("kill -9");
+    let output = lab.wait_with_output().expect("the lab ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "lab failed: {stderr}");
+    let r = RunResults::load(out.join("results-reactive-0.json")).unwrap();
+    let exit = r
+        .api_exit
+        .as_ref()
+        .unwrap_or_else(|| panic!("no api_exit; {stderr}"));
+    assert_eq!(exit.signal, Some(9), "{exit:?}");
+    assert!(
+        !exit.oom_killed,
+        "killed by the test, not the kernel: {exit:?}"
+    );
+    assert!(exit.restarted_for_recovery);
+    assert!(
+        (0.5..8.0).contains(&exit.t_s),
+        "died inside the run: {exit:?}"
+    );
+    let money = r.money.as_ref().expect("money counted");
+    assert!(money.balanced(), "{money:?}");
+    assert_eq!(
+        money.charging_left, 0,
+        "recovery settled every key: {money:?}"
+    );
+    assert!(
+        r.events
+            .iter()
+            .any(|e| e.label.contains("killed by signal 9")),
+        "{:?}",
+        r.events
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary.md");
+    assert!(
+        summary.contains("reactive-api died mid-run") && summary.contains("an API DIED mid-run"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("started again for its recovery"),
+        "{summary}"
+    );
+    if let Some((_, server, name)) = &db {
+        common::drop_database(server, name).await;
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The pid of `parent`'s descendant whose command name is `name`, once it exists.
+fn wait_for_child(parent: u32, name: &str, within: Duration) -> u32 {
+    let start = Instant::now();
+    loop {
+        let found = labkit::procstat::tree_pids(parent)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+            });
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(
+            start.elapsed() < within,
+            "no {name} under the lab within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,173 @@
+//! The capacity search's stopping-resource rule (`scenario::capacity_cause`) on the report's
+//! recorded runs (`loadtest/report/tests/fixtures`), each changed only where a cause shows: an
+//! OOM kill, another death, the harness flagged, RSS at the limit, the thread bound, the
+//! admission cap, the CPU quota, the database pool, PostgreSQL's core — and none of them.
+
+use std::path::Path;
+
+use lab_results::{ApiExit, OUTCOME_OVERLOADED, RunResults};
+use loadtest::scenario::capacity_cause::{StoppedBy, stopped_by};
+
+fn fixture(api: &str) -> RunResults {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../report/tests/fixtures/{api}-0.json"));
+    RunResults::load(&path).expect("fixture loads")
+}
+
+/// The reactive fixture at a plateau of 120/s with nothing at its limit (its own 31 pool
+/// errors and waits removed).
+fn quiet() -> RunResults {
+    let mut r = fixture("reactive-api");
+    for s in &mut r.seconds {
+        if let Some(m) = s.api_metrics.as_mut() {
+            m.db_pool_waiting = Some(0.0);
+            m.db_pool_acquire_timeouts = Some(0.0);
+        }
+    }
+    r
+}
+
+fn plateau_seconds(r: &mut RunResults, mut f: impl FnMut(&mut lab_results::SecondSample)) {
+    for s in r.seconds.iter_mut().filter(|s| s.phase == "constant") {
+        f(s);
+    }
+}
+
+fn death(signal: i32, oom: bool) -> ApiExit {
+    ApiExit {
+        t_s: 43.2,
+        oom_killed: oom,
+        signal: Some(signal),
+        exit_code: None,
+        oom_kills: Some(u64::from(oom)),
+        restarted_for_recovery: true,
+    }
+}
+
+#[test]
+fn an_oom_kill_is_memory_and_names_the_kill() {
+    let mut r = fixture("blocking-api");
+    r.api_exit = Some(death(9, true));
+    r.harness_bound = Some("generator late".into());
+    let c = stopped_by(&r);
+    assert_eq!(
+        c.stopped_by,
+        StoppedBy::Memory,
+        "the kill comes before the harness"
+    );
+    assert!(
+        c.evidence.contains("memory limit") && c.evidence.contains("43.2"),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn another_death_is_a_crash_not_memory() {
+    let mut r = fixture("blocking-api");
+    r.api_exit = Some(death(11, false));
+    assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Crashed);
+}
+
+#[test]
+fn a_harness_bound_run_is_the_harness() {
+    let mut r = quiet();
+    r.harness_bound = Some("generator late by 900 ms at p99".into());
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::Harness);
+    assert!(c.evidence.contains("generator late"), "{c:?}");
+}
+
+#[test]
+fn rss_near_the_limit_is_memory() {
+    let mut r = quiet();
+    r.summary.peak_rss_bytes = Some(1000 << 20);
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::Memory);
+    assert!(c.evidence.contains("1000 MiB of its 1024 MiB"), "{c:?}");
+}
+
+#[test]
+fn a_plateau_at_the_thread_bound_is_threads() {
+    let mut r = fixture("blocking-api");
+    let l = r.littles_law.as_mut().unwrap();
+    (l.measured_plateau_rps, l.note) = (Some(90.4), None);
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::Threads, "{c:?}");
+    assert!(c.evidence.contains("200 threads"), "{c:?}");
+    // Below the bound's 95 %, the threads were not what held it.
+    r.littles_law.as_mut().unwrap().measured_plateau_rps = Some(60.0);
+    assert_ne!(stopped_by(&r).stopped_by, StoppedBy::Threads);
+}
+
+#[test]
+fn refusals_at_a_full_admission_cap_are_the_in_flight_cap() {
+    let mut r = quiet();
+    r.config
+        .api_settings
+        .insert("MAX_IN_FLIGHT".into(), "200".into());
+    r.plateau
+        .as_mut()
+        .unwrap()
+        .errors_by_kind
+        .insert(OUTCOME_OVERLOADED.into(), 500);
+    plateau_seconds(&mut r, |s| {
+        s.api_metrics.as_mut().unwrap().in_flight = Some(200.0);
+    });
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::InFlightCap, "{c:?}");
+    // A cap whose bound (200 ÷ 2.2 s ≈ 91/s) is above the offered rate is not the cause.
+    r.config
+        .api_settings
+        .insert("MAX_IN_FLIGHT".into(), "4096".into());
+    assert_ne!(stopped_by(&r).stopped_by, StoppedBy::InFlightCap);
+}
+
+#[test]
+fn a_cpu_at_its_quota_is_cpu() {
+    let mut r = quiet();
+    plateau_seconds(&mut r, |s| {
+        s.api_process.as_mut().unwrap().cpu_percent = 97.0
+    });
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::Cpu, "{c:?}");
+    assert_eq!(c.threshold, Some(95.0));
+}
+
+#[test]
+fn throttling_in_most_periods_is_cpu_too() {
+    let mut r = quiet();
+    let mut periods = 0.0;
+    plateau_seconds(&mut r, |s| {
+        periods += 8.0;
+        s.api_metrics.as_mut().unwrap().cgroup_throttled_periods = Some(periods);
+    });
+    assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Cpu);
+}
+
+#[test]
+fn waits_for_a_connection_are_the_db_pool() {
+    let mut r = quiet();
+    plateau_seconds(&mut r, |s| {
+        s.api_metrics.as_mut().unwrap().db_pool_waiting = Some(12.0);
+    });
+    assert_eq!(stopped_by(&r).stopped_by, StoppedBy::DbPool);
+    // The fixture as recorded: its pool timed out acquires.
+    assert_eq!(
+        stopped_by(&fixture("reactive-api")).stopped_by,
+        StoppedBy::DbPool
+    );
+}
+
+#[test]
+fn postgres_at_its_core_is_postgres() {
+    let mut r = quiet();
+    plateau_seconds(&mut r, |s| s.harness.postgres_cpu_percent = Some(96.0));
+    assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Postgres);
+}
+
+#[test]
+fn nothing_at_its_limit_is_said_as_such() {
+    let c = stopped_by(&quiet());
+    assert_eq!(c.stopped_by, StoppedBy::Unidentified, "{c:?}");
+    assert!(c.evidence.starts_with("no resource at its limit"), "{c:?}");
+}
