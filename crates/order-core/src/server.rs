@@ -116,7 +116,8 @@ pub async fn start<S: Send + Sync + 'static>(
     common.check()?;
     crate::prepared::require(&common.database_url, common.events.events_mode).await?;
     crate::request_hash::warn_if_development(common);
-    crate::migrate::run(&common.database_url).await?;
+    let migrate = crate::migrate::MigrateOptions::from_settings(common);
+    crate::migrate::run(&common.database_url, migrate).await?;
     let metrics = Arc::new(Metrics::new(common.db_pool_size, api.blocking_threads));
     let state = web::Data::new(state(metrics.clone())?);
     let listener = TcpListener::bind(bind_addr).with_context(|| format!("binding {bind_addr}"))?;

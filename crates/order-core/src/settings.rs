@@ -121,6 +121,10 @@ pub struct CommonSettings {
     /// whose packets no longer reach it (a frozen network path, a stopped proxy).
     #[arg(long, env = "DB_CLIENT_MARGIN_MS", default_value_t = 1000)]
     pub db_client_margin_ms: u64,
+    /// Longest the start-up waits for the migration lock (a PostgreSQL advisory lock another
+    /// instance holds while it migrates) before it fails, naming the session that holds it.
+    #[arg(long, env = "MIGRATION_LOCK_WAIT_MS", default_value_t = 30_000)]
+    pub migration_lock_wait_ms: u64,
     /// On SIGTERM/SIGINT: how long orders in flight may take to finish before the process exits.
     #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = 20_000)]
     pub shutdown_grace_ms: u64,
@@ -220,6 +224,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("client_body_timeout_ms", &self.client_body_timeout_ms)
             .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
             .field("db_client_margin_ms", &self.db_client_margin_ms)
+            .field("migration_lock_wait_ms", &self.migration_lock_wait_ms)
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
             .field("persist_batch_max", &self.persist_batch_max)
             .field("persist_batch_wait_ms", &self.persist_batch_wait_ms)
@@ -253,6 +258,7 @@ impl CommonSettings {
             client_body_timeout_ms: 5000,
             db_statement_timeout_ms: 5000,
             db_client_margin_ms: 1000,
+            migration_lock_wait_ms: 30_000,
             shutdown_grace_ms: 20_000,
             persist_batch_max: 1,
             persist_batch_wait_ms: 5,
