@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
+use actix_web::http::KeepAlive;
 use actix_web::middleware::from_fn;
 use actix_web::{App, FromRequest, Handler, HttpServer, Responder, web};
 use anyhow::Context;
@@ -156,12 +157,18 @@ pub fn serve<S: Send + Sync + 'static>(
     let workers = common.http_workers.max(1);
     let grace = common.shutdown_grace();
     let app_lifecycle = lifecycle.clone();
+    let keep_alive = match common.keep_alive_s {
+        0 => KeepAlive::Disabled,
+        _ => KeepAlive::Timeout(common.keep_alive()),
+    };
+    let between_requests = common.keep_alive() + common.client_header_timeout();
     let mut server = HttpServer::new(move || {
         // Called on each worker's own event loop: the loop's lag probe runs there, and the
         // worker's handlers find it as `web::Data<LoopLag>`.
         let lag = web::Data::from(LoopLag::spawn(probe_metrics.clone()));
         App::new()
             .wrap(from_fn(track_metrics))
+            .wrap(from_fn(crate::keep_alive::track))
             .app_data(lag)
             .app_data(state.clone())
             .app_data(app_lifecycle.clone())
@@ -178,9 +185,14 @@ pub fn serve<S: Send + Sync + 'static>(
     .h1_allow_half_closed(false)
     // A client must send the head of its first request within CLIENT_HEADER_TIMEOUT_MS, or get
     // 408 and lose the connection (the body's own limit is the handlers', CLIENT_BODY_TIMEOUT_MS).
-    // actix starts this timer for a connection's first request only; a later request on a kept-
-    // alive connection is bounded by the keep-alive timeout until its first byte, not after.
+    // actix starts this timer for a connection's first request only, and its keep-alive timer
+    // stops at the next request's first byte: `keep_alive::on_connect` bounds every later head
+    // (KEEP_ALIVE_S + CLIENT_HEADER_TIMEOUT_MS after the previous response).
     .client_request_timeout(common.client_header_timeout())
+    .keep_alive(keep_alive)
+    .on_connect(move |connection, extensions| {
+        crate::keep_alive::on_connect(connection, extensions, between_requests)
+    })
     // actix-web's own default, said here: a connection being shut down that the client does not
     // close within a second is dropped.
     .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT)
