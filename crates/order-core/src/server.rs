@@ -25,12 +25,12 @@ pub const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Concurrent connections each actix worker accepts (actix's default is 25,000), same in both.
 pub const MAX_CONNECTIONS_PER_WORKER: usize = 25_000;
 
-/// The API's own routes: `POST /orders`, `GET /orders/{id}`, `GET /ready`, `GET /metrics`.
-pub fn order_routes<C, CA, G, GA, R, RA, M, MA>(
+/// The API's own routes: `POST /orders`, `GET /orders/{id}`, `GET /metrics` (the probes are
+/// `http::shared_routes`').
+pub fn order_routes<C, CA, G, GA, M, MA>(
     cfg: &mut web::ServiceConfig,
     create: C,
     get: G,
-    ready: R,
     metrics: M,
 ) where
     C: Handler<CA>,
@@ -39,9 +39,6 @@ pub fn order_routes<C, CA, G, GA, R, RA, M, MA>(
     G: Handler<GA>,
     GA: FromRequest + 'static,
     G::Output: Responder + 'static,
-    R: Handler<RA>,
-    RA: FromRequest + 'static,
-    R::Output: Responder + 'static,
     M: Handler<MA>,
     MA: FromRequest + 'static,
     M::Output: Responder + 'static,
@@ -56,7 +53,6 @@ pub fn order_routes<C, CA, G, GA, R, RA, M, MA>(
             .route(web::get().to(get))
             .default_service(web::to(method_not_allowed)),
     )
-    .route("/ready", web::get().to(ready))
     .route("/metrics", web::get().to(metrics));
 }
 
