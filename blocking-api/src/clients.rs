@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use order_core::contract::ValidOrder;
 use order_core::deps::{self, GatewayPayment, PayRequest, PayResult, Recommendation, RiskRequest};
+use order_core::deps_client;
 use order_core::error::{ApiError, Dependency};
 use order_core::metrics::Metrics;
-use order_core::settings::{CommonSettings, DepsHttp};
+use order_core::settings::CommonSettings;
 
 pub struct Deps {
     http: reqwest::blocking::Client,
@@ -24,17 +25,10 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// One client for the process: keep-alive connections are reused across requests, and every
-    /// call is bounded by `DEPS_TIMEOUT_MS` (connect and whole response).
+    /// One client for the process, built by `order_core::deps_client::configure` (timeouts,
+    /// keep-alive reuse, `DEPS_HTTP`, no redirect followed).
     pub fn new(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
-        let builder = reqwest::blocking::Client::builder()
-            .timeout(settings.deps_timeout())
-            .connect_timeout(settings.deps_timeout())
-            .pool_idle_timeout(std::time::Duration::from_secs(90));
-        let builder = match settings.deps_http {
-            DepsHttp::Http1 => builder,
-            DepsHttp::H2c => builder.http2_prior_knowledge(),
-        };
+        let builder = deps_client::configure(reqwest::blocking::Client::builder(), settings);
         // The blocking client owns a runtime of its own, which may not be built on an async
         // thread: build it on a plain one.
         let http = std::thread::spawn(move || builder.build())

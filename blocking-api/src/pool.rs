@@ -1,5 +1,5 @@
 //! The bounded blocking pool every order request runs on, with its gauges (busy, queued), and
-//! the small pool of its own that the reads (`GET /orders/{id}`, `/ready`) run on instead — see
+//! the small, bounded pool of its own that the reads (`GET /orders/{id}`) run on instead — see
 //! [`ReadPool`] for why they must not share the orders' threads.
 
 use std::sync::{Arc, Mutex, mpsc};
@@ -50,37 +50,45 @@ impl Drop for Gauge {
     }
 }
 
-/// The pool of the reads, `GET /orders/{id}` and `/ready`: `READ_THREADS` threads of their own.
+/// The pool of the reads, `GET /orders/{id}`: `READ_THREADS` threads of their own, behind a queue
+/// of at most `READ_QUEUE` reads.
 ///
 /// Why not the order pool: with `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the default) every admitted
 /// order counts on finding a thread at once, and orders that wait on a slow gateway hold every
 /// thread for as long as it is slow. A read on that pool queued behind them (a lookup answered
-/// after the gateway's seconds, a readiness probe failing while the service works), or, once reads
-/// are many, took the threads admitted orders count on: with 64 orders waiting 4 s on the gateway,
-/// a `GET /orders/{id}` on the shared pool answered after 3.6 s (the contract test
-/// `reads_answer_while_orders_fill_every_place`, reads on the orders' pool). Reads hold a thread
-/// for one query; a few threads of their own serve them, and when those are busy reads wait for
-/// each other only.
+/// after the gateway's seconds), or, once reads are many, took the threads admitted orders count
+/// on: with 64 orders waiting 4 s on the gateway, a `GET /orders/{id}` on the shared pool answered
+/// after 3.6 s (the contract test `reads_answer_while_orders_fill_every_place`, reads on the orders' pool).
+/// Reads hold a thread for one query; a few threads of their own serve them, and when those are
+/// busy reads wait for each other only.
+///
+/// Bounded, and skipping the abandoned: a flood of reads whose clients give up (a slow seller
+/// service, every read waiting on it) must not leave thousands of jobs that still call the seller
+/// long after nobody waits. A read that finds the queue full is refused at once (503
+/// `overloaded`), and a queued read whose client went away (actix dropped its handler, and with
+/// it the answer's receiver) is skipped, not run. The probes never come here (`/ready` answers on
+/// the event loop, see `order_core::http::ready`).
 pub struct ReadPool {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::SyncSender<Job>,
 }
 
 type Job = Box<dyn FnOnce() + Send>;
 
 impl ReadPool {
-    /// Starts `threads` threads (at least one); they end when the pool is dropped.
-    pub fn start(threads: usize) -> std::io::Result<Self> {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
+    /// Starts `threads` threads (at least one) behind a queue of `queue` reads (at least one);
+    /// they end when the pool is dropped.
+    pub fn start(threads: usize, queue: usize) -> std::io::Result<Self> {
+        let (jobs, queued) = mpsc::sync_channel::<Job>(queue.max(1));
+        let queued = Arc::new(Mutex::new(queued));
         for i in 0..threads.max(1) {
-            let queue = queue.clone();
+            let queued = queued.clone();
             std::thread::Builder::new()
                 .name(format!("read-{i}"))
                 .spawn(move || {
                     loop {
                         // One idle thread waits for the next job, the others for the lock; the
                         // lock is let go before the job runs. No job panics while holding it.
-                        let next = queue.lock().expect("never poisoned").recv();
+                        let next = queued.lock().expect("never poisoned").recv();
                         let Ok(job) = next else { return };
                         job();
                     }
@@ -89,7 +97,8 @@ impl ReadPool {
         Ok(ReadPool { jobs })
     }
 
-    /// Runs `work` on one of the pool's threads.
+    /// Runs `work` on one of the pool's threads, unless the queue is full (503 `overloaded`) or
+    /// nobody waits for the answer any more when its turn comes (skipped).
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         F: FnOnce() -> Result<T, ApiError> + Send + 'static,
@@ -97,11 +106,18 @@ impl ReadPool {
     {
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
+            if answer.is_closed() {
+                return;
+            }
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
             let _ = answer.send(outcome);
         });
         let gone = || ApiError::Internal(anyhow::anyhow!("read pool: its threads are gone"));
-        self.jobs.send(job).map_err(|_| gone())?;
+        match self.jobs.try_send(job) {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(_)) => return Err(ApiError::Overloaded),
+            Err(mpsc::TrySendError::Disconnected(_)) => return Err(gone()),
+        }
         match answered.await.map_err(|_| gone())? {
             Ok(result) => result,
             Err(_) => Err(ApiError::Internal(anyhow::anyhow!(

@@ -2,22 +2,20 @@
 //! then the whole order handler runs as one closure on the bounded blocking pool. With
 //! `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the default) an admitted order finds a thread at once; a
 //! closure whose request waited past its deadline anyway is never started. The reads run on a
-//! pool of their own ([`pool::ReadPool`]).
+//! bounded pool of their own ([`pool::ReadPool`]); the probes on no pool at all
+//! (`order_core::http::ready`).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
 use order_core::admission::LoopLag;
 use order_core::contract::CreateOrderRequest;
-use order_core::http::{
-    draining_response, metrics_response, read_json_body, ready_response, seller_token,
-};
-use order_core::server::Lifecycle;
+use order_core::http::{self, metrics_response, read_json_body, seller_token};
 
 use crate::state::AppState;
 use crate::{pool, service};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    order_core::server::order_routes(cfg, create_order, get_order, ready, metrics);
+    order_core::server::order_routes(cfg, create_order, get_order, metrics);
 }
 
 async fn create_order(
@@ -48,6 +46,8 @@ async fn get_order(
     req: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    // Before any work: an id no order can have costs no queue place and no seller call.
+    http::order_id(&id)?;
     let token = seller_token(&req)?;
     let app = state.clone();
     let body = state
@@ -57,14 +57,6 @@ async fn get_order(
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(body))
-}
-
-async fn ready(state: web::Data<AppState>, lifecycle: web::Data<Lifecycle>) -> HttpResponse {
-    if let Some(draining) = draining_response(&lifecycle) {
-        return draining;
-    }
-    let app = state.clone();
-    ready_response(state.reads.run(move || app.db.ping()).await)
 }
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {

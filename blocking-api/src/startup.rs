@@ -24,9 +24,12 @@ pub struct Settings {
     /// Threads of the blocking pool that runs every order request (a servlet container's 200).
     #[arg(long, env = "BLOCKING_THREADS", default_value_t = 200)]
     pub blocking_threads: usize,
-    /// Threads of the pool that `GET /orders/{id}` and `/ready` run on, apart from the orders'.
+    /// Threads of the pool that `GET /orders/{id}` runs on, apart from the orders'.
     #[arg(long, env = "READ_THREADS", default_value_t = 4)]
     pub read_threads: usize,
+    /// Reads that may wait for a read thread; one more is refused at once (503 `overloaded`).
+    #[arg(long, env = "READ_QUEUE", default_value_t = 64)]
+    pub read_queue: usize,
     #[command(flatten)]
     pub common: CommonSettings,
 }
@@ -50,7 +53,7 @@ impl Application {
                 db,
                 deps: Deps::new(&common, metrics.clone())?,
                 admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
-                reads: ReadPool::start(settings.read_threads)?,
+                reads: ReadPool::start(settings.read_threads, settings.read_queue)?,
                 events,
                 metrics,
                 hash_key: RequestHashKey::from_settings(&common)?,

@@ -8,16 +8,13 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
 use order_core::admission::LoopLag;
 use order_core::contract::CreateOrderRequest;
-use order_core::http::{
-    draining_response, metrics_response, read_json_body, ready_response, seller_token,
-};
-use order_core::server::Lifecycle;
+use order_core::http::{self, metrics_response, read_json_body, seller_token};
 
 use crate::service;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    order_core::server::order_routes(cfg, create_order, get_order, ready, metrics);
+    order_core::server::order_routes(cfg, create_order, get_order, metrics);
 }
 
 async fn create_order(
@@ -49,18 +46,13 @@ async fn get_order(
     req: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    // Before any work: an id no order can have costs no seller call.
+    http::order_id(&id)?;
     let token = seller_token(&req)?;
     let body = service::get_order(&state, &token, &id).await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(body))
-}
-
-async fn ready(state: web::Data<AppState>, lifecycle: web::Data<Lifecycle>) -> HttpResponse {
-    if let Some(draining) = draining_response(&lifecycle) {
-        return draining;
-    }
-    ready_response(state.db.ping().await)
 }
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {

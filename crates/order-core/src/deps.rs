@@ -179,9 +179,16 @@ pub fn risk_outcome(status: u16, body: &[u8]) -> Result<Recommendation, ApiError
     }
 }
 
+/// Reads the gateway's answer to a charge: 200 is its verdict. Any other status — a 5xx, a 3xx
+/// (never followed, see `deps_client`) — leaves the charge's outcome unknown: the error keeps the
+/// key `CHARGING`, and the client's retry or recovery asks the gateway under the same key.
 pub fn pay_outcome(status: u16, body: &[u8]) -> Result<PayResult, ApiError> {
     match status {
         200 => parse(Dependency::Payment, body),
+        300..=399 => Err(unexpected(
+            Dependency::Payment,
+            format!("redirect (status {status}), not followed: the charge's outcome is unknown"),
+        )),
         other => Err(unexpected(Dependency::Payment, format!("status {other}"))),
     }
 }

@@ -15,6 +15,7 @@ use futures_util::StreamExt;
 
 use crate::contract::MAX_BODY_BYTES;
 use crate::error::{ApiError, ErrorCode};
+use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
 use crate::probe::{Probe, ProbeStatus};
 
@@ -153,27 +154,40 @@ pub async fn health() -> HttpResponse {
     HttpResponse::Ok().json(Probe::of(ProbeStatus::Ok))
 }
 
-/// `GET /ready` while draining for shutdown: 503 at once, without asking the database.
-pub fn draining_response(lifecycle: &crate::lifecycle::Lifecycle) -> Option<HttpResponse> {
-    lifecycle.draining().then(|| {
-        HttpResponse::ServiceUnavailable().json(Probe {
+/// `GET /ready`: whether this process can serve — 200 until SIGTERM, then 503 `shutting_down`.
+///
+/// Answered on the event loop from the process's own state: no database call, no queue, no pool
+/// or thread shared with orders or reads, so it answers within milliseconds however loaded the
+/// API or slow the database. The database is deliberately not asked: every replica shares it, so
+/// a slow or saturated database would fail every replica's probe at once and leave the Service
+/// with no endpoint — a slowdown turned into an outage, and the requests that could still be
+/// served (replays, reads, refusals with a `Retry-After`) refused by the load balancer instead.
+/// The database's state is in `/metrics` (`db_pool_*`, `db_pool_acquire_timeouts_total`) and in
+/// the answers themselves (503 `database_unavailable`).
+pub async fn ready(lifecycle: web::Data<Lifecycle>) -> HttpResponse {
+    if lifecycle.draining() {
+        return HttpResponse::ServiceUnavailable().json(Probe {
             status: ProbeStatus::Draining,
             error: Some(ErrorCode::ShuttingDown),
             detail: Some("the server is shutting down".to_owned()),
-        })
-    })
+        });
+    }
+    HttpResponse::Ok().json(Probe::of(ProbeStatus::Ready))
 }
 
-/// `GET /ready`: 200 when the database answered, else 503 with the reason's code.
-pub fn ready_response(ping: Result<(), ApiError>) -> HttpResponse {
-    match ping {
-        Ok(()) => HttpResponse::Ok().json(Probe::of(ProbeStatus::Ready)),
-        Err(e) => HttpResponse::ServiceUnavailable().json(Probe {
-            status: ProbeStatus::Unavailable,
-            error: Some(e.error_code()),
-            detail: Some(e.to_string()),
-        }),
-    }
+/// The longest `{id}` of `GET /orders/{id}` that can name an order: `ORDER_` and a hyphenated
+/// UUID are 42 bytes.
+pub const MAX_ORDER_ID_BYTES: usize = 64;
+
+/// Checks an order id's shape before any work (no seller call, no queue, no query): one that no
+/// order can have is 404 `not_found` at once, whatever its length.
+pub fn order_id(id: &str) -> Result<&str, ApiError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ORDER_ID_BYTES
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    ok.then_some(id).ok_or(ApiError::NotFound)
 }
 
 /// Renders `/metrics` after the caller refreshed the pool gauges.
@@ -193,13 +207,15 @@ pub async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed)
 }
 
-/// Registers the routes whose handlers are the same in both APIs.
+/// Registers the routes whose handlers are the same in both APIs: the probes among them, which
+/// answer on the event loop from the process's own state.
 pub fn shared_routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/health")
             .route(web::get().to(health))
             .default_service(web::to(method_not_allowed)),
     )
+    .route("/ready", web::get().to(ready))
     // Like `/health`, outside admission: a client reads the contract however loaded the API is.
     .route("/openapi.json", web::get().to(crate::openapi::serve));
 }
@@ -207,6 +223,14 @@ pub fn shared_routes(cfg: &mut web::ServiceConfig) {
 #[cfg(test)]
 mod tests {
     use actix_web::http::Method;
+
+    #[test]
+    fn only_ids_an_order_can_have_pass() {
+        assert!(super::order_id("ORDER_0B7E4C1A-3F2D-4E5A-9C8B-1D2E3F4A5B6C").is_ok());
+        assert!(super::order_id("").is_err());
+        assert!(super::order_id(&"A".repeat(65)).is_err());
+        assert!(super::order_id("ORDER_1%20x").is_err());
+    }
 
     #[test]
     fn invented_methods_share_one_label() {

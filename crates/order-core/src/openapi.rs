@@ -170,7 +170,8 @@ fn create_order() {}
     responses(
         (status = 200, description = "The order, as `POST /orders` created it.", body = OrderDocument),
         (status = 401, description = "`unauthorized`: missing or unknown seller token.", body = ErrorBody),
-        (status = 404, description = "`not_found`: no such order for this seller (also any unknown path).",
+        (status = 404, description = "`not_found`: no such order for this seller, or an id no order can \
+            have (more than 64 bytes, or a byte outside `[A-Za-z0-9_-]`), refused before any work (also any unknown path).",
             body = ErrorBody),
         (status = 405, description = "`method_not_allowed`: `/orders/{id}` with a method other than GET.",
             body = ErrorBody),
@@ -199,15 +200,15 @@ fn get_order() {}
 #[allow(dead_code)]
 fn health() {}
 
-/// Readiness: whether PostgreSQL answers, and 503 from SIGTERM on.
+/// Readiness: whether this process can serve — 200 until SIGTERM, then 503. Answered from the
+/// process's own state within milliseconds; the database is not asked (its state is in `/metrics`).
 #[utoipa::path(
     get,
     path = "/ready",
     operation_id = "ready",
     responses(
         (status = 200, description = "`status` is `ready`.", body = Probe),
-        (status = 503, description = "`status` `unavailable` with the failure's code (`database_unavailable`), \
-            or `draining` with `shutting_down` once the server is stopping.",
+        (status = 503, description = "`status` `draining` with `shutting_down` once the server is stopping.",
             body = Probe)
     )
 )]

@@ -21,10 +21,8 @@ pub struct Probe {
 pub enum ProbeStatus {
     /// `/health`: the process is up.
     Ok,
-    /// `/ready`: the database answered.
+    /// `/ready`: this process can serve (the database's state is in `/metrics`, not here).
     Ready,
-    /// `/ready`: the database did not answer (`error` says how).
-    Unavailable,
     /// `/ready` from SIGTERM on (`error` is `shutting_down`).
     Draining,
 }

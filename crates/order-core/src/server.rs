@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
+use actix_web::http::KeepAlive;
 use actix_web::middleware::from_fn;
 use actix_web::{App, FromRequest, Handler, HttpServer, Responder, web};
 use anyhow::Context;
@@ -24,12 +25,12 @@ pub const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// Concurrent connections each actix worker accepts (actix's default is 25,000), same in both.
 pub const MAX_CONNECTIONS_PER_WORKER: usize = 25_000;
 
-/// The API's own routes: `POST /orders`, `GET /orders/{id}`, `GET /ready`, `GET /metrics`.
-pub fn order_routes<C, CA, G, GA, R, RA, M, MA>(
+/// The API's own routes: `POST /orders`, `GET /orders/{id}`, `GET /metrics` (the probes are
+/// `http::shared_routes`').
+pub fn order_routes<C, CA, G, GA, M, MA>(
     cfg: &mut web::ServiceConfig,
     create: C,
     get: G,
-    ready: R,
     metrics: M,
 ) where
     C: Handler<CA>,
@@ -38,9 +39,6 @@ pub fn order_routes<C, CA, G, GA, R, RA, M, MA>(
     G: Handler<GA>,
     GA: FromRequest + 'static,
     G::Output: Responder + 'static,
-    R: Handler<RA>,
-    RA: FromRequest + 'static,
-    R::Output: Responder + 'static,
     M: Handler<MA>,
     MA: FromRequest + 'static,
     M::Output: Responder + 'static,
@@ -55,7 +53,6 @@ pub fn order_routes<C, CA, G, GA, R, RA, M, MA>(
             .route(web::get().to(get))
             .default_service(web::to(method_not_allowed)),
     )
-    .route("/ready", web::get().to(ready))
     .route("/metrics", web::get().to(metrics));
 }
 
@@ -116,7 +113,8 @@ pub async fn start<S: Send + Sync + 'static>(
     common.check()?;
     crate::prepared::require(&common.database_url, common.events.events_mode).await?;
     crate::request_hash::warn_if_development(common);
-    crate::migrate::run(&common.database_url).await?;
+    let migrate = crate::migrate::MigrateOptions::from_settings(common);
+    crate::migrate::run(&common.database_url, migrate).await?;
     let metrics = Arc::new(Metrics::new(common.db_pool_size, api.blocking_threads));
     let state = web::Data::new(state(metrics.clone())?);
     let listener = TcpListener::bind(bind_addr).with_context(|| format!("binding {bind_addr}"))?;
@@ -155,12 +153,18 @@ pub fn serve<S: Send + Sync + 'static>(
     let workers = common.http_workers.max(1);
     let grace = common.shutdown_grace();
     let app_lifecycle = lifecycle.clone();
+    let keep_alive = match common.keep_alive_s {
+        0 => KeepAlive::Disabled,
+        _ => KeepAlive::Timeout(common.keep_alive()),
+    };
+    let between_requests = common.keep_alive() + common.client_header_timeout();
     let mut server = HttpServer::new(move || {
         // Called on each worker's own event loop: the loop's lag probe runs there, and the
         // worker's handlers find it as `web::Data<LoopLag>`.
         let lag = web::Data::from(LoopLag::spawn(probe_metrics.clone()));
         App::new()
             .wrap(from_fn(track_metrics))
+            .wrap(from_fn(crate::keep_alive::track))
             .app_data(lag)
             .app_data(state.clone())
             .app_data(app_lifecycle.clone())
@@ -177,9 +181,14 @@ pub fn serve<S: Send + Sync + 'static>(
     .h1_allow_half_closed(false)
     // A client must send the head of its first request within CLIENT_HEADER_TIMEOUT_MS, or get
     // 408 and lose the connection (the body's own limit is the handlers', CLIENT_BODY_TIMEOUT_MS).
-    // actix starts this timer for a connection's first request only; a later request on a kept-
-    // alive connection is bounded by the keep-alive timeout until its first byte, not after.
+    // actix starts this timer for a connection's first request only, and its keep-alive timer
+    // stops at the next request's first byte: `keep_alive::on_connect` bounds every later head
+    // (KEEP_ALIVE_S + CLIENT_HEADER_TIMEOUT_MS after the previous response).
     .client_request_timeout(common.client_header_timeout())
+    .keep_alive(keep_alive)
+    .on_connect(move |connection, extensions| {
+        crate::keep_alive::on_connect(connection, extensions, between_requests)
+    })
     // actix-web's own default, said here: a connection being shut down that the client does not
     // close within a second is dropped.
     .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT)

@@ -103,10 +103,16 @@ pub struct CommonSettings {
     /// past the charge always finishes).
     #[arg(long, env = "REQUEST_DEADLINE_MS", default_value_t = 30_000)]
     pub request_deadline_ms: u64,
-    /// Longest a client may take to send the head of its first request on a connection (actix's
-    /// client request timeout); past it the connection is answered 408 and closed.
+    /// Longest a client may take to send the head of a request: of a connection's first from the
+    /// connection's start (actix's client request timeout; past it 408 and the connection
+    /// closed), of each later one after KEEP_ALIVE_S of idleness (the connection is closed).
     #[arg(long, env = "CLIENT_HEADER_TIMEOUT_MS", default_value_t = 5000)]
     pub client_header_timeout_ms: u64,
+    /// How long a kept-alive connection may stay idle between two requests before it is closed;
+    /// the next request's head must then be complete within CLIENT_HEADER_TIMEOUT_MS more
+    /// (`order_core::keep_alive`). 0: no keep-alive, one request per connection.
+    #[arg(long, env = "KEEP_ALIVE_S", default_value_t = 5)]
+    pub keep_alive_s: u64,
     /// Longest a client may take to send an order's body once its head arrived; past it 408
     /// `request_timeout`. The body is read before admission, so a slow client holds no place.
     #[arg(long, env = "CLIENT_BODY_TIMEOUT_MS", default_value_t = 5000)]
@@ -121,6 +127,10 @@ pub struct CommonSettings {
     /// whose packets no longer reach it (a frozen network path, a stopped proxy).
     #[arg(long, env = "DB_CLIENT_MARGIN_MS", default_value_t = 1000)]
     pub db_client_margin_ms: u64,
+    /// Longest the start-up waits for the migration lock (a PostgreSQL advisory lock another
+    /// instance holds while it migrates) before it fails, naming the session that holds it.
+    #[arg(long, env = "MIGRATION_LOCK_WAIT_MS", default_value_t = 30_000)]
+    pub migration_lock_wait_ms: u64,
     /// On SIGTERM/SIGINT: how long orders in flight may take to finish before the process exits.
     #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = 20_000)]
     pub shutdown_grace_ms: u64,
@@ -217,9 +227,11 @@ impl std::fmt::Debug for CommonSettings {
             .field("max_loop_lag_ms", &self.max_loop_lag_ms)
             .field("request_deadline_ms", &self.request_deadline_ms)
             .field("client_header_timeout_ms", &self.client_header_timeout_ms)
+            .field("keep_alive_s", &self.keep_alive_s)
             .field("client_body_timeout_ms", &self.client_body_timeout_ms)
             .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
             .field("db_client_margin_ms", &self.db_client_margin_ms)
+            .field("migration_lock_wait_ms", &self.migration_lock_wait_ms)
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
             .field("persist_batch_max", &self.persist_batch_max)
             .field("persist_batch_wait_ms", &self.persist_batch_wait_ms)
@@ -250,9 +262,11 @@ impl CommonSettings {
             max_loop_lag_ms: 5,
             request_deadline_ms: 30_000,
             client_header_timeout_ms: 5000,
+            keep_alive_s: 5,
             client_body_timeout_ms: 5000,
             db_statement_timeout_ms: 5000,
             db_client_margin_ms: 1000,
+            migration_lock_wait_ms: 30_000,
             shutdown_grace_ms: 20_000,
             persist_batch_max: 1,
             persist_batch_wait_ms: 5,
@@ -351,6 +365,10 @@ impl CommonSettings {
 
     pub fn client_header_timeout(&self) -> Duration {
         Duration::from_millis(self.client_header_timeout_ms)
+    }
+
+    pub fn keep_alive(&self) -> Duration {
+        Duration::from_secs(self.keep_alive_s)
     }
 
     pub fn client_body_timeout(&self) -> Duration {

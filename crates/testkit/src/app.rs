@@ -250,6 +250,7 @@ pub async fn build(api: Api, common: CommonSettings) -> anyhow::Result<u16> {
                 // Enough threads for the concurrency tests, few enough to start fast.
                 blocking_threads: 64,
                 read_threads: 4,
+                read_queue: 64,
                 common,
             };
             let app = blocking_api::Application::build(settings).await?;

@@ -33,7 +33,9 @@ impl TestDatabase {
             .expect("creating the test database");
         admin.close().await.ok();
         let url = with_database(&admin_url, &name);
-        order_core::migrate::run(&url).await.expect("migrating");
+        order_core::migrate::run(&url, Default::default())
+            .await
+            .expect("migrating");
         TestDatabase {
             url,
             admin_url,

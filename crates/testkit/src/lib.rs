@@ -13,6 +13,7 @@ mod app;
 mod database;
 mod money;
 mod orders;
+mod redirect;
 mod relay;
 mod stub_gateway;
 
@@ -20,6 +21,7 @@ pub use app::{Api, TestApp, build, start_nats};
 pub use database::{TestDatabase, admin_url};
 pub use money::{assert_money_balances, fast_recovery};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
+pub use redirect::{RedirectingDeps, Trap};
 pub use relay::FreezableRelay;
 pub use stub_gateway::StubGateway;
 

@@ -1,0 +1,137 @@
+//! The probes and the reads cannot starve: `/health` and `/ready` answer within 100 ms however
+//! many reads wait and however slow the database is (ready means this process can serve; the
+//! database's state is in `/metrics`); a read is refused before any work when its id cannot name
+//! an order; and a flood of reads whose clients gave up leaves no work behind.
+
+use std::time::{Duration, Instant};
+
+use mock_deps::{EndpointConfig, MockConfig};
+use testkit::{Api, FreezableRelay, TOKEN, TestApp, contract_tests};
+
+contract_tests!(
+    probes_answer_within_100ms_while_reads_flood,
+    ready_answers_within_100ms_while_the_database_is_frozen,
+    an_id_no_order_can_have_is_refused_before_any_work,
+    reads_whose_clients_left_are_not_run,
+);
+
+/// How fast a probe must answer.
+const PROBE_BOUND: Duration = Duration::from_millis(100);
+
+/// Every probe answers 200 within [`PROBE_BOUND`], five times in a row.
+async fn assert_probes_fast(app: &TestApp, what: &str) {
+    for _ in 0..5 {
+        for path in ["/health", "/ready"] {
+            let started = Instant::now();
+            let status = app.get(path, None).await.status();
+            let took = started.elapsed();
+            assert_eq!(status, 200, "{path} {what}");
+            assert!(took < PROBE_BOUND, "{path} answered after {took:?} {what}");
+        }
+    }
+}
+
+/// Mocks whose seller service takes `ms` to answer: every read waits on it.
+fn slow_seller(ms: u64) -> MockConfig {
+    MockConfig {
+        seller: EndpointConfig::with_latency(ms),
+        ..MockConfig::instant()
+    }
+}
+
+/// `count` reads of an order that does not exist, each given up by its client after `patience`.
+fn flood(
+    app: &TestApp,
+    count: usize,
+    patience: Duration,
+) -> Vec<tokio::task::JoinHandle<Option<u16>>> {
+    let client = reqwest::Client::builder()
+        .timeout(patience)
+        .build()
+        .unwrap();
+    (0..count)
+        .map(|_| {
+            let request = client
+                .get(format!("{}/orders/ORDER_NONE", app.address))
+                .header("Authorization", TOKEN);
+            tokio::spawn(async move { request.send().await.ok().map(|r| r.status().as_u16()) })
+        })
+        .collect()
+}
+
+async fn probes_answer_within_100ms_while_reads_flood(api: Api) {
+    let app = TestApp::spawn_with(api, slow_seller(3000), |_| {}).await;
+    let reads = flood(&app, 200, Duration::from_secs(2));
+    // Let the reads arrive and queue.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_probes_fast(&app, "while 200 reads wait on a slow seller").await;
+    for read in reads {
+        // Answered (no such order), refused at once (the reads' queue is full), or given up.
+        let status = read.await.unwrap();
+        assert!(
+            matches!(status, None | Some(404 | 503)),
+            "a read answered {status:?}"
+        );
+    }
+}
+
+async fn ready_answers_within_100ms_while_the_database_is_frozen(api: Api) {
+    let mut relay = None;
+    let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
+        let upstream = latency_proxy::upstream_of(&s.database_url).unwrap();
+        let started = FreezableRelay::start(upstream).expect("starting the relay");
+        s.database_url = latency_proxy::proxied_url(&s.database_url, started.local_addr()).unwrap();
+        relay = Some(started);
+    })
+    .await;
+    let relay = relay.unwrap();
+    relay.freeze();
+    // An order waits on the frozen database meanwhile.
+    let order = {
+        let (client, url) = (app.client.clone(), format!("{}/orders", app.address));
+        let body = testkit::valid_order("frozen-ready-1");
+        tokio::spawn(async move {
+            let request = client.post(url).header("Authorization", TOKEN).json(&body);
+            request.send().await.map(|r| r.status().as_u16()).ok()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_probes_fast(&app, "with the database frozen").await;
+    relay.thaw();
+    let _ = order.await;
+}
+
+async fn an_id_no_order_can_have_is_refused_before_any_work(api: Api) {
+    let app = TestApp::spawn(api).await;
+    for id in ["A".repeat(2000), "ORDER_%20%27x".to_owned()] {
+        let started = Instant::now();
+        let response = app.get(&format!("/orders/{id}"), Some(TOKEN)).await;
+        assert_eq!(response.status(), 404, "{id}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "not_found");
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+    assert_eq!(
+        app.deps.stats().seller.requests,
+        0,
+        "the seller was asked about an id no order can have"
+    );
+}
+
+async fn reads_whose_clients_left_are_not_run(api: Api) {
+    let app = TestApp::spawn_with(api, slow_seller(1000), |_| {}).await;
+    let reads = flood(&app, 30, Duration::from_millis(300));
+    for read in reads {
+        read.await.unwrap();
+    }
+    // Every client has given up. The reads already calling the seller finish their call; none
+    // starts afterwards.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let settled = app.deps.stats().seller.requests;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let later = app.deps.stats().seller.requests;
+    assert_eq!(
+        later, settled,
+        "{api:?} went on calling the seller for reads nobody waits for"
+    );
+}

@@ -1,0 +1,47 @@
+//! No dependency call follows a redirect: a gateway that answers a charge with `307` to another
+//! host gets neither the card nor the power to make an order. The 3xx is an unknown outcome: the
+//! client gets 503 `dependency_unavailable`, the key stays `CHARGING`, and recovery's own calls
+//! to the gateway do not follow the redirect either.
+
+use mock_deps::MockConfig;
+use testkit::{
+    Api, RedirectingDeps, TOKEN, TestApp, Trap, contract_tests, eventually, fast_recovery,
+    valid_order,
+};
+
+contract_tests!(a_gateway_redirect_is_not_followed_and_makes_no_order);
+
+async fn a_gateway_redirect_is_not_followed_and_makes_no_order(api: Api) {
+    let trap = Trap::start().await;
+    let deps = RedirectingDeps::start(trap.url()).await;
+    let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
+        fast_recovery(s);
+        s.deps_url = deps.url().to_owned();
+    })
+    .await;
+
+    let response = app.post_order(TOKEN, &valid_order("redirect-1")).await;
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"], "dependency_unavailable", "{body}");
+    assert_eq!(body["dependency"], "payment", "{body}");
+
+    // Seller, risk, the charge, then at least one of recovery's look-ups, all redirected.
+    eventually(15, "recovery to ask the redirecting gateway", || async {
+        deps.requests() >= 4
+    })
+    .await;
+    assert_eq!(trap.connections(), 0, "a redirect was followed");
+    assert_eq!(trap.bytes_received(), 0, "the other host received bytes");
+    assert_eq!(app.count("orders").await, 0, "an order without a charge");
+    let state: String =
+        sqlx::query_scalar("SELECT state FROM idempotency_keys WHERE reference_id = 'redirect-1'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("the key");
+    assert_eq!(
+        state, "CHARGING",
+        "the charge's outcome is unknown: the key stays CHARGING"
+    );
+}
