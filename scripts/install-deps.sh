@@ -15,7 +15,9 @@
 # named too, and is a failure only under CI (`CI=true`), like the tests that need it. Nothing that
 # is already there is touched.
 set -euo pipefail
-CI=${CI:-}
+# Lower-cased without bash 4 syntax: macOS ships bash 3.2, where this script must still say what
+# is missing.
+ci=$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')
 
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(tests)
@@ -80,14 +82,14 @@ if [ ${#packages[@]} -gt 0 ]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}" >/dev/null
     else
         echo "install-deps: missing, and this is not Debian as root, so install them yourself:" >&2
-        printf '%s\n' "${notes[@]}" "${by_hand[@]}" >&2
+        printf '%s\n' "${notes[@]}" ${by_hand[@]+"${by_hand[@]}"} >&2
         exit 1
     fi
 fi
 # What no package provides: a failure under CI, as in the tests (labkit::skip), where the tests
 # that need it would fail; elsewhere those tests are skipped, and the rest can run.
 if [ ${#by_hand[@]} -gt 0 ]; then
-    case ${CI,,} in
+    case $ci in
     "" | false | 0)
         echo "install-deps: not installed (the tests that need it will be skipped):" >&2
         printf '%s\n' "${by_hand[@]}" >&2
