@@ -85,7 +85,8 @@ fn every_package_set_the_project_builds_compiles_dependencies_as_the_workspace_d
     }
     assert!(
         differ.is_empty(),
-        "features differ from the workspace build (run `cargo hakari generate`):\n{}",
+        "features differ from the workspace build (run `cargo hakari generate`, and for a new \
+         member `cargo hakari manage-deps`):\n{}",
         differ.join("\n")
     );
 }

@@ -12,4 +12,5 @@
 //!
 //! Managed by cargo-hakari (`.config/hakari.toml`): after a dependency change,
 //! `cargo hakari generate` rewrites the section between the markers, and
-//! `crates/testkit/tests/one_build.rs` fails until it has been run.
+//! `crates/testkit/tests/one_build.rs` fails until it has been run; a new member gets its
+//! dependency on this crate from `cargo hakari manage-deps`.
