@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# PostgreSQL, libpq, nats-server, kubectl: installed where missing (Debian, as root), else named.
+scripts/install-deps.sh tests
+
 # The lab smoke test starts the service binaries as separate processes; cargo only builds a
 # package's own binaries for its tests, so build all three (same profile as the tests) first, and
 # labkit's pg-ephemeral: the lab's own throw-away PostgreSQL, same settings, for the tests.

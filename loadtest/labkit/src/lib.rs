@@ -20,7 +20,8 @@
 //!   and the dump read back per function;
 //! - [`affinity`]: pinning a process, every thread of it, to CPUs (`taskset` for a running process);
 //! - [`envinfo`]: the machine, OS, compiler and commit a run happened on;
-//! - [`cleanup`]: the one Ctrl-C/SIGTERM handler that stops everything above before exiting 130.
+//! - [`cleanup`]: the one Ctrl-C/SIGTERM handler that stops everything above before exiting 130;
+//! - [`skip`]: what a test does when the machine lacks a tool it needs (skips, or fails under CI).
 //!
 //! Everything is synchronous except [`process::wait_ready_async`], so it can be used from tests, from
 //! plain `main`s and (sparingly, at set-up time) from async code.
@@ -36,3 +37,4 @@ pub mod pg;
 pub mod process;
 pub mod procstat;
 pub mod prometheus;
+pub mod skip;
