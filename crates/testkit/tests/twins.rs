@@ -55,7 +55,7 @@ const TWINS: &[Twin] = &[
         )],
         same: &[
             (
-                "/// The threads of `GET /orders/{id}` and `/ready`, apart from the orders'.
+                "/// The threads of `GET /orders/{id}`, apart from the orders', behind a bounded queue.
                  pub reads: ReadPool,",
                 "",
             ),

@@ -145,6 +145,18 @@ fn throttling_in_most_periods_is_cpu_too() {
 }
 
 #[test]
+fn threads_queued_for_the_core_are_cpu_at_a_mean_below_the_quota() {
+    let mut r = quiet();
+    plateau_seconds(&mut r, |s| {
+        let p = s.api_process.as_mut().unwrap();
+        (p.cpu_percent, p.cpu_wait_percent) = (59.0, Some(539.0));
+    });
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::Cpu, "{c:?}");
+    assert!(c.evidence.contains("5.4 runnable"), "{c:?}");
+}
+
+#[test]
 fn waits_for_a_connection_are_the_db_pool() {
     let mut r = quiet();
     plateau_seconds(&mut r, |s| {

@@ -5,9 +5,9 @@
 //!
 //! Each API is a lab run of its own: `hold-250` at half length (a 5 s ramp to 250/s, 10 s at it:
 //! ≈ 550 orders in flight at a 2.2 s critical path), blocking-api with 600 threads so none
-//! queues. The figure is the slope (RSS at the second with the most orders in flight − RSS at
-//! the first second) ÷ (those in-flight counts' difference), and for blocking-api the same per
-//! thread. `--memory-check FILE` fails (exit 1) when a figure rose more than
+//! queues. The figure is the least-squares slope of RSS on the orders in flight over the ramp and
+//! the plateau, and for blocking-api the same on its thread count. `--memory-check FILE` fails
+//! (exit 1) when the gated figure ([`MemoryFigure::gated_kib`]) rose more than
 //! [`TOLERANCE`] against the committed baseline (`docs/bench/memory-baseline.json`).
 
 use std::path::{Path, PathBuf};
@@ -42,6 +42,18 @@ pub struct MemoryFigure {
     pub peak_rss_mib: Option<f64>,
     pub peak_in_flight: u64,
     pub peak_threads: Option<u64>,
+}
+
+impl MemoryFigure {
+    /// The figure the gate holds: RSS per thread for an API with a thread per order in flight
+    /// (steadier: the generator's in-flight count also holds requests not yet accepted), else
+    /// RSS per order in flight.
+    pub fn gated_kib(&self) -> (f64, &'static str) {
+        match self.rss_per_thread_kib {
+            Some(t) => (t, "per thread"),
+            None => (self.rss_per_in_flight_kib, "per order in flight"),
+        }
+    }
 }
 
 /// The committed reference `--memory-check` holds a run against.
@@ -140,30 +152,50 @@ fn lab_args(api: &str, out: &Path, args: &BenchArgs) -> Result<LabArgs> {
     Ok(lab)
 }
 
-/// The slopes of one run; `None` when its load added fewer than 50 orders in flight.
+/// The slopes of one run (least squares of RSS on the count, over every sampled second of the
+/// ramp and the plateau: steadier than two points, whose RSS lags the count by up to a second);
+/// `None` when its load added fewer than 50 orders in flight.
 pub fn figure(r: &RunResults) -> Option<MemoryFigure> {
-    let samples: Vec<(u64, u64)> = r
-        .seconds
-        .iter()
-        .filter_map(|s| Some((s.in_flight, s.api_process?.rss_bytes)))
+    let loaded = || r.seconds.iter().filter(|s| s.phase != "drain");
+    let by_in_flight: Vec<(f64, f64)> = loaded()
+        .filter_map(|s| Some((s.in_flight as f64, s.api_process?.rss_bytes as f64)))
         .collect();
-    let first = *samples.first()?;
-    let peak = *samples.iter().max_by_key(|(n, rss)| (*n, *rss))?;
-    let added = peak.0.checked_sub(first.0).filter(|n| *n >= 50)?;
+    let peak_in_flight = by_in_flight.iter().map(|p| p.0 as u64).max()?;
+    let least = by_in_flight.iter().map(|p| p.0 as u64).min()?;
+    if peak_in_flight.saturating_sub(least) < 50 {
+        return None;
+    }
+    let by_threads: Vec<(f64, f64)> = loaded()
+        .filter_map(|s| {
+            let p = s.api_process?;
+            Some((p.threads as f64, p.rss_bytes as f64))
+        })
+        .collect();
+    let blocking = r.config.api_settings.contains_key("BLOCKING_THREADS");
     Some(MemoryFigure {
         api: r.api.clone(),
         allocator: r.config.api_settings.get("ALLOCATOR").cloned(),
-        rss_per_in_flight_kib: (peak.1 as f64 - first.1 as f64) / added as f64 / 1024.0,
-        rss_per_thread_kib: r
-            .config
-            .api_settings
-            .contains_key("BLOCKING_THREADS")
-            .then(|| crate::scenario::capacity::rss_per_thread_kib(r))
-            .flatten(),
+        rss_per_in_flight_kib: slope(&by_in_flight)? / 1024.0,
+        rss_per_thread_kib: blocking
+            .then(|| slope(&by_threads))
+            .flatten()
+            .map(|b| b / 1024.0),
         peak_rss_mib: r.summary.peak_rss_bytes.map(|b| b as f64 / MIB),
-        peak_in_flight: peak.0,
+        peak_in_flight,
         peak_threads: r.summary.peak_threads,
     })
+}
+
+/// The least-squares slope of y on x; `None` when x does not vary.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let (mx, my) = (
+        points.iter().map(|p| p.0).sum::<f64>() / n,
+        points.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
 }
 
 fn render(figures: &[MemoryFigure]) -> String {
@@ -203,14 +235,13 @@ pub fn check(base: &MemoryBaseline, now: &[MemoryFigure]) -> (bool, String) {
             s.push_str(&format!("| {} | | not measured | | **FAILED** |\n", b.api));
             continue;
         };
-        let change = n.rss_per_in_flight_kib / b.rss_per_in_flight_kib - 1.0;
+        let ((was, what), (is, _)) = (b.gated_kib(), n.gated_kib());
+        let change = is / was - 1.0;
         let pass = change <= TOLERANCE;
         ok &= pass;
         s.push_str(&format!(
-            "| {} | {:.1} KiB | {:.1} KiB | {:+.1} % | {} |\n",
+            "| {} | {was:.1} KiB {what} | {is:.1} KiB | {:+.1} % | {} |\n",
             b.api,
-            b.rss_per_in_flight_kib,
-            n.rss_per_in_flight_kib,
             100.0 * change,
             if pass { "ok" } else { "**FAILED**" }
         ));
@@ -235,6 +266,13 @@ mod tests {
     }
 
     #[test]
+    fn the_slope_is_least_squares() {
+        let line: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 7.0)).collect();
+        assert!((slope(&line).unwrap() - 3.0).abs() < 1e-9);
+        assert_eq!(slope(&[(2.0, 1.0), (2.0, 5.0)]), None, "x does not vary");
+    }
+
+    #[test]
     fn the_gate_fails_past_ten_percent_and_on_a_missing_api() {
         let base = MemoryBaseline {
             why: String::new(),
@@ -249,5 +287,16 @@ mod tests {
         assert!(!ok(100.0, 56.0), "reactive-api +12 %");
         let (missing, text) = check(&base, &[fig("blocking-api", 90.0)]);
         assert!(!missing && text.contains("not measured"), "{text}");
+        // A thread-per-request API is held by its RSS per thread.
+        let threads = |kib: f64| MemoryFigure {
+            rss_per_thread_kib: Some(kib),
+            ..fig("blocking-api", 500.0)
+        };
+        let base = MemoryBaseline {
+            apis: vec![threads(120.0)],
+            ..base
+        };
+        assert!(check(&base, &[threads(130.0)]).0);
+        assert!(!check(&base, &[threads(133.0)]).0, "+10.8 % per thread");
     }
 }

@@ -148,7 +148,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub memory: bool,
     /// --memory: hold the figures against this baseline (docs/bench/memory-baseline.json) and
-    /// exit 1 if RSS per order in flight rose more than 10 %.
+    /// exit 1 if RSS per thread (blocking-api) or per order in flight rose more than 10 %.
     #[arg(long, requires = "memory")]
     pub memory_check: Option<PathBuf>,
     /// --memory: write the figures as a new memory baseline to this file (a deliberate commit).

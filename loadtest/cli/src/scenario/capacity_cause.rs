@@ -13,7 +13,10 @@
 //!    API's own in-flight count sat at the cap, and the cap's Little's-law bound
 //!    (`MAX_IN_FLIGHT ÷ critical path`) is below the offered rate.
 //! 5. **cpu** — the API used [`CPU_SHARE`] of its CPU limit over the plateau, or its cgroup was
-//!    throttled in [`THROTTLED_SHARE`] of the plateau's CFS periods (100 ms each).
+//!    throttled in [`THROTTLED_SHARE`] of the plateau's CFS periods (100 ms each), or its threads
+//!    queued for the CPU ([`RUN_QUEUE_PCT`]: schedstat's run delay, summed over its threads) — a
+//!    core shared by a thousand threads that wake together is saturated in bursts its mean use
+//!    does not show.
 //! 6. **db_pool** — requests waited for a pooled connection in most plateau seconds, or an
 //!    acquire timed out (the pool's counter, or 503 `database_unavailable` while requests waited).
 //! 7. **postgres** — PostgreSQL's processes used [`POSTGRES_SHARE`] of one core.
@@ -31,6 +34,9 @@ pub const BOUND_SHARE: f64 = 0.95;
 pub const CPU_SHARE: f64 = 0.95;
 /// Throttled in this share of the plateau's CFS periods: the quota held it back.
 pub const THROTTLED_SHARE: f64 = 0.5;
+/// Runnable threads waiting for the CPU, summed, % of a core (100 = one thread always waiting):
+/// a thousand threads on one core wake together, and the event loop waits behind them.
+pub const RUN_QUEUE_PCT: f64 = 100.0;
 /// PostgreSQL at this share of one core, on average over the plateau.
 pub const POSTGRES_SHARE: f64 = 0.90;
 
@@ -249,6 +255,27 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             ),
         );
     }
+    let run_queue = mean(
+        secs.iter()
+            .filter_map(|s| s.api_process.and_then(|p| p.cpu_wait_percent)),
+    );
+    if let Some(wait) = run_queue
+        && wait >= RUN_QUEUE_PCT
+    {
+        return Cause::new(
+            StoppedBy::Cpu,
+            wait,
+            RUN_QUEUE_PCT,
+            "% of a core waiting",
+            format!(
+                "its threads queued for the CPU: {:.1} runnable on average beside the one \
+                 running (schedstat run delay) at {} % use, and {overloaded} orders refused \
+                 overloaded by its event loop's lag rule",
+                wait / 100.0,
+                cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
+            ),
+        );
+    }
     let waiting = secs
         .iter()
         .filter(|s| s.api_metrics.and_then(|m| m.db_pool_waiting).unwrap_or(0.0) > 0.0)
@@ -301,7 +328,9 @@ pub fn stopped_by(r: &RunResults) -> Cause {
         threshold: None,
         unit: String::new(),
         evidence: format!(
-            "no resource at its limit: p99 {:.0} ms, 2xx {share:.1} % of arrivals; CPU {} %",
+            "no resource at its limit: p99 {:.0} ms, 2xx {share:.1} % of arrivals ({overloaded} \
+             refused overloaded below the admission cap, i.e. by the event loop's lag rule \
+             where the API has one), mean CPU {} %",
             s.latency_ms.p99,
             cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
         ),

@@ -3,8 +3,8 @@
 
 use lab_results::numbers::{fixed, ms_or_s};
 
-use super::capacity::{CapacityFile, CapacityPoint, StepPoint};
 use super::capacity_cause::StoppedBy;
+use super::capacity_points::{CapacityFile, CapacityPoint, StepPoint};
 use super::render::ScenarioTable;
 
 /// Rates a cluster user might plan for (the pods arithmetic on the page).
@@ -145,6 +145,12 @@ pub fn capacity_sentence(c: &CapacityPoint) -> String {
             "{}: at least {cap} within the objective — the search's top rate still met it.",
             who(c)
         ),
+        (StoppedBy::Unidentified, Some(f)) => format!(
+            "{}: {cap} ± {:.0} within the objective; at {f:.0}/s it missed it (twice) with no \
+             measured resource at its limit — {evidence}.",
+            who(c),
+            c.resolution_rps
+        ),
         (by, Some(f)) => format!(
             "{}: {cap} ± {:.0} within the objective; at {f:.0}/s it was stopped by {} — {evidence}.",
             who(c),
@@ -163,16 +169,19 @@ fn pods(caps: &[CapacityPoint]) -> Vec<String> {
             let cap = c.capacity_rps.filter(|r| *r > 0.0)?;
             let each: Vec<String> = PLANNED_RATES
                 .iter()
-                .map(|r| format!("{r:.0}/s → {} pods", (r / cap).ceil()))
+                .map(|r| {
+                    let n = (r / cap).ceil();
+                    format!("{r:.0}/s → {n} pod{}", if n == 1.0 { "" } else { "s" })
+                })
                 .collect();
             let bound = if c.stopped_by == StoppedBy::Harness || c.stopped_by == StoppedBy::None {
-                " at most"
+                " (the capacity is a lower bound, so these are at most)"
             } else {
                 ""
             };
             Some(format!(
-                "Replicas of {} (1 CPU / 1 GiB each) for a rate within the objective, from its \
-                 measured {cap:.0}/s (ceil(rate ÷ capacity), no headroom){bound}: {}.",
+                "Pods of 1 CPU / 1 GiB for a rate within the objective, {}: from its measured \
+                 {cap:.0}/s, ceil(rate ÷ capacity), no headroom{bound}: {}.",
                 who(c),
                 each.join(", ")
             ))

@@ -35,6 +35,7 @@ mod batching_plan;
 mod batching_table;
 pub mod capacity;
 pub mod capacity_cause;
+pub mod capacity_points;
 pub mod capacity_search;
 mod capacity_table;
 mod conclusions;

@@ -1,0 +1,107 @@
+//! The rows of `--scenario capacity` and `--scenario threads` as `scenario.json` holds them,
+//! and how one lab run becomes one: what the runner (`capacity.rs`) records and the page
+//! (`capacity_table.rs`) reads.
+
+use serde::{Deserialize, Serialize};
+
+use lab_results::RunResults;
+use lab_results::numbers::MIB;
+
+use super::capacity_cause::{Cause, StoppedBy, stopped_by};
+
+/// One lab run of either scenario, as `scenario.json` holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPoint {
+    pub api: String,
+    /// `BLOCKING_THREADS` (blocking-api only).
+    pub blocking_threads: Option<u32>,
+    pub allocator: Option<String>,
+    pub rate_rps: f64,
+    pub met_objective: bool,
+    pub harness_bound: Option<String>,
+    /// Over the plateau: fresh orders per second, 2xx share of the arrivals, p99 of every answer.
+    pub orders_rps: f64,
+    pub ok_share_pct: f64,
+    pub p99_ms: f64,
+    pub peak_rss_mib: Option<f64>,
+    pub peak_threads: Option<u64>,
+    /// RSS above the idle process (the run's first sample) per thread above its first count.
+    pub rss_per_thread_kib: Option<f64>,
+    pub cpu_s_per_1000: Option<f64>,
+    pub money_balanced: Option<bool>,
+    /// How the API died mid-run, if it did.
+    pub died: Option<String>,
+    /// What stopped it, for a step that missed the objective.
+    pub cause: Option<Cause>,
+}
+
+/// One API (and thread count) searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityPoint {
+    pub api: String,
+    pub blocking_threads: Option<u32>,
+    pub allocator: Option<String>,
+    /// The highest rate that met the objective (`None`: not even the lowest tried).
+    pub capacity_rps: Option<f64>,
+    pub resolution_rps: f64,
+    /// The first rate that did not, and what stopped the API there.
+    pub first_failing_rps: Option<f64>,
+    pub stopped_by: StoppedBy,
+    pub evidence: Option<Cause>,
+    pub steps: Vec<StepPoint>,
+}
+
+/// What the scenario writes to `scenario.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityFile {
+    pub scenario: String,
+    pub objective: String,
+    pub critical_path_ms: u64,
+    pub capacities: Vec<CapacityPoint>,
+    /// `threads`: every run of the sweep.
+    pub sweep: Vec<StepPoint>,
+}
+
+/// The figures of one run, over its plateau.
+pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
+    let s = r.plateau.as_ref().unwrap_or(&r.summary);
+    let ok_share_pct = if s.offered > 0 {
+        100.0 * (s.ok + s.replayed) as f64 / s.offered as f64
+    } else {
+        0.0
+    };
+    let orders = r.summary.ok.max(1) as f64;
+    StepPoint {
+        api: r.api.clone(),
+        blocking_threads: r
+            .config
+            .api_settings
+            .get("BLOCKING_THREADS")
+            .and_then(|t| t.parse().ok()),
+        allocator: r.config.api_settings.get("ALLOCATOR").cloned(),
+        rate_rps: rate,
+        met_objective: met,
+        harness_bound: r.harness_bound.clone(),
+        orders_rps: s.ok_throughput_rps,
+        ok_share_pct,
+        p99_ms: s.latency_ms.p99,
+        peak_rss_mib: r.summary.peak_rss_bytes.map(|b| b as f64 / MIB),
+        peak_threads: r.summary.peak_threads,
+        rss_per_thread_kib: rss_per_thread_kib(r),
+        cpu_s_per_1000: r.summary.api_cpu_seconds.map(|c| 1000.0 * c / orders),
+        money_balanced: r.money.as_ref().map(|m| m.balanced()),
+        died: r.api_exit.as_ref().map(|e| e.describe()),
+        cause: (!met).then(|| stopped_by(r)),
+    }
+}
+
+/// (RSS at the peak thread count − RSS of the first sample) ÷ (peak threads − first threads), KiB:
+/// what each thread the load added cost. `None` when the load added fewer than 10 threads.
+pub fn rss_per_thread_kib(r: &RunResults) -> Option<f64> {
+    let procs: Vec<_> = r.seconds.iter().filter_map(|s| s.api_process).collect();
+    let first = procs.first()?;
+    let peak = procs.iter().max_by_key(|p| (p.threads, p.rss_bytes))?;
+    let threads = peak.threads.checked_sub(first.threads)?;
+    (threads >= 10)
+        .then(|| (peak.rss_bytes as f64 - first.rss_bytes as f64) / threads as f64 / 1024.0)
+}
