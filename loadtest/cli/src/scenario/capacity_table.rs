@@ -128,13 +128,21 @@ fn who(c: &CapacityPoint) -> String {
 
 /// `blocking-api (200 threads): 75/s ± 25 within the objective; at 100/s stopped by threads — …`.
 pub fn capacity_sentence(c: &CapacityPoint) -> String {
-    let cap = c
-        .capacity_rps
-        .map_or("no rate tried".to_owned(), |r| format!("{r:.0}/s"));
     let evidence = c
         .evidence
         .as_ref()
         .map_or(String::new(), |e| e.evidence.clone());
+    let Some(capacity) = c.capacity_rps else {
+        let at = c
+            .first_failing_rps
+            .map_or(String::new(), |f| format!(" (the lowest tried, {f:.0}/s)"));
+        return format!(
+            "{}: no rate tried met the objective{at}; stopped by {} — {evidence}.",
+            who(c),
+            c.stopped_by.as_str()
+        );
+    };
+    let cap = format!("{capacity:.0}/s");
     match (c.stopped_by, c.first_failing_rps) {
         (StoppedBy::Harness, Some(f)) => format!(
             "{}: above {cap} within the objective, harness-bound — at {f:.0}/s the rig, not the \
