@@ -33,4 +33,8 @@ pub use startup::{Application, Settings};
 
 /// The global allocator this build links (`main.rs`), reported on `/metrics` as
 /// `api_allocator_info` so the lab names it beside the other API's.
-pub const ALLOCATOR: &str = "mimalloc";
+pub const ALLOCATOR: &str = if cfg!(feature = "system-allocator") {
+    "system"
+} else {
+    "mimalloc"
+};

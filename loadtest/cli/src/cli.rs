@@ -33,6 +33,9 @@ pub enum Command {
     /// Add up the results files of one run's shards (`run --shard I/N`) into the run's results
     /// file, report.html and summary.md.
     Merge(MergeArgs),
+    /// Capacity against the dependencies' critical path: the `scenario.json` of several
+    /// `lab --scenario capacity` runs (each at its own `--latency`) in one table and chart.
+    Crossover(CrossoverArgs),
     /// Capacity benchmark (issue 9): each API alone in 1 CPU, a closed loop at mocks 0 ms and at
     /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
     /// harness's CPU per order. Writes bench.json and bench.md.
@@ -93,6 +96,16 @@ pub struct ShardOpts {
     /// instant as for --start-at, or empty for now).
     #[arg(long)]
     pub wait_for_start: Option<SocketAddr>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CrossoverArgs {
+    /// The folders of `lab --scenario capacity` runs (each holding its scenario.json).
+    #[arg(required = true)]
+    pub folders: Vec<PathBuf>,
+    /// Folder for crossover.md, crossover.html and the chart's SVG.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,7 +1,8 @@
 //! The capacity search's stopping-resource rule (`scenario::capacity_cause`) on the report's
 //! recorded runs (`loadtest/report/tests/fixtures`), each changed only where a cause shows: an
 //! OOM kill, another death, the harness flagged, RSS at the limit, the thread bound, the
-//! admission cap, the CPU quota, the database pool, PostgreSQL's core — and none of them.
+//! admission cap, the CPU quota, the database pool, PostgreSQL's core, a burst of slow
+//! transactions — and none of them.
 
 use std::path::Path;
 
@@ -24,7 +25,21 @@ fn quiet() -> RunResults {
             m.db_pool_acquire_timeouts = Some(0.0);
         }
     }
+    steady_transactions(&mut r, |_| 1.0);
     r
+}
+
+/// Every second's transactions counted again: 150 a second, each taking `ms(t)` ms.
+fn steady_transactions(r: &mut RunResults, ms: impl Fn(u32) -> f64) {
+    let (mut sum, mut count) = (0.0, 0.0);
+    for s in &mut r.seconds {
+        if let Some(m) = s.api_metrics.as_mut() {
+            count += 150.0;
+            sum += 150.0 * ms(s.t) / 1000.0;
+            m.db_tx_seconds_sum = Some(sum);
+            m.db_tx_count = Some(count);
+        }
+    }
 }
 
 fn plateau_seconds(r: &mut RunResults, mut f: impl FnMut(&mut lab_results::SecondSample)) {
@@ -175,6 +190,25 @@ fn postgres_at_its_core_is_postgres() {
     let mut r = quiet();
     plateau_seconds(&mut r, |s| s.harness.postgres_cpu_percent = Some(96.0));
     assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Postgres);
+}
+
+#[test]
+fn a_burst_of_slow_transactions_is_postgres_and_transient() {
+    let mut r = quiet();
+    let burst = r.seconds.iter().find(|s| s.phase == "constant").unwrap().t + 3;
+    steady_transactions(&mut r, |t| if t == burst { 4.2 } else { 1.0 });
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::Postgres, "{c:?}");
+    assert!(c.evidence.contains("4.2 ms each"), "{c:?}");
+    assert!(c.evidence.contains("against 1.0 ms"), "{c:?}");
+    assert!(c.is_transient());
+    // A second only a little slower is noise, and a run whose requests waited for a
+    // connection is the pool's (rule 6), not this one.
+    steady_transactions(&mut r, |t| if t == burst { 1.8 } else { 1.0 });
+    assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Unidentified);
+    let mut pg_core = quiet();
+    plateau_seconds(&mut pg_core, |s| s.harness.postgres_cpu_percent = Some(96.0));
+    assert!(!stopped_by(&pg_core).is_transient());
 }
 
 #[test]

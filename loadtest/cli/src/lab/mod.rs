@@ -132,6 +132,16 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     } else {
         None
     };
+    // PostgreSQL on the harness's CPUs, never the API's, wherever it was started: a scenario
+    // starts the database its runs share before any run placed the harness, and a process keeps
+    // the CPUs it started with (its backends fork from the postmaster and inherit them).
+    if let Some(pid) = db.as_ref().and_then(|d| d.pid).or(args.database_pid)
+        && targets.is_empty()
+        && let Ok(p) = crate::services::place_harness(!args.no_pin)?
+    {
+        labkit::affinity::pin_tree(pid, &p.harness_cpus)
+            .with_context(|| format!("pinning PostgreSQL (pid {pid}) to CPU {:?}", p.harness_cpus))?;
+    }
     if faults.is_some_and(|f| f.restart_db_at_s.is_some())
         && !db.as_ref().is_some_and(|d| d.is_ephemeral())
     {

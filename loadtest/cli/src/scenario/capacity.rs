@@ -84,7 +84,25 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     table.conditions = super::page::conditions();
     std::fs::write(out.join("summary.md"), super::render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), super::render_html(&table))?;
+    write_charts(&table, &out)?;
     Ok((table, out))
+}
+
+/// Each chart of the page also as an SVG file of its own beside it (named from its title), for
+/// documents that embed a chart without the page.
+pub fn write_charts(table: &ScenarioTable, out: &Path) -> Result<()> {
+    for c in &table.charts {
+        let name: String = c
+            .title
+            .to_lowercase()
+            .split(|ch: char| !ch.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join("-");
+        let path = out.join(format!("{name}.svg"));
+        std::fs::write(&path, &c.svg).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// blocking-api at each thread count of the sweep, reactive-api once, per rate.
@@ -134,8 +152,8 @@ impl Runner<'_> {
         while let Some(rate) = search.next() {
             let (mut step, mut outcome) = self.step(api, threads, rate, "", file, failed).await?;
             if unexplained(&step) {
-                // A miss no measured resource explains (a transient stall, one second of
-                // refusals) is measured once more before it counts: the second run decides.
+                // A miss no measured resource explains, or one on a burst of slow commits, is
+                // measured once more before it counts: the second run decides.
                 steps.push(step);
                 (step, outcome) = self
                     .step(api, threads, rate, "-again", file, failed)
@@ -203,6 +221,7 @@ impl Runner<'_> {
         }
         args.database_url = Some(self.db.url.clone());
         args.lab_owned_database = self.db.is_ephemeral();
+        args.database_pid = self.db.pid;
         let slug = match threads {
             Some(t) => format!("{api}-{t}-threads-{rate:.0}{suffix}"),
             None => format!("{api}-{rate:.0}{suffix}"),
@@ -233,14 +252,12 @@ impl Runner<'_> {
     }
 }
 
-/// A step that missed the objective with no resource at its limit.
+/// A step that missed the objective with nothing at its limit, or on a burst that came and went
+/// (`Cause::is_transient`).
 fn unexplained(step: &StepPoint) -> bool {
     !step.met_objective
         && step.harness_bound.is_none()
-        && step
-            .cause
-            .as_ref()
-            .is_some_and(|c| c.stopped_by == StoppedBy::Unidentified)
+        && step.cause.as_ref().is_some_and(|c| c.is_transient())
 }
 
 fn objective_text(base: &LabArgs, r: &RunResults) -> String {

@@ -19,7 +19,12 @@
 //!    does not show.
 //! 6. **db_pool** — requests waited for a pooled connection in most plateau seconds, or an
 //!    acquire timed out (the pool's counter, or 503 `database_unavailable` while requests waited).
-//! 7. **postgres** — PostgreSQL's processes used [`POSTGRES_SHARE`] of one core.
+//! 7. **postgres** — PostgreSQL's processes used [`POSTGRES_SHARE`] of one core; or its
+//!    transactions slowed in bursts: the API's mean transaction time in the slowest plateau
+//!    second reached [`SLOW_TX_FACTOR`] × the median second's (and [`SLOW_TX_MIN_MS`] more) while
+//!    the pool had no waiters — on a durable database, commits waiting for the disk's flush, the
+//!    tail a critical path of a few hundred ms cannot hide. Such a burst is transient
+//!    ([`Cause::is_transient`]), so the search measures the rate once more before it counts.
 //!
 //! None of these: **unidentified**, with the objective's figures as the evidence.
 
@@ -39,6 +44,14 @@ pub const THROTTLED_SHARE: f64 = 0.5;
 pub const RUN_QUEUE_PCT: f64 = 100.0;
 /// PostgreSQL at this share of one core, on average over the plateau.
 pub const POSTGRES_SHARE: f64 = 0.90;
+
+/// The slowest plateau second's mean transaction time at this multiple of the median second's
+/// is a burst of slow transactions …
+pub const SLOW_TX_FACTOR: f64 = 2.5;
+/// … when it is also this much slower, ms (a few tenths of a ms apart are noise).
+pub const SLOW_TX_MIN_MS: f64 = 1.0;
+/// `Cause::unit` of the slow-transaction rule.
+const SLOW_TX_UNIT: &str = "ms per transaction (slowest second)";
 
 /// The resource that stopped an API (`scenario.json`'s `stopped_by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +112,31 @@ impl Cause {
             evidence,
         }
     }
+}
+
+impl Cause {
+    /// A cause that comes and goes within a run (a burst of slow commits, or nothing seen at its
+    /// limit): the rate is worth measuring once more before the miss counts.
+    pub fn is_transient(&self) -> bool {
+        self.stopped_by == StoppedBy::Unidentified || self.unit == SLOW_TX_UNIT
+    }
+}
+
+/// Per plateau second with transactions: the API's mean transaction time, ms (from the
+/// cumulative `db_tx_seconds` sum and count of consecutive samples).
+fn tx_ms_per_second(secs: &[&SecondSample]) -> Vec<f64> {
+    let counters: Vec<(f64, f64)> = secs
+        .iter()
+        .filter_map(|s| {
+            let m = s.api_metrics?;
+            Some((m.db_tx_seconds_sum?, m.db_tx_count?))
+        })
+        .collect();
+    counters
+        .windows(2)
+        .filter(|w| w[1].1 > w[0].1)
+        .map(|w| 1000.0 * (w[1].0 - w[0].0) / (w[1].1 - w[0].1))
+        .collect()
 }
 
 /// The seconds the cause is read over: the plateau's, else every second with arrivals.
@@ -315,6 +353,27 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             "% of a core",
             format!("PostgreSQL {pg:.0} % of a core over the plateau"),
         );
+    }
+    let mut tx = tx_ms_per_second(&secs);
+    tx.sort_by(f64::total_cmp);
+    if tx.len() >= 5 && waiting == 0 {
+        let (median, worst) = (tx[tx.len() / 2], tx[tx.len() - 1]);
+        if worst >= SLOW_TX_FACTOR * median && worst - median >= SLOW_TX_MIN_MS {
+            return Cause::new(
+                StoppedBy::Postgres,
+                worst,
+                SLOW_TX_FACTOR * median,
+                SLOW_TX_UNIT,
+                format!(
+                    "its transactions slowed in bursts: {worst:.1} ms each on average in the \
+                     slowest plateau second against {median:.1} ms in the median one, with no \
+                     request waiting for a connection (durable commits waiting for the disk's \
+                     flush); p99 {:.0} ms at {} % CPU",
+                    r.plateau.as_ref().unwrap_or(&r.summary).latency_ms.p99,
+                    cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
+                ),
+            );
+        }
     }
     let s = r.plateau.as_ref().unwrap_or(&r.summary);
     let share = if s.offered > 0 {

@@ -4,6 +4,7 @@
 use lab_results::numbers::{fixed, ms_or_s};
 
 use super::capacity_cause::StoppedBy;
+use super::capacity_charts as charts;
 use super::capacity_points::{CapacityFile, CapacityPoint, StepPoint};
 use super::render::ScenarioTable;
 
@@ -78,6 +79,11 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
         conclusion,
         harness_bound,
         main_columns: 9,
+        charts: if file.scenario == "capacity" {
+            vec![charts::capacities(file)]
+        } else {
+            vec![charts::threads_orders(file), charts::threads_rss(file)]
+        },
         ..ScenarioTable::default()
     }
 }

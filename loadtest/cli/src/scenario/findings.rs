@@ -158,36 +158,36 @@ pub fn apply(
         "events" => {
             let rows: Vec<EventsPoint> = points(json)?;
             table.conclusion = events_conclusion(&rows);
-            table.chart = Some(charts::events(&rows));
+            table.charts.push(charts::events(&rows));
         }
         "batching" => {
             let rows: Vec<BatchPoint> = points(json)?;
             table.conclusion = batching_conclusion(&rows);
-            table.chart = Some(charts::batching(&rows));
+            table.charts.push(charts::batching(&rows));
             table.harness_bound = rows.iter().map(BatchPoint::harness_bound).collect();
         }
         "remotecall" => {
             let rows: Vec<RemotecallPoint> = points(json)?;
             table.conclusion = conclusions::remotecall(&rows);
-            table.chart = Some(charts::remotecall(&rows));
+            table.charts.push(charts::remotecall(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
         "db-latency" => {
             let rows: Vec<DbLatencyPoint> = points(json)?;
             table.conclusion = conclusions::db_latency(&rows);
-            table.chart = Some(charts::db_latency(&rows));
+            table.charts.push(charts::db_latency(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
         "overload" => {
             let rows: Vec<OverloadPoint> = points(json)?;
             table.conclusion = conclusions::overload(&rows);
-            table.chart = Some(charts::overload(&rows));
+            table.charts.push(charts::overload(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
         "faults" => {
             let rows: Vec<FaultsPoint> = points(json)?;
             table.conclusion = conclusions::faults(&rows);
-            table.chart = Some(charts::faults(&rows));
+            table.charts.push(charts::faults(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
         _ => {}

@@ -35,6 +35,8 @@ mod batching_plan;
 mod batching_table;
 pub mod capacity;
 pub mod capacity_cause;
+mod capacity_charts;
+pub mod crossover;
 pub mod capacity_points;
 pub mod capacity_search;
 mod capacity_table;
@@ -227,6 +229,12 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
 
 /// Runs every variant, writes each one's report and the scenario's table; returns the folder.
 pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+    // Before the database the runs share is started: it inherits the harness's CPUs.
+    if base.targets.is_empty()
+        && let Err(why) = crate::services::place_harness(!base.no_pin)?
+    {
+        eprintln!("scenario {name}: {why}");
+    }
     if name == "events" {
         // Its own runs (closed model, NATS, crash), not lab runs: see `events.rs`.
         return events::run(base).await;
@@ -264,6 +272,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         if let Some(db) = &db {
             args.database_url = Some(db.url.clone());
             args.lab_owned_database = db.is_ephemeral();
+            args.database_pid = db.pid;
         }
         args.out = Some(out.join(&variant.slug));
         let (runs, vout) = crate::lab::lab(args)

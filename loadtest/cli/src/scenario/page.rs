@@ -64,8 +64,8 @@ pub fn render_html(t: &ScenarioTable) -> String {
                 @if !t.conditions.is_empty() {
                     p class="note" id="conditions" { strong { "Run conditions: " } (t.conditions.join(" ")) }
                 }
-                @if let Some(c) = &t.chart {
-                    figure id="fig-scenario" {
+                @for (i, c) in t.charts.iter().enumerate() {
+                    figure id=(if i == 0 { "fig-scenario".to_owned() } else { format!("fig-scenario-{}", i + 1) }) {
                         figcaption { strong { (c.title) } " " (c.caption) }
                         // SVG text drawn by lab_report::svg, which escapes every string it sets in it.
                         (PreEscaped(&c.svg))

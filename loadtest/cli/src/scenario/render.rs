@@ -19,7 +19,8 @@ pub struct ScenarioTable {
     pub conclusion: Vec<String>,
     /// Per row: was the run harness-bound? Empty when the scenario does not record it.
     pub harness_bound: Vec<bool>,
-    pub chart: Option<ScenarioChart>,
+    /// The scenario's charts, in page order (empty: none).
+    pub charts: Vec<ScenarioChart>,
     /// How many leading columns the page shows above the fold (0: all); the rest are under a
     /// `<details>` element.
     pub main_columns: usize,
