@@ -14,8 +14,8 @@
 //!
 //! This is the project's one ephemeral PostgreSQL: the lab and the tests use it in-process, and
 //! the shell scripts (`scripts/test.sh`, `scripts/profile-api.sh`) through the `pg-ephemeral`
-//! binary beside it (`start` leaves a cluster running past the process, [`EphemeralPostgres::detach`]; `stop DIR`
-//! ends it, [`stop_detached`]).
+//! binary beside it (`start` leaves a cluster running past the process,
+//! [`EphemeralPostgres::detach`]; `stop DIR` ends it, [`stop_detached`]).
 
 use std::fs;
 use std::net::TcpListener;

@@ -4,8 +4,8 @@
 //! for experiment D, its slowed broker and its freeze faults (through `loadtest/latency-proxy`,
 //! which also holds the proxy's binary).
 //!
-//! Why a delay: experiment D (see `SEEDS.md`, "Database latency") compares the blocking and the async
-//! API when the database is in the same zone (0.3 ms app→DB RTT), another zone (0.6 ms) or
+//! Why a delay: experiment D (see `SEEDS.md`, "Database latency") compares the blocking and the
+//! async API when the database is in the same zone (0.3 ms app→DB RTT), another zone (0.6 ms) or
 //! another region (6.5 ms). Latency keeps connections and transactions open longer, which is
 //! where a thread-per-request API and an async one should differ. On one box PostgreSQL is
 //! ~0.05 ms away, so the `loadtest` lab starts a [`LatencyProxy`] in-process next to it and
@@ -36,7 +36,7 @@
 //! whose CPUs went idle. The clock learns that lateness and fires that much earlier (at most
 //! [`MAX_LEAD`]), so chunks leave on time on median. What remains is the proxy's two extra
 //! loopback hops (~0.05 ms per round trip in release builds) and scheduling delays under CPU
-//! contention. `tests/postgres.rs` prints the measured figures; reports should quote the
+//! contention. `tests/proxy_postgres.rs` prints the measured figures; reports should quote the
 //! measured app→DB round trip next to the configured one.
 
 mod clock;
@@ -134,11 +134,6 @@ impl LatencyProxy {
         rtt: Duration,
         adjustable: bool,
     ) -> anyhow::Result<Self> {
-        let clock = if rtt.is_zero() && !adjustable {
-            None
-        } else {
-            Some(Clock::start().context("cannot start the proxy's timer thread")?)
-        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -149,6 +144,11 @@ impl LatencyProxy {
             listen_on(listen).with_context(|| format!("cannot listen on {listen}"))?
         };
         let local_addr = listener.local_addr()?;
+        let clock = if rtt.is_zero() && !adjustable {
+            None
+        } else {
+            Some(Clock::start().context("cannot start the proxy's timer thread")?)
+        };
         let connections = Arc::new(AtomicU64::new(0));
         let accepted = Arc::clone(&connections);
         let rtt = Arc::new(AtomicU64::new(nanos(rtt)));
