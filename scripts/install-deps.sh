@@ -32,7 +32,7 @@ have_postgres() {
 have_libpq() {
     pkg-config --exists libpq 2>/dev/null || [ -f /usr/include/postgresql/libpq-fe.h ]
 }
-# Debian installs nats-server in /usr/sbin, off a normal user's PATH (labkit looks there too).
+# Debian installs nats-server in /usr/sbin, off a normal user's PATH (testbed looks there too).
 have_nats() { command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ]; }
 have_kubectl() { command -v kubectl >/dev/null 2>&1; }
 have_valgrind() { command -v valgrind >/dev/null 2>&1 && command -v vgdb >/dev/null 2>&1; }
@@ -86,7 +86,7 @@ if [ ${#packages[@]} -gt 0 ]; then
         exit 1
     fi
 fi
-# What no package provides: a failure under CI, as in the tests (labkit::skip), where the tests
+# What no package provides: a failure under CI, as in the tests (testbed::skip), where the tests
 # that need it would fail; elsewhere those tests are skipped, and the rest can run.
 if [ ${#by_hand[@]} -gt 0 ]; then
     case $ci in

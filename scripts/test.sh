@@ -9,8 +9,8 @@ scripts/install-deps.sh tests
 
 # The lab smoke test starts the service binaries as separate processes; cargo only builds a
 # package's own binaries for its tests, so build all three (same profile as the tests) first, and
-# labkit's pg-ephemeral: the lab's own throw-away PostgreSQL, same settings, for the tests.
-cargo build -p blocking-api -p reactive-api -p mock-deps -p labkit --bins
+# testbed's pg-ephemeral: the throw-away PostgreSQL the lab runs too, same settings, for the tests.
+cargo build -p blocking-api -p reactive-api -p mock-deps -p testbed --bins
 
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
     pg=${CARGO_TARGET_DIR:-target}/debug/pg-ephemeral

@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use event_broker::Broker;
-use labkit::nats::EphemeralNats;
-use latency_proxy::LatencyProxy;
 use mock_deps::{MockConfig, MockDeps};
 use order_core::events::EventsMode;
 use order_core::settings::CommonSettings;
 use sqlx::PgPool;
+use testbed::nats::EphemeralNats;
+use testbed::proxy::LatencyProxy;
 
 use crate::database::TestDatabase;
 
@@ -198,7 +198,7 @@ impl TestApp {
             .text()
             .await
             .expect("GET /metrics");
-        labkit::prometheus::value_of(&text, name)
+        testbed::prometheus::value_of(&text, name)
     }
 
     /// Rows in a table of the API's database.

@@ -1,6 +1,8 @@
 //! A fresh, migrated PostgreSQL database per test, dropped afterwards.
 
+use order_core::settings::CommonSettings;
 use sqlx::{Connection, Executor, PgConnection};
+use testbed::proxy::{LatencyProxy, proxied_url, upstream_of};
 
 pub struct TestDatabase {
     pub url: String,
@@ -82,6 +84,17 @@ fn with_database(url: &str, name: &str) -> String {
         Some(q) => format!("{prefix}/{name}?{q}"),
         None => format!("{prefix}/{name}"),
     }
+}
+
+/// Puts a proxy between the API and its database, for [`crate::TestApp::spawn_with`]'s settings
+/// closure: `DATABASE_URL` is rewritten to go through it. It adds nothing until the test freezes
+/// it ([`LatencyProxy::set_frozen`]): then the API's connections stay open and nothing moves,
+/// as when the database's host stops answering.
+pub fn freezable_database(s: &mut CommonSettings) -> LatencyProxy {
+    let upstream = upstream_of(&s.database_url).expect("the test database's address");
+    let proxy = LatencyProxy::freezable(upstream).expect("starting the proxy");
+    s.database_url = proxied_url(&s.database_url, proxy.local_addr()).expect("the proxied URL");
+    proxy
 }
 
 #[cfg(test)]

@@ -14,15 +14,13 @@ mod database;
 mod money;
 mod orders;
 mod redirect;
-mod relay;
 mod stub_gateway;
 
 pub use app::{Api, TestApp, build, start_nats};
-pub use database::{TestDatabase, admin_url};
+pub use database::{TestDatabase, admin_url, freezable_database};
 pub use money::{assert_money_balances, fast_recovery};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
 pub use redirect::{RedirectingDeps, Trap};
-pub use relay::FreezableRelay;
 pub use stub_gateway::StubGateway;
 
 /// Polls `check` every 50 ms until it holds, failing the test after `secs` seconds with `what`.

@@ -22,7 +22,7 @@ fn binary(api: Api) -> std::path::PathBuf {
         Api::Blocking => "blocking-api",
         Api::Reactive => "reactive-api",
     };
-    labkit::process::find_binary(name).expect("scripts/test.sh builds the API binaries")
+    testbed::process::find_binary(name).expect("scripts/test.sh builds the API binaries")
 }
 
 fn free_port() -> u16 {

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use labkit::pg::EphemeralPostgres;
 use order_core::events::EventsMode;
 use order_core::settings::CommonSettings;
+use testbed::pg::EphemeralPostgres;
 use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
 contract_tests!(

@@ -2,8 +2,8 @@
 //! client deadline (`DB_STATEMENT_TIMEOUT_MS` + `DB_CLIENT_MARGIN_MS`, after at most
 //! `DB_POOL_TIMEOUT_MS` of waiting for a connection) as 503 `database_unavailable`, and once the
 //! path thaws every charge made before the freeze ends as exactly one order. The path is frozen
-//! by a relay that stops forwarding with its sockets open (`testkit::FreezableRelay`), as the lab
-//! stops its proxy: the server's `statement_timeout` never sees the statement, and the kernel
+//! by a proxy that stops forwarding with its sockets open (`testkit::freezable_database`), as the
+//! lab freezes its proxy: the server's `statement_timeout` never sees the statement, and the kernel
 //! acknowledges what the API sends, so keepalives never fire. Run against both APIs.
 //!
 //! `FROZEN_FOR_SECS` (default 4) sets how long the path stays frozen; the test prints the longest
@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use mock_deps::MockConfig;
 use order_core::settings::CommonSettings;
 use testkit::{
-    Api, FreezableRelay, TOKEN, TestApp, assert_money_balances, contract_tests, eventually,
-    fast_recovery, valid_order,
+    Api, TOKEN, TestApp, assert_money_balances, contract_tests, eventually, fast_recovery,
+    freezable_database, valid_order,
 };
 
 contract_tests!(a_frozen_database_answers_503_within_the_client_deadline_and_every_charge_settles);
@@ -80,16 +80,13 @@ fn frozen_for() -> Duration {
 async fn a_frozen_database_answers_503_within_the_client_deadline_and_every_charge_settles(
     api: Api,
 ) {
-    let mut relay = None;
+    let mut proxy = None;
     let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
         settings(s);
-        let upstream = latency_proxy::upstream_of(&s.database_url).unwrap();
-        let started = FreezableRelay::start(upstream).expect("starting the relay");
-        s.database_url = latency_proxy::proxied_url(&s.database_url, started.local_addr()).unwrap();
-        relay = Some(started);
+        proxy = Some(freezable_database(s));
     })
     .await;
-    let relay = relay.unwrap();
+    let proxy = proxy.unwrap();
     let bound = database_bound() + SLACK;
     let (status, _, _) = timed_order(&app, "before-freeze", bound).await;
     assert_eq!(status, 201);
@@ -124,7 +121,7 @@ async fn a_frozen_database_answers_503_within_the_client_deadline_and_every_char
         key_state(&app, "charged-then-frozen").await.as_deref() == Some("CHARGING")
     })
     .await;
-    relay.freeze();
+    proxy.set_frozen(true);
     let frozen_at = Instant::now();
     app.deps.set_config(MockConfig::instant());
 
@@ -162,7 +159,7 @@ async fn a_frozen_database_answers_503_within_the_client_deadline_and_every_char
         took.as_millis(),
     );
 
-    relay.thaw();
+    proxy.set_frozen(false);
     // The API serves orders again, and recovery settles the charge the freeze interrupted: one
     // order for it (its persist may even have reached the database after the thaw), never a void.
     eventually(20, "an order placed after the thaw", || async {

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use mock_deps::{EndpointConfig, MockConfig};
-use testkit::{Api, FreezableRelay, TOKEN, TestApp, contract_tests};
+use testkit::{Api, TOKEN, TestApp, contract_tests, freezable_database};
 
 contract_tests!(
     probes_answer_within_100ms_while_reads_flood,
@@ -76,16 +76,13 @@ async fn probes_answer_within_100ms_while_reads_flood(api: Api) {
 }
 
 async fn ready_answers_within_100ms_while_the_database_is_frozen(api: Api) {
-    let mut relay = None;
+    let mut proxy = None;
     let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
-        let upstream = latency_proxy::upstream_of(&s.database_url).unwrap();
-        let started = FreezableRelay::start(upstream).expect("starting the relay");
-        s.database_url = latency_proxy::proxied_url(&s.database_url, started.local_addr()).unwrap();
-        relay = Some(started);
+        proxy = Some(freezable_database(s));
     })
     .await;
-    let relay = relay.unwrap();
-    relay.freeze();
+    let proxy = proxy.unwrap();
+    proxy.set_frozen(true);
     // An order waits on the frozen database meanwhile.
     let order = {
         let (client, url) = (app.client.clone(), format!("{}/orders", app.address));
@@ -97,7 +94,7 @@ async fn ready_answers_within_100ms_while_the_database_is_frozen(api: Api) {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_probes_fast(&app, "with the database frozen").await;
-    relay.thaw();
+    proxy.set_frozen(false);
     let _ = order.await;
 }
 

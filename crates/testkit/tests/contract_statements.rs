@@ -1,7 +1,7 @@
 //! Round trips to the database per order: the normal path is three autocommit statements — the
 //! reservation, the `CHARGING` mark, and one statement that completes the key and writes
 //! customer, order and items — with no BEGIN/COMMIT around them. Counted by PostgreSQL itself
-//! (pg_stat_statements, preloaded by labkit::pg: the lab and scripts/test.sh), for both APIs.
+//! (pg_stat_statements, preloaded by testbed::pg: the lab and scripts/test.sh), for both APIs.
 
 use mock_deps::MockConfig;
 use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};

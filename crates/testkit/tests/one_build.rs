@@ -23,7 +23,7 @@ const BUILDS: &[&[&str]] = &[
     &["blocking-api", "reactive-api", "mock-deps"],
     &["blocking-api", "mock-deps"],
     &["reactive-api", "mock-deps"],
-    &["blocking-api", "reactive-api", "mock-deps", "labkit"],
+    &["blocking-api", "reactive-api", "mock-deps", "testbed"],
     &["blocking-api", "reactive-api", "mock-deps", "loadtest"],
 ];
 

@@ -1,4 +1,5 @@
-//! Child services, readiness polling, binary lookup and /proc sampling, with real processes.
+//! Child services (testbed's, through labkit), readiness polling, binary lookup and /proc
+//! sampling, with real processes.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -232,4 +233,23 @@ fn sampler_reads_cpu_memory_threads_and_files() {
     assert_eq!(procstat::tree_pids(tree.pid()).unwrap().len(), 3);
     let json = serde_json::to_string(&second).unwrap();
     assert!(json.contains("\"cpu_seconds\""));
+}
+
+/// The lab samples PostgreSQL as a tree: the postmaster, its helper processes and one backend
+/// per session.
+#[test]
+fn a_postgres_server_is_sampled_with_its_helpers() {
+    if let Err(e) = labkit::pg::find_bin_dir() {
+        return labkit::skip::unless_ci(format!("{e:#}"));
+    }
+    let pg = labkit::pg::EphemeralPostgres::start().unwrap();
+    let pids = procstat::tree_pids(pg.pid()).unwrap();
+    assert_eq!(pids[0], pg.pid());
+    assert!(
+        pids.len() >= 4,
+        "postmaster + checkpointer, writer, …: {pids:?}"
+    );
+    let sample = procstat::read(Target::Tree(pg.pid())).unwrap();
+    assert!(sample.processes >= 4, "{sample:?}"); // backends come and go between the two reads
+    assert!(sample.rss_bytes > 1 << 20);
 }

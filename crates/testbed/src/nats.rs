@@ -1,4 +1,4 @@
-//! A throw-away NATS server with JetStream for one lab run or one test (issue 10's broker).
+//! A throw-away NATS server with JetStream for one lab run or one test (the order events' broker).
 //!
 //! [`EphemeralNats::start`] runs `nats-server -js` from the system (Debian: `apt-get install
 //! nats-server`) on a free 127.0.0.1 port, with its JetStream store in a fresh temporary directory
@@ -32,7 +32,7 @@ impl EphemeralNats {
     pub fn start() -> anyhow::Result<EphemeralNats> {
         let bin = find_nats_server()?;
         let dir = tempfile::Builder::new()
-            .prefix("labkit-nats-")
+            .prefix("testbed-nats-")
             .tempdir()
             .context("creating a temporary directory")?
             .keep();

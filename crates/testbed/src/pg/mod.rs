@@ -1,4 +1,4 @@
-//! A throw-away PostgreSQL cluster for one lab run.
+//! A throw-away PostgreSQL cluster for one lab run or one run of the tests.
 //!
 //! [`EphemeralPostgres::start`] runs `initdb` (trust authentication) in a fresh temporary directory
 //! and starts the server on a free 127.0.0.1 port. When the caller is root the server runs as the
@@ -12,10 +12,10 @@
 //! so a reader knows; pass `("fsync", "on")` etc. to [`EphemeralPostgres::start_with_settings`] for a
 //! durable run.
 //!
-//! This is the project's one ephemeral PostgreSQL: the lab uses it in-process, and the shell
-//! scripts (`scripts/test.sh`, `scripts/profile-api.sh`) through the `pg-ephemeral` binary beside
-//! it (`start` leaves a cluster running past the process, [`EphemeralPostgres::detach`]; `stop DIR`
-//! ends it, [`stop_detached`]).
+//! This is the project's one ephemeral PostgreSQL: the lab and the tests use it in-process, and
+//! the shell scripts (`scripts/test.sh`, `scripts/profile-api.sh`) through the `pg-ephemeral`
+//! binary beside it (`start` leaves a cluster running past the process,
+//! [`EphemeralPostgres::detach`]; `stop DIR` ends it, [`stop_detached`]).
 
 use std::fs;
 use std::net::TcpListener;
@@ -31,7 +31,7 @@ use crate::cleanup::{self, CleanupGuard};
 mod bins;
 pub use bins::{find_bin_dir, find_bin_dir_in};
 
-/// `max_connections` of the cluster; the lab's pools (all services together) must stay well below.
+/// `max_connections` of the cluster; the pools of all services together must stay well below.
 pub const MAX_CONNECTIONS: u32 = 300;
 
 /// Server settings used by [`EphemeralPostgres::start`] (the port and socket directory come on top).
@@ -43,7 +43,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("full_page_writes", "off"),
     // Statements per order are counted with pg_stat_statements (`CREATE EXTENSION` per database).
     ("shared_preload_libraries", "pg_stat_statements"),
-    // EVENTS_MODE=two-phase ends each order's transaction with PREPARE TRANSACTION (issue 10).
+    // EVENTS_MODE=two-phase ends each order's transaction with PREPARE TRANSACTION.
     ("max_prepared_transactions", "64"),
 ];
 
@@ -87,7 +87,7 @@ impl EphemeralPostgres {
         let bin_dir = find_bin_dir()?;
         let owner = server_owner()?;
         let dir = tempfile::Builder::new()
-            .prefix("labkit-pg-")
+            .prefix("testbed-pg-")
             .tempdir()
             .context("creating a temporary directory")?
             .keep();
@@ -125,9 +125,9 @@ impl EphemeralPostgres {
             .map(|(k, v)| format!("{k} = '{v}'\n"))
             .chain([format!("unix_socket_directories = '{}'\n", dir.display())])
             .collect();
-        fs::write(data.join("labkit.conf"), conf)?;
+        fs::write(data.join("testbed.conf"), conf)?;
         let mut main_conf = fs::read_to_string(data.join("postgresql.conf"))?;
-        main_conf.push_str("\ninclude 'labkit.conf'\n");
+        main_conf.push_str("\ninclude 'testbed.conf'\n");
         fs::write(data.join("postgresql.conf"), main_conf)?;
 
         // A free port can be taken by someone else before the server binds it: retry.
@@ -194,12 +194,6 @@ impl EphemeralPostgres {
         let pid = postmaster_pid(&data).context("reading postmaster.pid after the restart")?;
         self.pid.store(pid, Ordering::SeqCst);
         Ok(pid)
-    }
-
-    /// The postmaster and all its live descendants (backends, background workers), from `/proc`.
-    /// To sample the whole server, [`crate::procstat::Target::Tree`] with [`Self::pid`] does this.
-    pub fn server_pids(&self) -> anyhow::Result<Vec<u32>> {
-        crate::procstat::tree_pids(self.pid())
     }
 
     /// The settings the server was started with, as (name, value), for the report.
@@ -327,5 +321,5 @@ fn stop_and_remove(bin_dir: &Path, dir: &Path, owner: Option<Owner>) {
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    eprintln!("labkit: could not remove {}", dir.display());
+    eprintln!("testbed: could not remove {}", dir.display());
 }

@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, watch};
 
-use crate::clock::Clock;
+use super::clock::Clock;
 
 /// Largest chunk read at once.
 const CHUNK: usize = 16 * 1024;
@@ -79,7 +79,11 @@ async fn read_side(
     let mut buf = vec![0; CHUNK];
     loop {
         wait_for_thaw(&mut thawed).await;
-        let n = from.read(&mut buf).await?;
+        let n = tokio::select! {
+            read = from.read(&mut buf) => read?,
+            // Frozen while waiting to read: read nothing more (a stopped proxy reads nothing).
+            () = wait_for_freeze(&mut thawed) => continue,
+        };
         // Stamped on arrival, before any wait for channel space, so backpressure does not
         // add to the configured delay. One way is half the round trip.
         let delay = Duration::from_nanos(rtt.load(Ordering::Relaxed) / 2);
@@ -121,4 +125,12 @@ async fn write_side(
 async fn wait_for_thaw(thawed: &mut watch::Receiver<bool>) {
     // An error means the proxy is gone: its runtime is ending this task anyway.
     let _ = thawed.wait_for(|frozen| !frozen).await;
+}
+
+/// Returns once the proxy is frozen; never once it is gone (its runtime is ending this task, and
+/// returning would only spin the reader that waits on it).
+async fn wait_for_freeze(thawed: &mut watch::Receiver<bool>) {
+    if thawed.wait_for(|frozen| *frozen).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }

@@ -1,6 +1,6 @@
-//! The one reader of the Prometheus text format for the lab (the sampler, the invariants, the
-//! bench's probes) and for the contract tests: an API's `/metrics` as samples. Only what the lab
-//! reads is handled: `series value [timestamp]` lines, where the series is a name and an optional
+//! The one reader of the Prometheus text format, for the contract tests and for the lab (the
+//! sampler, the invariants, the bench's probes): an API's `/metrics` as samples. Only what they
+//! read is handled: `series value [timestamp]` lines, where the series is a name and an optional
 //! `{labels}` block; comments, blank and malformed lines are skipped. (`prometheus-parse` was
 //! weighed: its last release is 0.2.5 of December 2023, it brings regex and chrono's clock, and
 //! it parses labels into maps and types into enums, which nothing here reads.)
@@ -37,7 +37,7 @@ pub fn samples(text: &str) -> impl Iterator<Item = Sample<'_>> {
     })
 }
 
-/// `metric name → value`, summing a metric's label sets (the gauges the lab reads have none; a
+/// `metric name → value`, summing a metric's label sets (the gauges read this way have none; a
 /// histogram's `_bucket`/`_sum`/`_count` lines keep their own names).
 pub fn sums_by_name(text: &str) -> HashMap<String, f64> {
     let mut out = HashMap::new();

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use latency_proxy::{LatencyProxy, MAX_LEAD};
+use testbed::proxy::{LatencyProxy, MAX_LEAD};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -241,4 +241,42 @@ async fn a_frozen_proxy_moves_nothing_until_it_thaws() {
     assert!(thawed_at.elapsed() < Duration::from_secs(1));
     round_trip(&mut open).await;
     proxy.stop().await;
+}
+
+/// [`LatencyProxy::freezable`] needs no runtime of the caller's (a test's settings closure has
+/// no `.await`): started from a plain thread, it passes bytes through, and holds them while
+/// frozen.
+#[test]
+fn a_freezable_proxy_starts_outside_any_runtime() {
+    use std::io::{Read, Write};
+    let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = echo.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut socket, _) = echo.accept().unwrap();
+        let mut buf = [0; 4];
+        while socket.read_exact(&mut buf).is_ok() {
+            socket.write_all(&buf).unwrap();
+        }
+    });
+    let proxy = LatencyProxy::freezable(upstream).unwrap();
+    let mut stream = std::net::TcpStream::connect(proxy.local_addr()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut reply = [0; 4];
+    stream.write_all(b"ping").unwrap();
+    stream.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"ping");
+    proxy.set_frozen(true);
+    stream.write_all(b"pong").unwrap();
+    assert!(
+        stream.read_exact(&mut reply).is_err(),
+        "an answer came through a frozen proxy"
+    );
+    proxy.set_frozen(false);
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"pong");
 }

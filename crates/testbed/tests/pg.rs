@@ -4,18 +4,26 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::Command;
 
-use labkit::pg::{self, EphemeralPostgres};
-use labkit::procstat::{self, Target};
+use testbed::pg::{self, EphemeralPostgres};
 
 /// Whether the server binaries are here; if not, the test is skipped (a failure under CI).
 fn have_postgres() -> bool {
     match pg::find_bin_dir() {
         Ok(_) => true,
         Err(e) => {
-            labkit::skip::unless_ci(format!("{e:#}"));
+            testbed::skip::unless_ci(format!("{e:#}"));
             false
         }
     }
+}
+
+/// `true` while `pid` runs: it exists and is not a zombie waiting to be reaped (the state, the
+/// field after the parenthesised name in `/proc/PID/stat`).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
 }
 
 fn psql(pg: &EphemeralPostgres, sql: &str) -> String {
@@ -63,22 +71,12 @@ fn cluster_answers_reports_its_settings_and_disappears_on_drop() {
         assert_eq!(&psql(&pg, &format!("SHOW {name}")), value, "{name}");
     }
 
-    // The tree holds the postmaster and its helper processes, plus one backend per session.
-    let before = pg.server_pids().unwrap();
-    assert_eq!(before[0], pg.pid());
-    assert!(
-        before.len() >= 4,
-        "postmaster + checkpointer, writer, …: {before:?}"
-    );
-    let sample = procstat::read(Target::Tree(pg.pid())).unwrap();
-    assert!(sample.processes >= 4, "{sample:?}"); // backends come and go between the two reads
-    assert!(sample.rss_bytes > 1 << 20);
-
     let pid = pg.pid();
+    assert!(running(pid), "postmaster {pid}");
     drop(pg);
     assert!(!dir.exists(), "{} left behind", dir.display());
     // Gone, or a zombie waiting for init (which here reaps lazily).
-    assert!(!procstat::running(pid), "postmaster {pid} still running");
+    assert!(!running(pid), "postmaster {pid} still running");
     assert!(
         TcpStream::connect(
             url.trim_start_matches("postgres://postgres@")
@@ -132,11 +130,11 @@ fn missing_binaries_say_what_to_install() {
 /// Run by `interrupt_stops_everything_and_exits_130` in a child copy of this test binary.
 #[test]
 fn interrupted_child() {
-    if std::env::var_os("LABKIT_INTERRUPT_CHILD").is_none() {
+    if std::env::var_os("TESTBED_INTERRUPT_CHILD").is_none() {
         return;
     }
     let pg = EphemeralPostgres::start().unwrap();
-    let sleeper = labkit::process::ServiceProcess::spawn(
+    let sleeper = testbed::process::ServiceProcess::spawn(
         "sleeper",
         std::path::Path::new("sleep"),
         ["60"],
@@ -167,7 +165,7 @@ fn interrupt_stops_everything_and_exits_130() {
             "--test-threads",
             "1",
         ])
-        .env("LABKIT_INTERRUPT_CHILD", "1")
+        .env("TESTBED_INTERRUPT_CHILD", "1")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -187,12 +185,12 @@ fn interrupt_stops_everything_and_exits_130() {
     assert_eq!(status.code(), Some(130), "{status}");
     assert!(!dir.exists(), "{} left behind", dir.display());
     for pid in [postmaster, sleeper] {
-        assert!(!procstat::running(pid.parse().unwrap()), "{pid} survived");
+        assert!(!running(pid.parse().unwrap()), "{pid} survived");
     }
 }
 
 /// The scripts' way in: `pg-ephemeral start` leaves the cluster running after it exits, with the
-/// lab's settings; `pg-ephemeral stop DIR` ends it and removes the directory.
+/// default settings; `pg-ephemeral stop DIR` ends it and removes the directory.
 #[test]
 fn the_pg_ephemeral_binary_starts_a_cluster_that_outlives_it_and_stops_it() {
     if !have_postgres() {

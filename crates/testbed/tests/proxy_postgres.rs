@@ -11,8 +11,8 @@
 
 use std::time::{Duration, Instant};
 
-use latency_proxy::{LatencyProxy, proxied_url, upstream_of};
 use sqlx::{Connection, PgConnection};
+use testbed::proxy::{LatencyProxy, proxied_url, upstream_of};
 
 const SAMPLES: usize = 100;
 

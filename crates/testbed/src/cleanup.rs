@@ -1,8 +1,9 @@
-//! Cleanup that still happens when the lab is interrupted.
+//! Cleanup that still happens when a lab run or a test is interrupted.
 //!
 //! Destructors do not run when a process is killed by a signal, and a leaked PostgreSQL cluster or
-//! cgroup outlives the lab. Every labkit resource therefore registers its teardown here; the teardown
-//! runs exactly once: when the resource is dropped, or — on Ctrl-C, SIGTERM or SIGHUP — from the
+//! cgroup outlives the run. Every resource of testbed, and of the lab's labkit, therefore
+//! registers its teardown here: one registry and one signal handler per process. The teardown runs
+//! exactly once: when the resource is dropped, or — on Ctrl-C, SIGTERM or SIGHUP — from the
 //! handler that [`install_signal_handler`] installs (once per process, on the first [`register`]),
 //! which runs every pending action, newest first, and exits with status 130.
 
@@ -92,21 +93,21 @@ pub fn run_all() {
 pub fn install_signal_handler() {
     INSTALL.call_once(|| {
         let result = ctrlc::set_handler(|| {
-            eprintln!("labkit: interrupted; stopping child processes and removing temporary state");
+            eprintln!("testbed: interrupted; stopping child processes and removing temporary state");
             run_all();
             std::process::exit(INTERRUPTED_EXIT_CODE);
         });
         if let Err(e) = result {
-            tracing::warn!(error = %e, "labkit could not install its signal handler; call labkit::cleanup::run_all() on shutdown");
+            tracing::warn!(error = %e, "testbed could not install its signal handler; call testbed::cleanup::run_all() on shutdown");
         }
     });
 }
 
 fn run_entry(entry: Entry) {
-    tracing::debug!(name = %entry.name, "labkit cleanup");
+    tracing::debug!(name = %entry.name, "testbed cleanup");
     // One failing teardown must not prevent the others.
     if catch_unwind(AssertUnwindSafe(entry.action)).is_err() {
-        eprintln!("labkit: cleanup of {} panicked", entry.name);
+        eprintln!("testbed: cleanup of {} panicked", entry.name);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The lab's throw-away PostgreSQL ([`labkit::pg`], with its default settings) for shell scripts:
+//! The throw-away PostgreSQL ([`testbed::pg`], with its default settings) for shell scripts:
 //!
 //! ```text
 //! pg-ephemeral start      # starts a cluster, leaves it running; prints its directory, then its URL
@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use labkit::pg::{EphemeralPostgres, stop_detached};
+use testbed::pg::{EphemeralPostgres, stop_detached};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
