@@ -59,9 +59,19 @@ pub(super) fn common_settings(args: &BenchArgs, api: &str) -> BTreeMap<String, S
 
 /// [`common_settings`] and where the harness is: mock-deps, the database, the request-hash key.
 pub(super) fn api_env(args: &BenchArgs, h: &Harness, api: &str) -> BTreeMap<String, String> {
+    api_env_at(args, &h.deps.url, &h.api_database_url, api)
+}
+
+/// [`api_env`] with mock-deps at `deps_url` and the database at `database_url`.
+fn api_env_at(
+    args: &BenchArgs,
+    deps_url: &str,
+    database_url: &str,
+    api: &str,
+) -> BTreeMap<String, String> {
     let mut env = common_settings(args, api);
-    env.insert("DEPS_URL".to_owned(), h.deps.url.clone());
-    env.insert("DATABASE_URL".to_owned(), h.api_database_url.clone());
+    env.insert("DEPS_URL".to_owned(), deps_url.to_owned());
+    env.insert("DATABASE_URL".to_owned(), database_url.to_owned());
     env.insert(
         "REQUEST_HASH_KEY".to_owned(),
         crate::lab::LAB_REQUEST_HASH_KEY.to_owned(),
@@ -280,3 +290,7 @@ async fn window(
     .flatten();
     Ok((w, statements, samples, end.api.peak_rss_bytes, stacks))
 }
+
+#[cfg(test)]
+#[path = "cell_env_tests.rs"]
+mod env_tests;

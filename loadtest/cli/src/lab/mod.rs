@@ -318,6 +318,22 @@ impl Lab {
         s
     }
 
+    /// The environment of an API the lab starts: its settings and where the database is.
+    fn env(&self, settings: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut env = settings.clone();
+        env.insert(
+            "DATABASE_URL".to_owned(),
+            self.api_database_url.clone().unwrap_or_default(),
+        );
+        // The APIs refuse to start without a request hash key; the lab's data is
+        // throw-away, so one fixed key (the same across restarts) serves every run.
+        env.insert(
+            "REQUEST_HASH_KEY".to_owned(),
+            LAB_REQUEST_HASH_KEY.to_owned(),
+        );
+        env
+    }
+
     async fn one(
         &self,
         api: &str,
@@ -338,17 +354,7 @@ impl Lab {
             }
             None => {
                 let settings = self.settings(api);
-                let mut env = settings.clone();
-                env.insert(
-                    "DATABASE_URL".to_owned(),
-                    self.api_database_url.clone().unwrap_or_default(),
-                );
-                // The APIs refuse to start without a request hash key; the lab's data is
-                // throw-away, so one fixed key (the same across restarts) serves every run.
-                env.insert(
-                    "REQUEST_HASH_KEY".to_owned(),
-                    LAB_REQUEST_HASH_KEY.to_owned(),
-                );
+                let env = self.env(&settings);
                 let (name, limit, logs) =
                     (api.to_owned(), !self.args.no_limits, self.out.join("logs"));
                 let p = tokio::task::spawn_blocking(move || {
@@ -521,3 +527,7 @@ impl Lab {
         Ok(results)
     }
 }
+
+#[cfg(test)]
+#[path = "env_tests.rs"]
+mod env_tests;
