@@ -13,7 +13,7 @@ use clap::Args;
 use lab_report::slo::Slo;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
-use lab_results::{MockLatencies, Shedding};
+use lab_results::{ApiKind, MockLatencies, Shedding};
 
 /// Whether the lab's own PostgreSQL flushes every commit to disk (`--db-durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -269,15 +269,16 @@ pub fn parse_target(t: &str) -> Result<(String, String)> {
     ))
 }
 
-/// `blocking` → (`blocking-api`, `blocking`); `blocking-api` → same; other names kept as both.
+/// `blocking` → (`blocking-api`, `blocking`); `blocking-api` → same; any other name is kept as
+/// the API's, and without an `-api` suffix as its label.
 pub fn api_names(name: &str) -> (String, String) {
-    let label = name.strip_suffix("-api").unwrap_or(name).to_owned();
-    let api = if matches!(label.as_str(), "blocking" | "reactive") {
-        format!("{label}-api")
-    } else {
-        name.to_owned()
-    };
-    (api, label)
+    match ApiKind::of(name) {
+        Some(kind) => (kind.name().to_owned(), kind.label().to_owned()),
+        None => (
+            name.to_owned(),
+            name.strip_suffix("-api").unwrap_or(name).to_owned(),
+        ),
+    }
 }
 
 #[cfg(test)]

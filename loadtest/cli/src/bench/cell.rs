@@ -17,9 +17,9 @@ use super::probe::{self, Parts, Snapshot};
 use super::{BenchArgs, Harness, Mocks};
 use crate::run::{new_run_id, reset_mock, set_mock_latencies};
 use crate::services::ApiProcess;
+use lab_results::ApiKind;
 use lab_results::bench::{
-    BUSY_THREADS, BenchCell, BoundContext, IN_FLIGHT, MemoryFigures, PerOrder, bound_reason,
-    order_path_statements,
+    BenchCell, BoundContext, MemoryFigures, PerOrder, bound_reason, order_path_statements,
 };
 use loadgen::driver::{DriverConfig, LoopControl};
 use loadgen::profile::{Model, Profile};
@@ -51,7 +51,7 @@ pub(super) fn common_settings(args: &BenchArgs, api: &str) -> BTreeMap<String, S
     set("DB_STATEMENT_TIMEOUT_MS", "5000".to_owned());
     set("MAX_IN_FLIGHT", "0".to_owned());
     set("MAX_LOOP_LAG_MS", "0".to_owned());
-    if api.is_empty() || api.starts_with("blocking") {
+    if api.is_empty() || ApiKind::of(api).is_some_and(ApiKind::has_thread_pool) {
         set("BLOCKING_THREADS", args.blocking_threads.to_string());
     }
     s
@@ -124,6 +124,7 @@ pub(super) async fn run(
     api: &str,
     mocks: Mocks,
 ) -> Result<BenchCell> {
+    let kind: ApiKind = api.parse().map_err(anyhow::Error::msg)?;
     let latency = mocks.latencies();
     let clients = args.clients_for(api, mocks);
     set_mock_latencies(&h.deps.url, latency).await?;
@@ -149,7 +150,7 @@ pub(super) async fn run(
         Arc::new(OnceLock::new()),
         control.clone(),
     ));
-    let measured = window(args, h, &process, parts, api, clients, &control).await;
+    let measured = window(args, h, &process, parts, kind, clients, &control).await;
     control.stop();
     let outcomes = match looping.await {
         Ok(Ok(out)) => out.recorder.total.outcomes,
@@ -167,17 +168,12 @@ pub(super) async fn run(
     let (w, statements, samples, peak, stacks) = measured?;
 
     let (mean_rss, mean_threads, mean_busy) = probe::means(&samples);
-    let busy_kind = if api.starts_with("blocking") {
-        BUSY_THREADS
-    } else {
-        IN_FLIGHT
-    };
     let mut memory = MemoryFigures {
         idle_rss_bytes: idle.rss_bytes,
         peak_rss_bytes: peak,
         window_mean_rss_bytes: mean_rss,
         window_mean_threads: mean_threads,
-        busy_kind: busy_kind.to_owned(),
+        busy_kind: kind.busy_kind().to_owned(),
         window_mean_busy: mean_busy,
         rss_growth_per_busy_bytes: None,
         samples: samples.len() as u64,
@@ -187,7 +183,7 @@ pub(super) async fn run(
     memory.rss_growth_per_busy_bytes = memory.growth_per_busy();
     // The machine's CPUs (this process is pinned: its own affinity would say fewer).
     let cores = labkit::counters::online_cpus() as f64;
-    let pool = api.starts_with("blocking").then_some(args.blocking_threads);
+    let pool = kind.has_thread_pool().then_some(args.blocking_threads);
     Ok(BenchCell {
         api: api.to_owned(),
         mocks: mocks.name().to_owned(),
@@ -231,7 +227,7 @@ async fn window(
     h: &Harness,
     process: &ApiProcess,
     parts: Parts,
-    api: &str,
+    kind: ApiKind,
     clients: u64,
     control: &LoopControl,
 ) -> Result<Measured> {
@@ -258,15 +254,10 @@ async fn window(
         probe::reset_statements(&mut conn).await?;
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let gauge = if api.starts_with("blocking") {
-        "blocking_pool_busy"
-    } else {
-        "http_requests_in_flight"
-    };
     let sampling = tokio::spawn(probe::sample_memory(
         process.pid,
         format!("{}/metrics", process.url),
-        gauge,
+        kind.busy_gauge(),
         stop.clone(),
     ));
     tokio::time::sleep_until((start.at + Duration::from_secs_f64(args.seconds)).into()).await;

@@ -33,8 +33,8 @@ pub mod render;
 
 use crate::lab_args::{Durability, SEED_LATENCIES, api_names};
 use crate::services::{Database, MockDepsProcess};
-use lab_results::MockLatencies;
 use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};
+use lab_results::{ApiKind, MockLatencies};
 
 /// A mock-deps latency setting of the bench.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -164,10 +164,9 @@ impl BenchArgs {
     pub fn clients_for(&self, api: &str, mocks: Mocks) -> u64 {
         match mocks {
             Mocks::Zero => self.clients,
-            Mocks::Seed => self.seed_clients.unwrap_or(if api.starts_with("blocking") {
-                self.blocking_threads
-            } else {
-                1000
+            Mocks::Seed => self.seed_clients.unwrap_or(match ApiKind::of(api) {
+                Some(kind) if kind.has_thread_pool() => self.blocking_threads,
+                _ => 1000,
             }),
         }
         .max(1)

@@ -34,7 +34,7 @@ use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
 use crate::{invariants, money};
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
-use lab_results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
+use lab_results::{ApiKind, Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
 use loadgen::assemble::RunMeta;
 use loadgen::clock::Clock;
 use loadgen::driver::DriverConfig;
@@ -304,7 +304,7 @@ impl Lab {
         if let Some(b) = &self.broker {
             b.settings(&mut s);
         }
-        if api.starts_with("blocking") {
+        if ApiKind::of(api).is_some_and(ApiKind::has_thread_pool) {
             s.insert(
                 "BLOCKING_THREADS".to_owned(),
                 a.blocking_threads.to_string(),
