@@ -22,22 +22,8 @@ pub enum Durability {
     Off,
 }
 
-/// `DB_TX_SCOPE` of the APIs the lab starts (`--tx-scope`): one transaction per statement group
-/// (`short`) or one held across the whole request, remote calls included (`request`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TxScope {
-    Short,
-    Request,
-}
-
-impl TxScope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TxScope::Short => "short",
-            TxScope::Request => "request",
-        }
-    }
-}
+/// `DB_TX_SCOPE` of the APIs the lab starts (`--tx-scope`): the APIs' own setting.
+pub use order_core::settings::TxScope;
 
 /// The seed's mock-deps latencies, and what `--latency` leaves a dependency it does not name at.
 pub const SEED_LATENCIES: MockLatencies = MockLatencies {

@@ -39,12 +39,18 @@ const DEFAULT_CELL: &[(&str, &str)] = &[
 #[test]
 fn a_default_cell_gives_both_apis_the_same_settings_and_blocking_api_its_threads() {
     let args = args(&[]);
-    assert_eq!(common_settings(&args, "reactive-api"), map(DEFAULT_CELL));
+    assert_eq!(
+        common_settings(&args, Some(ApiKind::Reactive)).to_env(),
+        map(DEFAULT_CELL)
+    );
     let mut blocking = map(DEFAULT_CELL);
     blocking.insert("BLOCKING_THREADS".to_owned(), "200".to_owned());
-    assert_eq!(common_settings(&args, "blocking-api"), blocking);
+    assert_eq!(
+        common_settings(&args, Some(ApiKind::Blocking)).to_env(),
+        blocking
+    );
     // The settings bench.json records: the blocking API's included.
-    assert_eq!(common_settings(&args, ""), blocking);
+    assert_eq!(common_settings(&args, None).to_env(), blocking);
 
     let mut env = blocking.clone();
     for (k, v) in [
@@ -55,12 +61,8 @@ fn a_default_cell_gives_both_apis_the_same_settings_and_blocking_api_its_threads
         env.insert(k.to_owned(), v.to_owned());
     }
     assert_eq!(
-        api_env_at(
-            &args,
-            "http://127.0.0.1:9191",
-            "postgres://lab@127.0.0.1:5999/orders",
-            "blocking-api"
-        ),
+        api_settings(&args, "http://127.0.0.1:9191", ApiKind::Blocking)
+            .env_at("postgres://lab@127.0.0.1:5999/orders"),
         env
     );
 }
@@ -83,5 +85,8 @@ fn the_bench_flags_reach_the_apis_settings() {
     ] {
         blocking.insert(k.to_owned(), v.to_owned());
     }
-    assert_eq!(common_settings(&args, "blocking-api"), blocking);
+    assert_eq!(
+        common_settings(&args, Some(ApiKind::Blocking)).to_env(),
+        blocking
+    );
 }

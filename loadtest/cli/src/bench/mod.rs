@@ -35,6 +35,7 @@ use crate::lab_args::{Durability, SEED_LATENCIES, api_names};
 use crate::services::{Database, MockDepsProcess};
 use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};
 use lab_results::{ApiKind, MockLatencies};
+use order_core::settings::DepsHttp;
 
 /// A mock-deps latency setting of the bench.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -96,8 +97,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 200)]
     pub blocking_threads: u64,
     /// DEPS_HTTP of every API: http1 or h2c (cleartext HTTP/2 to mock-deps).
-    #[arg(long, default_value = "http1", value_parser = ["http1", "h2c"])]
-    pub deps_http: String,
+    #[arg(long, value_enum, default_value_t = DepsHttp::Http1)]
+    pub deps_http: DepsHttp,
     /// DB_POOL_SIZE of every API.
     #[arg(long, default_value_t = 100)]
     pub db_pool_size: u32,
@@ -359,7 +360,7 @@ async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
                 args.db_durability.as_str().to_owned()
             },
             db_rtt_ms: args.db_rtt_ms,
-            api_settings: cell::common_settings(args, ""),
+            api_settings: cell::common_settings(args, None).to_env(),
             pinning,
         },
         cells,

@@ -71,11 +71,11 @@ const DEFAULT_RUN: &[(&str, &str)] = &[
 #[test]
 fn a_default_run_gives_both_apis_the_same_settings_and_blocking_api_its_threads() {
     let lab = lab(&[]);
-    let reactive = lab.settings("reactive-api");
+    let reactive = lab.settings("reactive-api").unwrap();
     assert_eq!(reactive, map(DEFAULT_RUN));
     let mut blocking = map(DEFAULT_RUN);
     blocking.insert("BLOCKING_THREADS".to_owned(), "200".to_owned());
-    assert_eq!(lab.settings("blocking-api"), blocking);
+    assert_eq!(lab.settings("blocking-api").unwrap(), blocking);
 
     let mut env = blocking.clone();
     env.insert(
@@ -86,7 +86,7 @@ fn a_default_run_gives_both_apis_the_same_settings_and_blocking_api_its_threads(
         "REQUEST_HASH_KEY".to_owned(),
         "order-lab-load-test-request-hash-key".to_owned(),
     );
-    assert_eq!(lab.env(&lab.settings("blocking-api")), env);
+    assert_eq!(lab.env(&lab.settings("blocking-api").unwrap()), env);
 }
 
 #[test]
@@ -146,14 +146,14 @@ fn every_flag_of_the_lab_reaches_the_apis_settings() {
         ("RECONCILE_INTERVAL_MS", "700"),
         ("REQUEST_DEADLINE_MS", "3600000"),
     ];
-    assert_eq!(lab.settings("reactive-api"), map(reactive));
+    assert_eq!(lab.settings("reactive-api").unwrap(), map(reactive));
     let mut blocking = map(reactive);
     blocking.insert("BLOCKING_THREADS".to_owned(), "264".to_owned());
     blocking.insert(
         "BLOCKING_THREADS_RULE".to_owned(),
         "auto: Little's law, 100/s peak × 2.20 s critical path × 1.2".to_owned(),
     );
-    assert_eq!(lab.settings("blocking-api"), blocking);
+    assert_eq!(lab.settings("blocking-api").unwrap(), blocking);
     // Labels are API names too.
-    assert_eq!(lab.settings("blocking"), blocking);
+    assert_eq!(lab.settings("blocking").unwrap(), blocking);
 }
