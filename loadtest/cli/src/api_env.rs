@@ -130,6 +130,15 @@ pub fn add_database(env: &mut BTreeMap<String, String>, database_url: &str) {
     );
 }
 
+/// An environment written out as (name, value) pairs, for the tests that spell one out.
+#[cfg(test)]
+pub(crate) fn map_of(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 #[cfg(test)]
 #[path = "api_env_tests.rs"]
 mod tests;

@@ -1,6 +1,7 @@
 //! The environment the bench gives each API, written out in full.
 
 use super::*;
+use crate::api_env::map_of as map;
 use clap::Parser;
 
 fn args(extra: &[&str]) -> BenchArgs {
@@ -10,13 +11,6 @@ fn args(extra: &[&str]) -> BenchArgs {
         bench: BenchArgs,
     }
     Cli::parse_from(["bench"].iter().chain(extra)).bench
-}
-
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
 }
 
 /// What every API of a default bench gets, admission control off.

@@ -2,21 +2,12 @@
 //! value, or appears or goes, shows here.
 
 use super::*;
-use clap::Parser;
-
-fn args(extra: &[&str]) -> LabArgs {
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        lab: LabArgs,
-    }
-    Cli::parse_from(["lab"].iter().chain(extra)).lab
-}
+use crate::api_env::map_of as map;
 
 /// A lab of `args` with its own PostgreSQL (`lab_owned_database`) and mock-deps at
 /// `http://127.0.0.1:9191`, before any API starts.
 fn lab(extra: &[&str]) -> Lab {
-    let mut args = args(extra);
+    let mut args = LabArgs::from_flags(extra).unwrap();
     args.lab_owned_database = true;
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale).unwrap();
     let threads_rule = auto_threads(&mut args, &profile);
@@ -39,13 +30,6 @@ fn lab(extra: &[&str]) -> Lab {
         environment: Environment::default(),
         args,
     }
-}
-
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
 }
 
 /// What a default `loadtest lab` records for both APIs (blocking-api adds its threads).

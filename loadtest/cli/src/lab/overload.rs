@@ -35,17 +35,11 @@ pub(super) fn request_deadline_ms(args: &LabArgs) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
     use lab_results::ApiKind;
     use std::collections::BTreeMap;
 
     fn args(extra: &[&str]) -> LabArgs {
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            lab: LabArgs,
-        }
-        Cli::parse_from(["lab"].iter().chain(extra)).lab
+        LabArgs::from_flags(extra).unwrap()
     }
 
     /// The environment of a lab API started with these flags.
