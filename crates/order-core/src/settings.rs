@@ -16,6 +16,15 @@ pub enum TxScope {
     Request,
 }
 
+impl TxScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TxScope::Short => "short",
+            TxScope::Request => "request",
+        }
+    }
+}
+
 /// Where the API runs: production refuses to start without a real `REQUEST_HASH_KEY`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

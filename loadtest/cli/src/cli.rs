@@ -192,6 +192,63 @@ mod tests {
         assert_eq!(lab.apis, ["blocking-api", "reactive-api"]);
     }
 
+    /// `lab` and `bench` read the same harness flags, with the same defaults.
+    #[test]
+    fn lab_and_bench_take_one_set_of_harness_flags() {
+        let harness = |args: &[&str]| -> Vec<crate::lab_args::HarnessArgs> {
+            ["lab", "bench"]
+                .iter()
+                .map(|command| {
+                    let argv = [&["loadtest", command], args].concat();
+                    match Cli::try_parse_from(argv).unwrap().command {
+                        Command::Lab(l) => l.harness,
+                        Command::Bench(b) => b.harness,
+                        _ => unreachable!("parsed as {command}"),
+                    }
+                })
+                .collect()
+        };
+        for h in harness(&[]) {
+            assert_eq!(h.apis, ["blocking-api", "reactive-api"]);
+            assert_eq!(h.db_pool_size, 100);
+            assert_eq!(h.db_durability, crate::lab_args::Durability::On);
+            assert_eq!(h.db_rtt_ms, 0.0);
+            assert_eq!((h.database_url, h.out), (None, None));
+            assert!(!h.no_limits && !h.no_pin);
+        }
+        let given = [
+            "--apis",
+            "reactive",
+            "--db-pool-size",
+            "9",
+            "--db-durability",
+            "off",
+            "--db-rtt-ms",
+            "2.5",
+            "--database-url",
+            "postgres://x@h/db",
+            "--no-limits",
+            "--no-pin",
+            "--out",
+            "/tmp/o",
+        ];
+        for h in harness(&given) {
+            assert_eq!(h.apis, ["reactive"]);
+            assert_eq!(h.db_pool_size, 9);
+            assert_eq!(h.db_durability, crate::lab_args::Durability::Off);
+            assert_eq!(h.db_rtt_ms, 2.5);
+            assert_eq!(h.database_url.as_deref(), Some("postgres://x@h/db"));
+            assert_eq!(h.out, Some(PathBuf::from("/tmp/o")));
+            assert!(h.no_limits && h.no_pin);
+        }
+        for command in ["lab", "bench"] {
+            let err = Cli::try_parse_from(["loadtest", command, "--apis", "mock-deps"])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("not an API of the lab"), "{command}: {err}");
+        }
+    }
+
     #[test]
     fn the_objective_is_parsed_into_the_reports_type() {
         let lab = |args: &[&str]| {

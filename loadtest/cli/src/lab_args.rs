@@ -13,7 +13,7 @@ use clap::Args;
 use lab_report::slo::Slo;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
-use lab_results::{MockLatencies, Shedding};
+use lab_results::{ApiKind, MockLatencies, Shedding};
 
 /// Whether the lab's own PostgreSQL flushes every commit to disk (`--db-durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -22,22 +22,8 @@ pub enum Durability {
     Off,
 }
 
-/// `DB_TX_SCOPE` of the APIs the lab starts (`--tx-scope`): one transaction per statement group
-/// (`short`) or one held across the whole request, remote calls included (`request`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TxScope {
-    Short,
-    Request,
-}
-
-impl TxScope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TxScope::Short => "short",
-            TxScope::Request => "request",
-        }
-    }
-}
+/// `DB_TX_SCOPE` of the APIs the lab starts (`--tx-scope`): the APIs' own setting.
+pub use order_core::settings::TxScope;
 
 /// The seed's mock-deps latencies, and what `--latency` leaves a dependency it does not name at.
 pub const SEED_LATENCIES: MockLatencies = MockLatencies {
@@ -86,23 +72,61 @@ pub struct LoadOpts {
     pub no_progress: bool,
 }
 
+/// The harness options `lab` and `bench` share: which APIs, how each is confined, the database
+/// and where the output goes.
+#[derive(Debug, Clone, Args)]
+pub struct HarnessArgs {
+    /// APIs to run, in order, one after the other (each started by the lab unless --targets is
+    /// given): blocking-api, reactive-api (or blocking, reactive).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "blocking-api,reactive-api",
+        value_parser = api_name
+    )]
+    pub apis: Vec<String>,
+    /// DB_POOL_SIZE of every API (the seed's apps had 100).
+    #[arg(long, default_value_t = 100)]
+    pub db_pool_size: u32,
+    /// The ephemeral PostgreSQL is durable, as in production (`on`: fsync, synchronous_commit and
+    /// full_page_writes on, so every commit waits for its WAL flush and a committed order survives
+    /// a crash); `off` trades that for less disk noise (stated in the report's settings).
+    #[arg(long, value_enum, default_value_t = Durability::On)]
+    pub db_durability: Durability,
+    /// Round-trip time a TCP latency proxy adds between the APIs and PostgreSQL, in ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub db_rtt_ms: f64,
+    /// Use this PostgreSQL instead of an ephemeral cluster (its CPU is then not measured; the
+    /// order tables are emptied before every run).
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// Do not put the APIs in 1 CPU / 1 GiB cgroups (the results then say limits NOT enforced).
+    #[arg(long)]
+    pub no_limits: bool,
+    /// Do not pin each API to the last CPU and the harness (PostgreSQL, mock-deps, NATS, the
+    /// generator, the latency proxy) to the others (done by default with two CPUs or more).
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Output folder [default: reports/<UTC timestamp>-<profile>/, for the bench
+    /// reports/<UTC timestamp>-bench/].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `--apis`: a name the lab can start, kept as written.
+fn api_name(name: &str) -> Result<String, String> {
+    name.parse::<ApiKind>().map(|_| name.to_owned())
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct LabArgs {
     #[command(flatten)]
     pub load: LoadOpts,
-    /// APIs to compare, in order (each started by the lab unless --targets is given).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "blocking-api,reactive-api"
-    )]
-    pub apis: Vec<String>,
+    #[command(flatten)]
+    pub harness: HarnessArgs,
     /// mock-deps latencies in ms.
     #[arg(long, default_value = "seller=200,risk=1000,pay=1000", value_parser = parse_latency)]
     pub latency: MockLatencies,
-    /// DB_POOL_SIZE for every API (the seed's apps had 100).
-    #[arg(long, default_value_t = 100)]
-    pub db_pool_size: u32,
     /// DB_POOL_TIMEOUT_MS for every API.
     #[arg(long, default_value_t = 5000)]
     pub db_pool_timeout_ms: u64,
@@ -119,19 +143,6 @@ pub struct LabArgs {
     /// DB_TX_SCOPE for every API: short or request.
     #[arg(long, value_enum, default_value_t = TxScope::Short)]
     pub tx_scope: TxScope,
-    /// Output folder (default reports/<UTC timestamp>-<profile>/).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Use this PostgreSQL instead of an ephemeral cluster.
-    #[arg(long)]
-    pub database_url: Option<String>,
-    /// Do not put the APIs in 1 CPU / 1 GiB cgroups (the report then says limits NOT enforced).
-    #[arg(long)]
-    pub no_limits: bool,
-    /// Do not pin each API to the last CPU and the harness (PostgreSQL, mock-deps, NATS, the
-    /// generator, the latency proxy) to the others (done by default with two CPUs or more).
-    #[arg(long)]
-    pub no_pin: bool,
     /// Runs per API, interleaved (blocking, reactive, blocking, …).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -144,9 +155,6 @@ pub struct LabArgs {
     /// Warm-up before each measured run, seconds at 10 requests/s (excluded from the results).
     #[arg(long, default_value_t = 5.0)]
     pub warmup_s: f64,
-    /// Round-trip time a TCP latency proxy adds between the APIs and PostgreSQL, in ms.
-    #[arg(long, default_value_t = 0.0)]
-    pub db_rtt_ms: f64,
     /// Changes a mock's latency mid-run: DEP=MS@START+DURATION, seconds into the measured run
     /// (e.g. pay=5000@30+30: payment answers in 5 s from t=30 s to t=60 s). `broker=MS@…` (only
     /// with --scenario events) adds MS to every round trip to NATS in its healthy runs.
@@ -168,11 +176,6 @@ pub struct LabArgs {
     // Parsed here with its times as given; the lab multiplies them by --duration-scale.
     #[arg(long, value_parser = |spec: &str| FaultPlan::parse(spec, 1.0))]
     pub faults: Option<FaultPlan>,
-    /// The ephemeral PostgreSQL is durable, as in production (`on`: fsync, synchronous_commit and
-    /// full_page_writes on, so every commit waits for its WAL flush and a committed order survives
-    /// a crash); `off` trades that for less disk noise (stated in the report's settings).
-    #[arg(long, value_enum, default_value_t = Durability::On)]
-    pub db_durability: Durability,
     /// Set by a scenario that started the database its runs share (`--database-url` then points
     /// at it): its durability is the lab's to state.
     #[arg(skip)]
@@ -223,7 +226,39 @@ pub struct LabArgs {
     pub fail_on_slo: bool,
 }
 
+/// The harness options read as the lab's own (`args.out`), as they are on its command line.
+impl std::ops::Deref for LabArgs {
+    type Target = HarnessArgs;
+
+    fn deref(&self) -> &HarnessArgs {
+        &self.harness
+    }
+}
+
+impl std::ops::DerefMut for LabArgs {
+    fn deref_mut(&mut self) -> &mut HarnessArgs {
+        &mut self.harness
+    }
+}
+
 impl LabArgs {
+    /// The options of `loadtest lab FLAGS…` (what a scenario, the bench's memory runs and the
+    /// tests start from).
+    pub fn from_flags<I, T>(flags: I) -> Result<LabArgs, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        #[derive(clap::Parser)]
+        struct Lab {
+            #[command(flatten)]
+            lab: LabArgs,
+        }
+        let argv = std::iter::once(std::ffi::OsString::from("lab"))
+            .chain(flags.into_iter().map(Into::into));
+        <Lab as clap::Parser>::try_parse_from(argv).map(|l| l.lab)
+    }
+
     /// `--inject broker=MS@START+DURATION` as (start s, duration s, ms), scaled like the profile.
     pub fn inject_broker(&self) -> Option<(f64, f64, u64)> {
         use lab_results::inject::Dep;
@@ -269,15 +304,16 @@ pub fn parse_target(t: &str) -> Result<(String, String)> {
     ))
 }
 
-/// `blocking` → (`blocking-api`, `blocking`); `blocking-api` → same; other names kept as both.
+/// `blocking` → (`blocking-api`, `blocking`); `blocking-api` → same; any other name is kept as
+/// the API's, and without an `-api` suffix as its label.
 pub fn api_names(name: &str) -> (String, String) {
-    let label = name.strip_suffix("-api").unwrap_or(name).to_owned();
-    let api = if matches!(label.as_str(), "blocking" | "reactive") {
-        format!("{label}-api")
-    } else {
-        name.to_owned()
-    };
-    (api, label)
+    match ApiKind::of(name) {
+        Some(kind) => (kind.name().to_owned(), kind.label().to_owned()),
+        None => (
+            name.to_owned(),
+            name.strip_suffix("-api").unwrap_or(name).to_owned(),
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //! - `loadgen` ([`loadgen`]): profiles, bodies, the goose driver with the open-model scheduler,
 //!   retrying clients, the recorder, the sampler, the assembly of the results;
 //! - this crate: [`cli`] (typed at the edge: clap parses every value) and [`commands`];
+//!   [`api_env`]: the settings every API the lab starts is given, typed, written once;
 //!   [`lab`] + [`services`] + [`invariants`]: PostgreSQL, mock-deps and each API in its cgroup,
 //!   fresh state, warm-up, measurement ([`run`]), end-of-run checks; [`money`]: every charge
 //!   against the orders, once the API settled them; [`gave_up`]: the orders made for clients
@@ -24,6 +25,7 @@
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 
+pub mod api_env;
 pub mod bench;
 pub mod cli;
 pub mod commands;

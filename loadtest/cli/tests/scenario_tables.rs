@@ -15,13 +15,7 @@ fn fixture(api: &str) -> RunResults {
 }
 
 fn lab_args() -> LabArgs {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        lab: LabArgs,
-    }
-    Cli::parse_from(["lab"]).lab
+    LabArgs::from_flags::<_, &str>([]).unwrap()
 }
 
 fn variant(slug: &str) -> Variant {

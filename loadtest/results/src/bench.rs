@@ -16,7 +16,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 pub use crate::Pinning;
-use crate::{Environment, Limits, MockLatencies};
+use crate::{ApiKind, Environment, Limits, MockLatencies};
 
 /// Version of the bench schema. Bumped only for changes an old reader could misread.
 pub const BENCH_SCHEMA_VERSION: u32 = 1;
@@ -499,10 +499,11 @@ fn check(name: String, measured: Option<f64>, limit: Option<f64>, unit: &str) ->
 /// and blocking RSS per busy thread (reported, no number set), from the memory slopes.
 pub fn targets(cells: &[BenchCell], slopes: &[MemorySlope]) -> Vec<TargetCheck> {
     let mut out = Vec::new();
-    for (api, limit) in [
-        ("reactive-api", TARGET_REACTIVE_CPU_US),
-        ("blocking-api", TARGET_BLOCKING_CPU_US),
+    for (kind, limit) in [
+        (ApiKind::Reactive, TARGET_REACTIVE_CPU_US),
+        (ApiKind::Blocking, TARGET_BLOCKING_CPU_US),
     ] {
+        let api = kind.name();
         for c in cells.iter().filter(|c| c.api == api && c.mocks == "0ms") {
             let m = c.per_order.as_ref().map(|p| p.api_cpu_us);
             out.push(check(
@@ -523,9 +524,7 @@ pub fn targets(cells: &[BenchCell], slopes: &[MemorySlope]) -> Vec<TargetCheck> 
         ));
     }
     for s in slopes {
-        let limit = s
-            .api
-            .starts_with("reactive")
+        let limit = (ApiKind::of(&s.api) == Some(ApiKind::Reactive))
             .then_some(TARGET_REACTIVE_RSS_PER_IN_FLIGHT);
         out.push(check(
             format!(

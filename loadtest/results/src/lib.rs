@@ -26,6 +26,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+pub mod api;
 pub mod bench;
 pub mod cost;
 mod db_activity;
@@ -40,6 +41,7 @@ pub mod numbers;
 mod overload;
 mod shards;
 mod versioned;
+pub use api::ApiKind;
 pub use db_activity::{DbActivity, StatementTimes};
 pub use fate::{SecondArrivals, WindowFate, window_fate};
 pub use measures::*;

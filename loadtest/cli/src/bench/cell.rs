@@ -15,14 +15,16 @@ use anyhow::{Context, Result};
 
 use super::probe::{self, Parts, Snapshot};
 use super::{BenchArgs, Harness, Mocks};
+use crate::api_env::ApiSettings;
 use crate::run::{new_run_id, reset_mock, set_mock_latencies};
 use crate::services::ApiProcess;
+use lab_results::ApiKind;
 use lab_results::bench::{
-    BUSY_THREADS, BenchCell, BoundContext, IN_FLIGHT, MemoryFigures, PerOrder, bound_reason,
-    order_path_statements,
+    BenchCell, BoundContext, MemoryFigures, PerOrder, bound_reason, order_path_statements,
 };
 use loadgen::driver::{DriverConfig, LoopControl};
 use loadgen::profile::{Model, Profile};
+use order_core::settings::CommonSettings;
 
 /// How long the closed loop's clients may take to start.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -30,43 +32,43 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Generator request timeout: far above any order's latency in a closed loop.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The settings every API gets (and `BLOCKING_THREADS` for blocking-api): the lab's defaults,
-/// with admission control off — the closed loop bounds the load itself, and a refusal answered
-/// in microseconds would be counted as throughput by nobody but cost CPU.
-pub(super) fn common_settings(args: &BenchArgs, api: &str) -> BTreeMap<String, String> {
-    let mut s = BTreeMap::new();
-    let mut set = |k: &str, v: String| {
-        s.insert(k.to_owned(), v);
-    };
-    set("DB_POOL_SIZE", args.db_pool_size.to_string());
-    set("DB_POOL_TIMEOUT_MS", "5000".to_owned());
-    set("DEPS_TIMEOUT_MS", "10000".to_owned());
-    set("DEPS_HTTP", args.deps_http.clone());
-    set("HTTP_WORKERS", "1".to_owned());
-    set("DB_TX_SCOPE", "short".to_owned());
-    set("LEASE_MS", "30000".to_owned());
-    set("RECONCILE_INTERVAL_MS", "5000".to_owned());
-    set("QUEUE_TIMEOUT_MS", "100".to_owned());
-    set("REQUEST_DEADLINE_MS", "3600000".to_owned());
-    set("DB_STATEMENT_TIMEOUT_MS", "5000".to_owned());
-    set("MAX_IN_FLIGHT", "0".to_owned());
-    set("MAX_LOOP_LAG_MS", "0".to_owned());
-    if api.is_empty() || api.starts_with("blocking") {
-        set("BLOCKING_THREADS", args.blocking_threads.to_string());
+/// The settings every API gets (and `BLOCKING_THREADS` for blocking-api, and in what bench.json
+/// records, `kind` `None`): the APIs' defaults, stated, with admission control off — the closed
+/// loop bounds the load itself, and a refusal answered in microseconds would be counted as
+/// throughput by nobody but cost CPU.
+pub(super) fn common_settings(args: &BenchArgs, kind: Option<ApiKind>) -> ApiSettings {
+    let defaults = CommonSettings::new("", "");
+    ApiSettings {
+        deps_url: None,
+        db_pool_size: args.db_pool_size,
+        db_pool_timeout_ms: defaults.db_pool_timeout_ms,
+        deps_timeout_ms: defaults.deps_timeout_ms,
+        deps_http: Some(args.deps_http),
+        http_workers: defaults.http_workers as u32,
+        db_tx_scope: Some(defaults.db_tx_scope),
+        lease_ms: defaults.lease_ms,
+        reconcile_interval_ms: defaults.reconcile_interval_ms,
+        persist_batch: None,
+        queue_timeout_ms: Some(defaults.queue_timeout_ms),
+        // An hour: no deadline within a window.
+        request_deadline_ms: Some(3_600_000),
+        db_statement_timeout_ms: Some(defaults.db_statement_timeout_ms),
+        max_loop_lag_ms: 0,
+        max_in_flight: Some(0),
+        events: None,
+        blocking_threads: kind
+            .is_none_or(ApiKind::has_thread_pool)
+            .then_some(args.blocking_threads),
     }
-    s
 }
 
-/// [`common_settings`] and where the harness is: mock-deps, the database, the request-hash key.
-pub(super) fn api_env(args: &BenchArgs, h: &Harness, api: &str) -> BTreeMap<String, String> {
-    let mut env = common_settings(args, api);
-    env.insert("DEPS_URL".to_owned(), h.deps.url.clone());
-    env.insert("DATABASE_URL".to_owned(), h.api_database_url.clone());
-    env.insert(
-        "REQUEST_HASH_KEY".to_owned(),
-        crate::lab::LAB_REQUEST_HASH_KEY.to_owned(),
-    );
-    env
+/// [`common_settings`] of `kind` with mock-deps at `deps_url`: with the database's URL
+/// ([`ApiSettings::env_at`]), the environment of a cell's API.
+pub(super) fn api_settings(args: &BenchArgs, deps_url: &str, kind: ApiKind) -> ApiSettings {
+    ApiSettings {
+        deps_url: Some(deps_url.to_owned()),
+        ..common_settings(args, Some(kind))
+    }
 }
 
 /// A closed loop of `clients` against `target` that sends `requests` orders in all (fresh
@@ -114,10 +116,11 @@ pub(super) async fn run(
     api: &str,
     mocks: Mocks,
 ) -> Result<BenchCell> {
+    let kind: ApiKind = api.parse().map_err(anyhow::Error::msg)?;
     let latency = mocks.latencies();
     let clients = args.clients_for(api, mocks);
     set_mock_latencies(&h.deps.url, latency).await?;
-    let env = api_env(args, h, api);
+    let env = api_settings(args, &h.deps.url, kind).env_at(&h.api_database_url);
     let (name, limit, logs) = (api.to_owned(), !args.no_limits, h.logs.clone());
     let process =
         tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, limit, &logs)).await??;
@@ -139,7 +142,7 @@ pub(super) async fn run(
         Arc::new(OnceLock::new()),
         control.clone(),
     ));
-    let measured = window(args, h, &process, parts, api, clients, &control).await;
+    let measured = window(args, h, &process, parts, kind, clients, &control).await;
     control.stop();
     let outcomes = match looping.await {
         Ok(Ok(out)) => out.recorder.total.outcomes,
@@ -157,17 +160,12 @@ pub(super) async fn run(
     let (w, statements, samples, peak, stacks) = measured?;
 
     let (mean_rss, mean_threads, mean_busy) = probe::means(&samples);
-    let busy_kind = if api.starts_with("blocking") {
-        BUSY_THREADS
-    } else {
-        IN_FLIGHT
-    };
     let mut memory = MemoryFigures {
         idle_rss_bytes: idle.rss_bytes,
         peak_rss_bytes: peak,
         window_mean_rss_bytes: mean_rss,
         window_mean_threads: mean_threads,
-        busy_kind: busy_kind.to_owned(),
+        busy_kind: kind.busy_kind().to_owned(),
         window_mean_busy: mean_busy,
         rss_growth_per_busy_bytes: None,
         samples: samples.len() as u64,
@@ -177,7 +175,7 @@ pub(super) async fn run(
     memory.rss_growth_per_busy_bytes = memory.growth_per_busy();
     // The machine's CPUs (this process is pinned: its own affinity would say fewer).
     let cores = labkit::counters::online_cpus() as f64;
-    let pool = api.starts_with("blocking").then_some(args.blocking_threads);
+    let pool = kind.has_thread_pool().then_some(args.blocking_threads);
     Ok(BenchCell {
         api: api.to_owned(),
         mocks: mocks.name().to_owned(),
@@ -221,7 +219,7 @@ async fn window(
     h: &Harness,
     process: &ApiProcess,
     parts: Parts,
-    api: &str,
+    kind: ApiKind,
     clients: u64,
     control: &LoopControl,
 ) -> Result<Measured> {
@@ -248,15 +246,10 @@ async fn window(
         probe::reset_statements(&mut conn).await?;
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let gauge = if api.starts_with("blocking") {
-        "blocking_pool_busy"
-    } else {
-        "http_requests_in_flight"
-    };
     let sampling = tokio::spawn(probe::sample_memory(
         process.pid,
         format!("{}/metrics", process.url),
-        gauge,
+        kind.busy_gauge(),
         stop.clone(),
     ));
     tokio::time::sleep_until((start.at + Duration::from_secs_f64(args.seconds)).into()).await;
@@ -280,3 +273,7 @@ async fn window(
     .flatten();
     Ok((w, statements, samples, end.api.peak_rss_bytes, stacks))
 }
+
+#[cfg(test)]
+#[path = "cell_env_tests.rs"]
+mod env_tests;

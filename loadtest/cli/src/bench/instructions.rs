@@ -32,11 +32,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use lab_results::OUTCOME_CREATED;
 use lab_results::cost::{CostShare, FrameCost, InstructionCell, group_of};
+use lab_results::{ApiKind, OUTCOME_CREATED};
 use loadgen::driver::LoopControl;
 
 use super::{BenchArgs, Harness, Mocks, cell, pg_counters, probe};
+use crate::api_env::ApiSettings;
 use crate::run::set_mock_latencies;
 use crate::services::ApiProcess;
 
@@ -88,8 +89,12 @@ pub fn hardware_counters() -> String {
 /// One API's window.
 pub(super) async fn run(args: &BenchArgs, h: &Harness, api: &str) -> Result<InstructionCell> {
     set_mock_latencies(&h.deps.url, Mocks::Zero.latencies()).await?;
-    let mut env = cell::api_env(args, h, api);
-    env.insert("RECONCILE_INTERVAL_MS".to_owned(), "3600000".to_owned());
+    let kind: ApiKind = api.parse().map_err(anyhow::Error::msg)?;
+    let env = ApiSettings {
+        reconcile_interval_ms: 3_600_000,
+        ..cell::api_settings(args, &h.deps.url, kind)
+    }
+    .env_at(&h.api_database_url);
     let out_file = h.logs.join(format!("callgrind.{api}.out"));
     let (name, logs, out) = (api.to_owned(), h.logs.clone(), out_file.clone());
     let process = tokio::task::spawn_blocking(move || {

@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 
 use lab_results::RunResults;
@@ -120,14 +119,8 @@ pub async fn command(args: &BenchArgs) -> Result<ExitCode> {
 }
 
 fn lab_args(api: &str, out: &Path, args: &BenchArgs) -> Result<LabArgs> {
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        lab: LabArgs,
-    }
     let out: PathBuf = out.to_owned();
     let mut argv: Vec<String> = [
-        "lab",
         "--apis",
         api,
         "--profile",
@@ -147,7 +140,7 @@ fn lab_args(api: &str, out: &Path, args: &BenchArgs) -> Result<LabArgs> {
     if args.no_pin {
         argv.push("--no-pin".to_owned());
     }
-    let mut lab = Cli::try_parse_from(argv)?.lab;
+    let mut lab = LabArgs::from_flags(argv)?;
     lab.out = Some(out);
     Ok(lab)
 }

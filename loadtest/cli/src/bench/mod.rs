@@ -31,10 +31,11 @@ pub mod pg_counters;
 pub mod probe;
 pub mod render;
 
-use crate::lab_args::{Durability, SEED_LATENCIES, api_names};
+use crate::lab_args::{HarnessArgs, SEED_LATENCIES, api_names};
 use crate::services::{Database, MockDepsProcess};
-use lab_results::MockLatencies;
 use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};
+use lab_results::{ApiKind, MockLatencies};
+use order_core::settings::DepsHttp;
 
 /// A mock-deps latency setting of the bench.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,13 +70,10 @@ impl Mocks {
 /// `loadtest bench`'s options.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// APIs to measure, in order (each alone, one after the other).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "blocking-api,reactive-api"
-    )]
-    pub apis: Vec<String>,
+    // Each API is measured alone, one after the other; the proxy of --db-rtt-ms is a process of
+    // its own, so that its CPU is its own.
+    #[command(flatten)]
+    pub harness: HarnessArgs,
     /// Mock-deps latency settings, in order: 0ms (alias zero), seed.
     #[arg(long, value_delimiter = ',', value_enum, default_value = "0ms,seed")]
     pub mocks: Vec<Mocks>,
@@ -96,30 +94,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 200)]
     pub blocking_threads: u64,
     /// DEPS_HTTP of every API: http1 or h2c (cleartext HTTP/2 to mock-deps).
-    #[arg(long, default_value = "http1", value_parser = ["http1", "h2c"])]
-    pub deps_http: String,
-    /// DB_POOL_SIZE of every API.
-    #[arg(long, default_value_t = 100)]
-    pub db_pool_size: u32,
-    /// The lab PostgreSQL flushes every commit (`on`, as in production) or not (`off`).
-    #[arg(long, value_enum, default_value_t = Durability::On)]
-    pub db_durability: Durability,
-    /// Round-trip time a latency-proxy process adds between the API and PostgreSQL, ms.
-    #[arg(long, default_value_t = 0.0)]
-    pub db_rtt_ms: f64,
-    /// Use this PostgreSQL instead of an ephemeral cluster (its CPU is then not measured; its
-    /// order tables are emptied before every cell).
-    #[arg(long)]
-    pub database_url: Option<String>,
-    /// Do not put the API in a 1 CPU / 1 GiB cgroup.
-    #[arg(long)]
-    pub no_limits: bool,
-    /// Do not pin the API to the last CPU and the harness to the others.
-    #[arg(long)]
-    pub no_pin: bool,
-    /// Output folder (default reports/<UTC timestamp>-bench/).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = DepsHttp::Http1)]
+    pub deps_http: DepsHttp,
     /// An earlier bench.json: print the change against it.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
@@ -159,15 +135,23 @@ pub struct BenchArgs {
     pub why: Option<String>,
 }
 
+/// The harness options read as the bench's own (`args.out`), as they are on its command line.
+impl std::ops::Deref for BenchArgs {
+    type Target = HarnessArgs;
+
+    fn deref(&self) -> &HarnessArgs {
+        &self.harness
+    }
+}
+
 impl BenchArgs {
     /// Closed-loop clients of `api` at `mocks`.
     pub fn clients_for(&self, api: &str, mocks: Mocks) -> u64 {
         match mocks {
             Mocks::Zero => self.clients,
-            Mocks::Seed => self.seed_clients.unwrap_or(if api.starts_with("blocking") {
-                self.blocking_threads
-            } else {
-                1000
+            Mocks::Seed => self.seed_clients.unwrap_or(match ApiKind::of(api) {
+                Some(kind) if kind.has_thread_pool() => self.blocking_threads,
+                _ => 1000,
             }),
         }
         .max(1)
@@ -360,7 +344,7 @@ async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
                 args.db_durability.as_str().to_owned()
             },
             db_rtt_ms: args.db_rtt_ms,
-            api_settings: cell::common_settings(args, ""),
+            api_settings: cell::common_settings(args, None).to_env(),
             pinning,
         },
         cells,

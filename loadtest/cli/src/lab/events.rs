@@ -34,7 +34,9 @@ use sqlx::Connection;
 use strum::IntoEnumIterator;
 use tokio::sync::Mutex;
 
+use crate::api_env::{ApiSettings, EventsEnv};
 use crate::services::{ApiProcess, Database, MockDepsProcess};
+use order_core::events_mode::EventsMode;
 
 /// The longest wait, after the load, for the API to settle every order and event.
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(90);
@@ -173,42 +175,16 @@ impl EventsLab {
         Ok(())
     }
 
-    fn settings(&self, run: &EventsRun) -> BTreeMap<String, String> {
+    fn settings(&self, run: &EventsRun) -> Result<BTreeMap<String, String>> {
         let nats_url = format!("nats://{}", self.proxy.local_addr());
-        [
-            ("DATABASE_URL", self.db.url.clone()),
-            ("DEPS_URL", self.mock.url.clone()),
-            ("EVENTS_MODE", run.mode.to_owned()),
-            ("NATS_URL", nats_url),
-            // Above the slowed broker's round trip: the broker is slow, not gone.
-            ("NATS_TIMEOUT_MS", "5000".to_owned()),
-            // The original's pool: 10 connections, 5 s waits.
-            ("DB_POOL_SIZE", "10".to_owned()),
-            ("DB_POOL_TIMEOUT_MS", "5000".to_owned()),
-            ("DEPS_TIMEOUT_MS", "2000".to_owned()),
-            // The floor for these timeouts: a crash's keys are recovered within the settle wait.
-            ("LEASE_MS", "9000".to_owned()),
-            ("RECONCILE_INTERVAL_MS", "1000".to_owned()),
-            ("HTTP_WORKERS", "1".to_owned()),
-            ("BLOCKING_THREADS", "200".to_owned()),
-            // No shedding: the original admitted every request.
-            ("MAX_IN_FLIGHT", "0".to_owned()),
-            ("MAX_LOOP_LAG_MS", "0".to_owned()),
-            (
-                "REQUEST_HASH_KEY",
-                "order-lab-load-test-request-hash-key".to_owned(),
-            ),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
+        api_env(&self.db.url, &self.mock.url, &nats_url, run.mode)
     }
 
     /// Runs `run` end to end and returns its row.
     pub async fn run(&self, run: &EventsRun, seed: u64) -> Result<EventsRow> {
         let base_rtt = Duration::from_millis(run.broker_rtt_ms);
         self.proxy.set_rtt(base_rtt);
-        let settings = self.settings(run);
+        let settings = self.settings(run)?;
         let (name, logs, limits) = (run.api.clone(), self.logs.clone(), self.limits);
         let api =
             tokio::task::spawn_blocking(move || ApiProcess::start(&name, &settings, limits, &logs))
@@ -481,9 +457,81 @@ async fn pool_timeouts(metrics_url: &str) -> Option<f64> {
         .copied()
 }
 
+/// The environment of an events run's API: the database at `database_url`, mock-deps at
+/// `deps_url`, NATS (through the proxy) at `nats_url`, and the scenario's settings.
+fn api_env(
+    database_url: &str,
+    deps_url: &str,
+    nats_url: &str,
+    mode: &str,
+) -> Result<BTreeMap<String, String>> {
+    let mode = <EventsMode as clap::ValueEnum>::from_str(mode, false)
+        .map_err(|e| anyhow::anyhow!("events mode {mode:?}: {e}"))?;
+    let settings = ApiSettings {
+        deps_url: Some(deps_url.to_owned()),
+        // The original's pool: 10 connections, 5 s waits.
+        db_pool_size: 10,
+        db_pool_timeout_ms: 5000,
+        deps_timeout_ms: 2000,
+        deps_http: None,
+        http_workers: 1,
+        db_tx_scope: None,
+        // The floor for these timeouts: a crash's keys are recovered within the settle wait.
+        lease_ms: 9000,
+        reconcile_interval_ms: 1000,
+        persist_batch: None,
+        queue_timeout_ms: None,
+        request_deadline_ms: None,
+        db_statement_timeout_ms: None,
+        // No shedding: the original admitted every request.
+        max_loop_lag_ms: 0,
+        max_in_flight: Some(0),
+        events: Some(EventsEnv {
+            mode,
+            nats_url: nats_url.to_owned(),
+            // Above the slowed broker's round trip: the broker is slow, not gone.
+            nats_timeout_ms: 5000,
+        }),
+        blocking_threads: Some(200),
+    };
+    Ok(settings.env_at(database_url))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_events_run_gives_its_api_the_originals_pool_and_no_shedding() {
+        let env = api_env(
+            "postgres://lab@127.0.0.1:5999/orders",
+            "http://127.0.0.1:9191",
+            "nats://127.0.0.1:4333",
+            "outbox",
+        )
+        .unwrap();
+        let expected: BTreeMap<String, String> = [
+            ("BLOCKING_THREADS", "200"),
+            ("DATABASE_URL", "postgres://lab@127.0.0.1:5999/orders"),
+            ("DB_POOL_SIZE", "10"),
+            ("DB_POOL_TIMEOUT_MS", "5000"),
+            ("DEPS_TIMEOUT_MS", "2000"),
+            ("DEPS_URL", "http://127.0.0.1:9191"),
+            ("EVENTS_MODE", "outbox"),
+            ("HTTP_WORKERS", "1"),
+            ("LEASE_MS", "9000"),
+            ("MAX_IN_FLIGHT", "0"),
+            ("MAX_LOOP_LAG_MS", "0"),
+            ("NATS_TIMEOUT_MS", "5000"),
+            ("NATS_URL", "nats://127.0.0.1:4333"),
+            ("RECONCILE_INTERVAL_MS", "1000"),
+            ("REQUEST_HASH_KEY", "order-lab-load-test-request-hash-key"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(env, expected);
+    }
 
     #[test]
     fn the_census_tells_lost_duplicated_and_orphaned_apart() {

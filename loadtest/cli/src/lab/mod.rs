@@ -27,6 +27,7 @@ mod slow_broker;
 mod slow_uploads;
 mod warmup;
 
+use crate::api_env::{ApiSettings, PersistBatch, add_database};
 use crate::gave_up::orders_after_give_up;
 use crate::lab_args::{AUTO_THREADS_HEADROOM, BlockingThreads, LabArgs, api_names};
 use crate::run::{environment, measure_on, new_run_id, set_mock_latencies};
@@ -34,7 +35,7 @@ use crate::services::{ApiProcess, Database, MockDepsProcess, not_enforced};
 use crate::{invariants, money};
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
-use lab_results::{Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
+use lab_results::{ApiKind, Environment, Event, Limits, MockLatencies, RunConfig, RunResults};
 use loadgen::assemble::RunMeta;
 use loadgen::clock::Clock;
 use loadgen::driver::DriverConfig;
@@ -265,9 +266,6 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     Ok((runs, out))
 }
 
-/// The `REQUEST_HASH_KEY` of the APIs the lab starts (not a secret: lab data is thrown away).
-pub(crate) const LAB_REQUEST_HASH_KEY: &str = "order-lab-load-test-request-hash-key";
-
 fn default_out(profile: &str) -> PathBuf {
     Path::new("reports").join(format!(
         "{}-{profile}",
@@ -275,57 +273,76 @@ fn default_out(profile: &str) -> PathBuf {
     ))
 }
 
+/// What the lab states to `kind` from its flags, with mock-deps at `deps_url`.
+fn api_settings(a: &LabArgs, kind: ApiKind, deps_url: &str) -> ApiSettings {
+    let mut s = ApiSettings {
+        deps_url: Some(deps_url.to_owned()),
+        db_pool_size: a.db_pool_size,
+        db_pool_timeout_ms: a.db_pool_timeout_ms,
+        deps_timeout_ms: a.deps_timeout_ms,
+        deps_http: None,
+        http_workers: a.http_workers,
+        db_tx_scope: Some(a.tx_scope),
+        lease_ms: a.lease_ms,
+        reconcile_interval_ms: a.reconcile_interval_ms,
+        persist_batch: Some(PersistBatch {
+            max: a.persist_batch_max,
+            wait_ms: a.persist_batch_wait_ms,
+        }),
+        queue_timeout_ms: None,
+        request_deadline_ms: None,
+        db_statement_timeout_ms: None,
+        max_loop_lag_ms: 0,
+        max_in_flight: None,
+        events: None,
+        // `auto` is resolved (`auto_threads`) before any API starts.
+        blocking_threads: a
+            .blocking_threads
+            .fixed()
+            .filter(|_| kind.has_thread_pool())
+            .map(u64::from),
+    };
+    overload::settings(a, &mut s);
+    s
+}
+
 impl Lab {
-    fn settings(&self, api: &str) -> BTreeMap<String, String> {
+    /// What the run records as the API's settings, and gives it: [`api_settings`], the broker of
+    /// a broker fault, and beside them conditions of the run that are not API settings.
+    fn settings(&self, api: &str) -> Result<BTreeMap<String, String>> {
         let a = &self.args;
-        let mut s = BTreeMap::new();
-        s.insert("DB_POOL_SIZE".to_owned(), a.db_pool_size.to_string());
-        s.insert(
-            "DB_POOL_TIMEOUT_MS".to_owned(),
-            a.db_pool_timeout_ms.to_string(),
-        );
-        s.insert("DEPS_TIMEOUT_MS".to_owned(), a.deps_timeout_ms.to_string());
-        s.insert("HTTP_WORKERS".to_owned(), a.http_workers.to_string());
-        s.insert("DB_TX_SCOPE".to_owned(), a.tx_scope.as_str().to_owned());
-        s.insert("LEASE_MS".to_owned(), a.lease_ms.to_string());
-        s.insert(
-            "RECONCILE_INTERVAL_MS".to_owned(),
-            a.reconcile_interval_ms.to_string(),
-        );
-        s.insert("DEPS_URL".to_owned(), self.deps_url.clone());
-        s.insert(
-            "PERSIST_BATCH_MAX".to_owned(),
-            a.persist_batch_max.to_string(),
-        );
-        s.insert(
-            "PERSIST_BATCH_WAIT_MS".to_owned(),
-            a.persist_batch_wait_ms.to_string(),
-        );
-        // Not an API setting but a condition of the run, shown beside them: the added RTT.
+        let kind: ApiKind = api.parse().map_err(anyhow::Error::msg)?;
+        let mut settings = api_settings(a, kind, &self.deps_url);
+        settings.events = self.broker.as_ref().map(slow_broker::SlowBroker::events);
+        let mut s = settings.to_env();
+        // The added RTT.
         s.insert("DB_RTT_MS".to_owned(), a.db_rtt_ms.to_string());
         if a.lab_owned_database || self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
-            // Not an API setting but a condition of the run: fsync, synchronous_commit and
-            // full_page_writes of the lab's PostgreSQL.
+            // fsync, synchronous_commit and full_page_writes of the lab's PostgreSQL.
             s.insert(
                 "PG_DURABILITY".to_owned(),
                 a.db_durability.as_str().to_owned(),
             );
         }
-        if let Some(b) = &self.broker {
-            b.settings(&mut s);
+        if let Some(rule) = self
+            .threads_rule
+            .as_ref()
+            .filter(|_| kind.has_thread_pool())
+        {
+            // How the lab chose the thread count, shown beside it.
+            s.insert("BLOCKING_THREADS_RULE".to_owned(), rule.clone());
         }
-        if api.starts_with("blocking") {
-            s.insert(
-                "BLOCKING_THREADS".to_owned(),
-                a.blocking_threads.to_string(),
-            );
-            if let Some(rule) = &self.threads_rule {
-                // Not an API setting but how the lab chose one, shown beside it.
-                s.insert("BLOCKING_THREADS_RULE".to_owned(), rule.clone());
-            }
-        }
-        overload::settings(a, &mut s);
-        s
+        Ok(s)
+    }
+
+    /// The environment of an API the lab starts: its settings and where the database is.
+    fn env(&self, settings: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut env = settings.clone();
+        add_database(
+            &mut env,
+            self.api_database_url.as_deref().unwrap_or_default(),
+        );
+        env
     }
 
     async fn one(
@@ -347,18 +364,8 @@ impl Lab {
                 (None, url.to_owned(), settings, limits)
             }
             None => {
-                let settings = self.settings(api);
-                let mut env = settings.clone();
-                env.insert(
-                    "DATABASE_URL".to_owned(),
-                    self.api_database_url.clone().unwrap_or_default(),
-                );
-                // The APIs refuse to start without a request hash key; the lab's data is
-                // throw-away, so one fixed key (the same across restarts) serves every run.
-                env.insert(
-                    "REQUEST_HASH_KEY".to_owned(),
-                    LAB_REQUEST_HASH_KEY.to_owned(),
-                );
+                let settings = self.settings(api)?;
+                let env = self.env(&settings);
                 let (name, limit, logs) =
                     (api.to_owned(), !self.args.no_limits, self.out.join("logs"));
                 let p = tokio::task::spawn_blocking(move || {
@@ -531,3 +538,7 @@ impl Lab {
         Ok(results)
     }
 }
+
+#[cfg(test)]
+#[path = "env_tests.rs"]
+mod env_tests;

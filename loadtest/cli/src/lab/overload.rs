@@ -7,33 +7,19 @@
 //! its thread count; reactive-api: 4096). The value in force is read back from the API's
 //! `orders_admission_limit` gauge once it runs, so the results record what was applied.
 
-use std::collections::BTreeMap;
-
+use crate::api_env::ApiSettings;
 use crate::lab_args::LabArgs;
 use lab_results::Shedding;
 
 /// The overload settings every API the lab starts gets.
-pub(super) fn settings(args: &LabArgs, s: &mut BTreeMap<String, String>) {
-    s.insert(
-        "QUEUE_TIMEOUT_MS".to_owned(),
-        args.queue_timeout_ms.to_string(),
-    );
-    s.insert(
-        "REQUEST_DEADLINE_MS".to_owned(),
-        request_deadline_ms(args).to_string(),
-    );
-    s.insert(
-        "DB_STATEMENT_TIMEOUT_MS".to_owned(),
-        args.db_statement_timeout_ms.to_string(),
-    );
-    let max_loop_lag_ms = match args.shedding {
-        Shedding::On => args.max_loop_lag_ms,
-        Shedding::Off => 0,
+pub(super) fn settings(args: &LabArgs, s: &mut ApiSettings) {
+    s.queue_timeout_ms = Some(args.queue_timeout_ms);
+    s.request_deadline_ms = Some(request_deadline_ms(args));
+    s.db_statement_timeout_ms = Some(args.db_statement_timeout_ms);
+    (s.max_loop_lag_ms, s.max_in_flight) = match args.shedding {
+        Shedding::On => (args.max_loop_lag_ms, None),
+        Shedding::Off => (0, Some(0)),
     };
-    s.insert("MAX_LOOP_LAG_MS".to_owned(), max_loop_lag_ms.to_string());
-    if args.shedding == Shedding::Off {
-        s.insert("MAX_IN_FLIGHT".to_owned(), "0".to_owned());
-    }
 }
 
 /// The deadline the APIs get: the flag's, else 30 s with shedding on and an hour (no deadline
@@ -49,31 +35,28 @@ pub(super) fn request_deadline_ms(args: &LabArgs) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use lab_results::ApiKind;
+    use std::collections::BTreeMap;
 
     fn args(extra: &[&str]) -> LabArgs {
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            lab: LabArgs,
-        }
-        Cli::parse_from(["lab"].iter().chain(extra)).lab
+        LabArgs::from_flags(extra).unwrap()
+    }
+
+    /// The environment of a lab API started with these flags.
+    fn env(extra: &[&str]) -> BTreeMap<String, String> {
+        super::super::api_settings(&args(extra), ApiKind::Reactive, "http://127.0.0.1:9191")
+            .to_env()
     }
 
     #[test]
     fn shedding_off_is_an_unlimited_admission_and_on_leaves_the_default() {
-        let mut on = BTreeMap::new();
-        settings(&args(&[]), &mut on);
+        let on = env(&[]);
         assert_eq!(on.get("MAX_IN_FLIGHT"), None);
         assert_eq!(on["QUEUE_TIMEOUT_MS"], "100");
         assert_eq!(on["REQUEST_DEADLINE_MS"], "30000");
         assert_eq!(on["DB_STATEMENT_TIMEOUT_MS"], "5000");
         assert_eq!(on["MAX_LOOP_LAG_MS"], "5");
-        let mut off = BTreeMap::new();
-        settings(
-            &args(&["--shedding", "off", "--queue-timeout-ms", "50"]),
-            &mut off,
-        );
+        let off = env(&["--shedding", "off", "--queue-timeout-ms", "50"]);
         assert_eq!(off["MAX_IN_FLIGHT"], "0");
         assert_eq!(off["QUEUE_TIMEOUT_MS"], "50");
         assert_eq!(off["MAX_LOOP_LAG_MS"], "0", "no refusal on loop lag either");
@@ -81,11 +64,7 @@ mod tests {
             off["REQUEST_DEADLINE_MS"], "3600000",
             "no deadline with shedding off"
         );
-        let mut explicit = BTreeMap::new();
-        settings(
-            &args(&["--shedding", "off", "--request-deadline-ms", "70000"]),
-            &mut explicit,
-        );
+        let explicit = env(&["--shedding", "off", "--request-deadline-ms", "70000"]);
         assert_eq!(explicit["REQUEST_DEADLINE_MS"], "70000");
     }
 }

@@ -8,7 +8,6 @@
 //! Between runs the outbox is drained before the tables are emptied and the stream is recreated
 //! after, so that no event of the warm-up or of the run before lands in the next run's stream.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +18,8 @@ use labkit::nats::EphemeralNats;
 use latency_proxy::LatencyProxy;
 
 use super::events::{census, pending};
+use crate::api_env::EventsEnv;
+use order_core::events_mode::EventsMode;
 
 /// The API's `NATS_TIMEOUT_MS` in these runs: its default, so that the row says whether the
 /// default (10 s) outlasts the fault's acknowledgements (7 s in the scenario).
@@ -63,13 +64,12 @@ impl SlowBroker {
     }
 
     /// The API's settings for publishing through the proxy.
-    pub fn settings(&self, s: &mut BTreeMap<String, String>) {
-        s.insert("EVENTS_MODE".to_owned(), "outbox".to_owned());
-        s.insert(
-            "NATS_URL".to_owned(),
-            format!("nats://{}", self.proxy.local_addr()),
-        );
-        s.insert("NATS_TIMEOUT_MS".to_owned(), nats_timeout_ms().to_string());
+    pub fn events(&self) -> EventsEnv {
+        EventsEnv {
+            mode: EventsMode::Outbox,
+            nats_url: format!("nats://{}", self.proxy.local_addr()),
+            nats_timeout_ms: nats_timeout_ms(),
+        }
     }
 
     /// Waits (at most [`DRAIN_LIMIT`]) until no outbox row is unsent; returns the seconds it

@@ -550,13 +550,7 @@ mod tests {
     use lab_results::DbActivity;
 
     fn lab_args() -> crate::lab_args::LabArgs {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            lab: crate::lab_args::LabArgs,
-        }
-        Cli::parse_from(["lab"]).lab
+        crate::lab_args::LabArgs::from_flags::<_, &str>([]).unwrap()
     }
 
     fn fixture(api: &str) -> RunResults {

@@ -109,7 +109,7 @@ pub fn write_charts(table: &ScenarioTable, out: &Path) -> Result<()> {
 fn sweep_settings(base: &LabArgs) -> Vec<(String, Option<u32>)> {
     let mut out = Vec::new();
     for api in &base.apis {
-        if api.starts_with("blocking") {
+        if lab_results::ApiKind::of(api).is_some_and(lab_results::ApiKind::has_thread_pool) {
             out.extend(THREAD_COUNTS.iter().map(|t| (api.clone(), Some(*t))));
         } else {
             out.push((api.clone(), None));
@@ -132,7 +132,12 @@ impl Runner<'_> {
             .iter()
             .map(|api| {
                 let threads = match self.base.blocking_threads {
-                    BlockingThreads::Fixed(n) if api.starts_with("blocking") => Some(n),
+                    BlockingThreads::Fixed(n)
+                        if lab_results::ApiKind::of(api)
+                            .is_some_and(lab_results::ApiKind::has_thread_pool) =>
+                    {
+                        Some(n)
+                    }
                     _ => None,
                 };
                 (api.clone(), threads)
