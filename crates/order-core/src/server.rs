@@ -109,6 +109,7 @@ pub async fn start<S: Send + Sync + 'static>(
     state: impl FnOnce(Arc<Metrics>) -> anyhow::Result<S>,
 ) -> anyhow::Result<(Running, web::Data<S>)> {
     common.check()?;
+    crate::database_url::check_one_server(&common.database_url, |name| std::env::var(name).ok())?;
     crate::prepared::require(&common.database_url, common.events.events_mode).await?;
     crate::request_hash::warn_if_development(common);
     let migrate = crate::migrate::MigrateOptions::from_settings(common);
