@@ -111,7 +111,7 @@ impl Deps {
             let status = response.status().as_u16();
             Ok::<_, reqwest::Error>((status, response.bytes()?.to_vec()))
         })();
-        let ok = matches!(&result, Ok((status, _)) if *status < 500);
+        let ok = matches!(&result, Ok((status, _)) if deps::call_worked(*status));
         self.metrics
             .observe_dependency(dependency.as_str(), ok, start);
         result.map_err(|e| ApiError::dependency(dependency, e))

@@ -11,26 +11,22 @@
 //! Every call on a connection goes through [`PgConn::run`], bounded by the client deadline
 //! (`DB_STATEMENT_TIMEOUT_MS` + `DB_CLIENT_MARGIN_MS`) by the watchdog (`watchdog.rs`, which says
 //! why), which needs the connection's socket. diesel does not expose it, so [`Manager::connect`]
-//! finds it: it lists this process's TCP sockets connected to the database's address before and
-//! after opening the connection, one connect at a time; the one socket that appeared is this
-//! connection's. When that is not exactly one (another part of the process connected to the same
-//! address at that moment) the connection gets no socket and its calls no deadline (logged);
-//! libpq's `tcp_user_timeout` and keepalives, which every connection sets, still bound a path that
-//! drops packets.
+//! finds it (`db_socket.rs`, however `DATABASE_URL` and libpq's environment name the server); a
+//! connection whose socket cannot be told is closed at once and opened again, never lent without
+//! its deadline. libpq's `tcp_user_timeout` and keepalives, which every connection sets, bound a
+//! path that drops packets too.
 
-use std::collections::HashSet;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::RawFd;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use anyhow::Context;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{self, ConnectionManager, ManageConnection};
 use diesel::result::Error;
 use order_core::connections;
 use order_core::db_failure::ClientDeadline;
 
+use crate::db_socket::{self, Target};
 use crate::watchdog;
 
 /// A pooled connection, and when it was last known good (`order_core::connections::mark`).
@@ -84,83 +80,51 @@ pub fn is_deadline(e: &Error) -> bool {
 
 pub struct Manager {
     inner: ConnectionManager<PgConnection>,
-    /// Where the database is, to recognise a new connection's socket (empty: not over TCP).
-    peers: Vec<SocketAddr>,
+    /// Where libpq connects, to tell a new connection's socket when several appear at once.
+    target: Target,
     deadline: Option<Duration>,
 }
 
 impl Manager {
-    /// Connections to `url` (libpq's form), whose database listens at `host:port`, each call
-    /// bounded by `deadline`.
-    pub fn new(url: String, host: &str, port: u16, deadline: Option<Duration>) -> Self {
-        let peers = if host.starts_with('/') {
-            Vec::new()
-        } else {
-            (host, port)
-                .to_socket_addrs()
-                .map(Iterator::collect)
-                .unwrap_or_default()
-        };
+    /// Connections to `url` (libpq's form), going to `target`, each call bounded by `deadline`.
+    pub fn new(url: String, target: Target, deadline: Option<Duration>) -> Self {
         Manager {
             inner: ConnectionManager::new(url),
-            peers,
+            target,
             deadline,
         }
     }
 
-    /// Opens a connection and finds its socket (one connect at a time in this process, so that
-    /// the sockets appearing meanwhile are this connection's).
+    /// Opens a connection and, with a deadline, finds its socket (`db_socket`: one connect at a
+    /// time in this process). A connection whose socket cannot be told is closed and the connect
+    /// fails (r2d2 tries again): no call runs without the deadline.
     fn establish(&self) -> Result<(PgConnection, Option<RawFd>), r2d2::Error> {
+        if self.deadline.is_none() {
+            return Ok((self.inner.connect()?, None));
+        }
         static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
         let _one = ONE_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let before = sockets_to(&self.peers);
+        let before = db_socket::sockets();
         let raw = self.inner.connect()?;
-        let after = sockets_to(&self.peers);
-        let mut new = after.difference(&before);
-        let socket = match (new.next(), new.next()) {
-            (Some(&(fd, _)), None) => Some(fd),
-            _ if self.deadline.is_none() => None,
-            (found, _) => {
+        let appeared: Vec<_> = db_socket::sockets().difference(&before).cloned().collect();
+        match db_socket::choose(&appeared, || self.target.peers()) {
+            Some(fd) => Ok((raw, Some(fd))),
+            None => {
                 tracing::warn!(
-                    found = found.is_some(),
-                    "could not tell this connection's socket; its calls have no client deadline"
+                    appeared = appeared.len(),
+                    "could not tell a new database connection's socket, which its client \
+                     deadline needs: connection closed, to be opened again"
                 );
-                None
+                Err(r2d2::Error::ConnectionError(
+                    diesel::ConnectionError::BadConnection(
+                        "the connection's socket could not be told apart".to_owned(),
+                    ),
+                ))
             }
-        };
-        Ok((raw, socket))
+        }
     }
-}
-
-/// This process's sockets connected to one of `peers`, as (fd, inode): a closed fd whose number
-/// was reused for a new socket still counts as new.
-fn sockets_to(peers: &[SocketAddr]) -> HashSet<(RawFd, u64)> {
-    use nix::sys::socket::{SockaddrLike, SockaddrStorage, getpeername};
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        return HashSet::new();
-    };
-    entries
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let fd: RawFd = entry.file_name().to_str()?.parse().ok()?;
-            let target = std::fs::read_link(entry.path()).ok()?;
-            let inode = target
-                .to_str()?
-                .strip_prefix("socket:[")?
-                .strip_suffix(']')?
-                .parse()
-                .ok()?;
-            let peer = getpeername::<SockaddrStorage>(fd).ok()?;
-            let peer: SocketAddr = match peer.family()? {
-                nix::sys::socket::AddressFamily::Inet => (*peer.as_sockaddr_in()?).into(),
-                nix::sys::socket::AddressFamily::Inet6 => (*peer.as_sockaddr_in6()?).into(),
-                _ => return None,
-            };
-            peers.contains(&peer).then_some((fd, inode))
-        })
-        .collect()
 }
 
 impl ManageConnection for Manager {
@@ -248,33 +212,6 @@ pub(crate) fn with_libpq_options(
     format!("{url}{separator}{}", params.join("&"))
 }
 
-/// Where the database listens (host, or a Unix socket's directory, and port), as libpq reads the
-/// URL: the `host`/`hostaddr`/`port` parameters override the authority; `localhost:5432` by
-/// default. `connections.rs` recognises each connection's socket by it.
-pub(crate) fn address_of(database_url: &str) -> anyhow::Result<(String, u16)> {
-    let url = url::Url::parse(database_url).context("parsing DATABASE_URL")?;
-    let param = |name: &str| {
-        url.query_pairs()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.into_owned())
-    };
-    let host = param("hostaddr")
-        .or_else(|| param("host"))
-        .or_else(|| {
-            url.host().map(|h| match h {
-                url::Host::Ipv6(ip) => ip.to_string(),
-                other => other.to_string(),
-            })
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned());
-    let port = match param("port") {
-        Some(port) => port.parse().context("the port parameter of DATABASE_URL")?,
-        None => url.port().unwrap_or(5432),
-    };
-    Ok((host, port))
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -307,21 +244,6 @@ mod tests {
         assert!(
             url.ends_with("tcp_user_timeout=1500&connect_timeout=2"),
             "{url}"
-        );
-    }
-
-    #[test]
-    fn the_database_address_is_read_as_libpq_reads_it() {
-        let of = |u: &str| super::address_of(u).unwrap();
-        assert_eq!(
-            of("postgres://u@db.example:6432/x"),
-            ("db.example".into(), 6432)
-        );
-        assert_eq!(of("postgres://u@h/x"), ("h".into(), 5432));
-        assert_eq!(of("postgres://u@[::1]/x"), ("::1".into(), 5432));
-        assert_eq!(
-            of("postgres://u@h/x?host=/run/postgresql&port=5433"),
-            ("/run/postgresql".into(), 5433)
         );
     }
 }

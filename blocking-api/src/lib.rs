@@ -21,6 +21,7 @@ pub mod broker;
 pub mod clients;
 pub mod connections;
 pub mod db;
+pub mod db_socket;
 pub mod events;
 pub mod outbox;
 pub mod persist;

@@ -109,7 +109,7 @@ impl Deps {
             Ok::<_, reqwest::Error>((status, response.bytes().await?.to_vec()))
         }
         .await;
-        let ok = matches!(&result, Ok((status, _)) if *status < 500);
+        let ok = matches!(&result, Ok((status, _)) if deps::call_worked(*status));
         self.metrics
             .observe_dependency(dependency.as_str(), ok, start);
         result.map_err(|e| ApiError::dependency(dependency, e))

@@ -19,7 +19,8 @@ use prometheus::HistogramTimer;
 
 use super::error::{begin_failed, db_error};
 use super::prepared::{Prepare, statement};
-use crate::connections::{Manager, PgConn, address_of, with_libpq_options};
+use crate::connections::{Manager, PgConn, with_libpq_options};
+use crate::db_socket::Target;
 
 type PgPool = Pool<Manager>;
 
@@ -106,7 +107,7 @@ impl Db {
             &settings.session_options(),
             deadline,
         );
-        let (host, port) = address_of(&settings.database_url)?;
+        let target = Target::of(&settings.database_url, |name| std::env::var(name).ok())?;
         let pool = Pool::builder()
             .max_size(settings.db_pool_size)
             .min_idle(Some(0))
@@ -114,7 +115,7 @@ impl Db {
             // A checkout pings only after a failure that may have lost connections
             // (`connections.rs`); reactive-api's pool follows the same rule.
             .test_on_check_out(true)
-            .build_unchecked(Manager::new(url, &host, port, deadline));
+            .build_unchecked(Manager::new(url, target, deadline));
         Ok(Db { pool, metrics })
     }
 

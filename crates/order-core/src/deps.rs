@@ -193,6 +193,14 @@ pub fn pay_outcome(status: u16, body: &[u8]) -> Result<PayResult, ApiError> {
     }
 }
 
+/// Whether a dependency's status counts as a call that worked in the metrics
+/// (`dependency_request_duration_seconds{outcome="ok"}`): a 2xx, or a 4xx verdict of its own (a
+/// decline, an unknown key). A 5xx failed, and so did a 3xx: no call follows it (`deps_client`),
+/// and the outcome readers above take it as a failed call (for the charge, an unknown outcome).
+pub fn call_worked(status: u16) -> bool {
+    matches!(status, 200..=299 | 400..=499)
+}
+
 fn parse<T: serde::de::DeserializeOwned>(dep: Dependency, body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::dependency(dep, e))
 }

@@ -70,6 +70,7 @@ pub enum ErrorCode {
     DependencyUnavailable,
     DatabaseUnavailable,
     Overloaded,
+    TooManyConnections,
     DeadlineExceeded,
     ClientClosedRequest,
     OrderVoided,
@@ -99,6 +100,7 @@ impl ErrorCode {
             DependencyUnavailable
             | DatabaseUnavailable
             | Overloaded
+            | TooManyConnections
             | DeadlineExceeded
             | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             ClientClosedRequest => StatusCode::from_u16(499).expect("499 is a valid status code"),
@@ -118,6 +120,7 @@ impl ErrorCode {
             | DatabaseUnavailable
             | DependencyUnavailable
             | Overloaded
+            | TooManyConnections
             | DeadlineExceeded => Some("1"),
             _ => None,
         }
@@ -161,6 +164,9 @@ pub enum ApiError {
     DatabaseUnavailable(#[source] anyhow::Error),
     #[error("the service is at capacity; retry later")]
     Overloaded,
+    /// The request came on a connection above `MAX_CONNECTIONS`; the connection is closed.
+    #[error("the service holds as many connections as it may; retry on a new connection later")]
+    TooManyConnections,
     #[error("the request ran past its deadline before the charge")]
     DeadlineExceeded,
     /// The client went away before the key was reserved: the work stopped. Nobody reads it; the
@@ -229,6 +235,7 @@ impl ApiError {
             ApiError::DependencyUnavailable { .. } => ErrorCode::DependencyUnavailable,
             ApiError::DatabaseUnavailable(_) => ErrorCode::DatabaseUnavailable,
             ApiError::Overloaded => ErrorCode::Overloaded,
+            ApiError::TooManyConnections => ErrorCode::TooManyConnections,
             ApiError::DeadlineExceeded => ErrorCode::DeadlineExceeded,
             ApiError::ClientGone => ErrorCode::ClientClosedRequest,
             ApiError::OrderVoided => ErrorCode::OrderVoided,

@@ -44,6 +44,10 @@ pub struct Metrics {
     pub shed: IntCounterVec,
     /// How late the event loop runs the tasks it wakes (smoothed; see `admission::LoopLag`).
     pub loop_lag: Gauge,
+    /// The client connection cap (`MAX_CONNECTIONS`, `connection_cap`), and the connections
+    /// above it whose requests were refused.
+    pub connections_limit: IntGauge,
+    pub connections_refused: IntCounter,
     pub blocking: Option<BlockingPoolMetrics>,
     /// The order events (`EVENTS_MODE`, `order_core::events`).
     pub events: crate::events::EventMetrics,
@@ -179,6 +183,15 @@ impl Metrics {
             "How late the event loop runs a task it woke, smoothed (MAX_LOOP_LAG_MS refuses above)",
         )
         .unwrap();
+        let connections_limit = gauge(
+            "http_connections_limit",
+            "MAX_CONNECTIONS: client connections held at once",
+        );
+        let connections_refused = IntCounter::new(
+            "http_connections_refused_total",
+            "Requests answered 503 too_many_connections on a connection above MAX_CONNECTIONS",
+        )
+        .unwrap();
         db_pool_max.set(i64::from(pool_size));
         reg(Box::new(http_requests.clone()));
         reg(Box::new(http_duration.clone()));
@@ -203,6 +216,8 @@ impl Metrics {
         reg(Box::new(admitted.clone()));
         reg(Box::new(shed.clone()));
         reg(Box::new(loop_lag.clone()));
+        reg(Box::new(connections_limit.clone()));
+        reg(Box::new(connections_refused.clone()));
         let blocking = blocking_threads.map(|max| {
             let b = BlockingPoolMetrics {
                 threads: gauge("blocking_pool_threads", "Maximum blocking threads"),
@@ -244,6 +259,8 @@ impl Metrics {
             admitted,
             shed,
             loop_lag,
+            connections_limit,
+            connections_refused,
             blocking,
         }
     }

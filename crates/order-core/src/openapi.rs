@@ -151,7 +151,8 @@ pub async fn serve() -> HttpResponse {
             timed out or is unreachable; `database_unavailable`: no database connection in time, or a \
             statement past its timeout; `overloaded`: more than `MAX_IN_FLIGHT` orders for longer than \
             `QUEUE_TIMEOUT_MS`, refused before any work; `deadline_exceeded`: `REQUEST_DEADLINE_MS` \
-            passed before the charge, the key is freed.",
+            passed before the charge, the key is freed; `too_many_connections`: the request came on a \
+            connection above `MAX_CONNECTIONS`, which is closed after this answer (any path).",
             body = ErrorBody, headers(
                 ("Retry-After" = String, description = "Seconds to wait before retrying; a retry may go on at once.")
             ))
@@ -177,7 +178,8 @@ fn create_order() {}
             body = ErrorBody),
         (status = 500, description = "`internal_error`: a bug.", body = ErrorBody),
         (status = 503, description = "`dependency_unavailable`: the seller service failed; \
-            `database_unavailable`: no database connection in time.",
+            `database_unavailable`: no database connection in time; `too_many_connections`: the \
+            request came on a connection above `MAX_CONNECTIONS`, which is closed after this answer.",
             body = ErrorBody, headers(
                 ("Retry-After" = String, description = "Seconds to wait before retrying.")
             ))

@@ -22,8 +22,6 @@ pub use crate::lifecycle::Lifecycle;
 pub const BACKLOG: u32 = 4096;
 /// How long a connection being shut down waits for the client to close it.
 pub const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-/// Concurrent connections each actix worker accepts (actix's default is 25,000), same in both.
-pub const MAX_CONNECTIONS_PER_WORKER: usize = 25_000;
 
 /// The API's own routes: `POST /orders`, `GET /orders/{id}`, `GET /metrics` (the probes are
 /// `http::shared_routes`').
@@ -111,6 +109,7 @@ pub async fn start<S: Send + Sync + 'static>(
     state: impl FnOnce(Arc<Metrics>) -> anyhow::Result<S>,
 ) -> anyhow::Result<(Running, web::Data<S>)> {
     common.check()?;
+    crate::database_url::check_one_server(&common.database_url, |name| std::env::var(name).ok())?;
     crate::prepared::require(&common.database_url, common.events.events_mode).await?;
     crate::request_hash::warn_if_development(common);
     let migrate = crate::migrate::MigrateOptions::from_settings(common);
@@ -158,11 +157,17 @@ pub fn serve<S: Send + Sync + 'static>(
         _ => KeepAlive::Timeout(common.keep_alive()),
     };
     let between_requests = common.keep_alive() + common.client_header_timeout();
+    let cap =
+        crate::connection_cap::Cap::new(crate::connection_cap::limit(common.max_connections)?);
+    metrics.connections_limit.set(cap.limit() as i64);
+    // actix's own limit, per worker, only bounds the connections being refused on top of the cap.
+    let actix_limit = (cap.limit() + crate::connection_cap::REFUSING).div_ceil(workers);
     let mut server = HttpServer::new(move || {
         // Called on each worker's own event loop: the loop's lag probe runs there, and the
         // worker's handlers find it as `web::Data<LoopLag>`.
         let lag = web::Data::from(LoopLag::spawn(probe_metrics.clone()));
         App::new()
+            .wrap(from_fn(crate::connection_cap::refuse))
             .wrap(from_fn(track_metrics))
             .wrap(from_fn(crate::keep_alive::track))
             .app_data(lag)
@@ -175,7 +180,7 @@ pub fn serve<S: Send + Sync + 'static>(
     })
     .workers(workers)
     .backlog(BACKLOG)
-    .max_connections(MAX_CONNECTIONS_PER_WORKER)
+    .max_connections(actix_limit)
     // A client that closes its connection ends its request: actix drops the handler, which
     // tells the order's work (see `admission::ClientGuard`) that nobody waits for it.
     .h1_allow_half_closed(false)
@@ -186,8 +191,11 @@ pub fn serve<S: Send + Sync + 'static>(
     // (KEEP_ALIVE_S + CLIENT_HEADER_TIMEOUT_MS after the previous response).
     .client_request_timeout(common.client_header_timeout())
     .keep_alive(keep_alive)
+    // A connection above MAX_CONNECTIONS is only answered and closed: it needs no watch.
     .on_connect(move |connection, extensions| {
-        crate::keep_alive::on_connect(connection, extensions, between_requests)
+        if cap.admit(extensions) {
+            crate::keep_alive::on_connect(connection, extensions, between_requests)
+        }
     })
     // actix-web's own default, said here: a connection being shut down that the client does not
     // close within a second is dropped.

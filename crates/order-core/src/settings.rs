@@ -122,6 +122,12 @@ pub struct CommonSettings {
     /// (`order_core::keep_alive`). 0: no keep-alive, one request per connection.
     #[arg(long, env = "KEEP_ALIVE_S", default_value_t = 5)]
     pub keep_alive_s: u64,
+    /// Client connections held at once; a request on a connection above it is answered 503
+    /// `too_many_connections` and the connection closed (`order_core::connection_cap`). Default:
+    /// 20000 (about 400 MiB of idle connections in the costlier API), lowered to what the
+    /// open-file limit holds (2 per connection); a value the limit cannot hold refuses to start.
+    #[arg(long, env = "MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
     /// Longest a client may take to send an order's body once its head arrived; past it 408
     /// `request_timeout`. The body is read before admission, so a slow client holds no place.
     #[arg(long, env = "CLIENT_BODY_TIMEOUT_MS", default_value_t = 5000)]
@@ -237,6 +243,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("request_deadline_ms", &self.request_deadline_ms)
             .field("client_header_timeout_ms", &self.client_header_timeout_ms)
             .field("keep_alive_s", &self.keep_alive_s)
+            .field("max_connections", &self.max_connections)
             .field("client_body_timeout_ms", &self.client_body_timeout_ms)
             .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
             .field("db_client_margin_ms", &self.db_client_margin_ms)
@@ -272,6 +279,7 @@ impl CommonSettings {
             request_deadline_ms: 30_000,
             client_header_timeout_ms: 5000,
             keep_alive_s: 5,
+            max_connections: None,
             client_body_timeout_ms: 5000,
             db_statement_timeout_ms: 5000,
             db_client_margin_ms: 1000,

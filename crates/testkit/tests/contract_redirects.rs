@@ -1,7 +1,8 @@
 //! No dependency call follows a redirect: a gateway that answers a charge with `307` to another
 //! host gets neither the card nor the power to make an order. The 3xx is an unknown outcome: the
 //! client gets 503 `dependency_unavailable`, the key stays `CHARGING`, and recovery's own calls
-//! to the gateway do not follow the redirect either.
+//! to the gateway do not follow the redirect either. Each such call counts as failed in the
+//! dependency metrics.
 
 use mock_deps::MockConfig;
 use testkit::{
@@ -43,5 +44,21 @@ async fn a_gateway_redirect_is_not_followed_and_makes_no_order(api: Api) {
     assert_eq!(
         state, "CHARGING",
         "the charge's outcome is unknown: the key stays CHARGING"
+    );
+    // The metrics agree: every redirected gateway call is a failed one.
+    let payment = |outcome: &str| {
+        format!(
+            "dependency_request_duration_seconds_count{{dependency=\"payment\",outcome=\"{outcome}\"}}"
+        )
+    };
+    assert_eq!(
+        app.metric(&payment("ok")).await,
+        None,
+        "a 3xx counted as a call that worked"
+    );
+    let failed = app.metric(&payment("error")).await.unwrap_or_default();
+    assert!(
+        failed >= 2.0,
+        "the charge and a look-up, counted as failed: {failed}"
     );
 }

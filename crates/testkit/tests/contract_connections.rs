@@ -1,0 +1,126 @@
+//! The API holds at most `MAX_CONNECTIONS` client connections: a request on a connection above
+//! the cap is answered 503 `too_many_connections` with `Connection: close` and the connection is
+//! closed, while the connections under the cap keep being served; a closed one frees its place.
+
+use std::time::Duration;
+
+use mock_deps::MockConfig;
+use testkit::{Api, TestApp, contract_tests, eventually};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+contract_tests!(connections_above_max_connections_are_refused_and_the_others_keep_working);
+
+const CAP: usize = 4;
+const EXTRA: usize = 3;
+const REQUEST: &[u8] = b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n";
+
+/// One answer on a raw connection: its head and body.
+struct Answer {
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn status(&self) -> &str {
+        self.head.split(' ').nth(1).unwrap_or_default()
+    }
+}
+
+/// Sends `GET /health` on `socket` and reads its whole answer.
+async fn exchange(socket: &mut TcpStream) -> Answer {
+    socket.write_all(REQUEST).await.unwrap();
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut chunk))
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before its answer: {:?}",
+            String::from_utf8_lossy(&bytes)
+        );
+        bytes.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let length: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .expect("a Content-Length");
+        if body.len() >= length {
+            return Answer {
+                head: head.to_ascii_lowercase(),
+                body: body.to_owned(),
+            };
+        }
+    }
+}
+
+/// Whether the server closes `socket` (reads end) within 5 s.
+async fn closed_by_server(socket: &mut TcpStream) -> bool {
+    let mut rest = [0u8; 64];
+    matches!(
+        tokio::time::timeout(Duration::from_secs(5), socket.read(&mut rest)).await,
+        Ok(Ok(0) | Err(_))
+    )
+}
+
+async fn connections_above_max_connections_are_refused_and_the_others_keep_working(api: Api) {
+    let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
+        s.max_connections = Some(CAP);
+        s.keep_alive_s = 60;
+    })
+    .await;
+    let address = app.address.trim_start_matches("http://").to_owned();
+    let mut held = Vec::new();
+    for _ in 0..CAP {
+        let mut socket = TcpStream::connect(&address).await.unwrap();
+        assert_eq!(exchange(&mut socket).await.status(), "200");
+        held.push(socket);
+    }
+    for i in 0..EXTRA {
+        let mut extra = TcpStream::connect(&address).await.unwrap();
+        let answer = exchange(&mut extra).await;
+        assert_eq!(
+            answer.status(),
+            "503",
+            "extra connection {i}: {}",
+            answer.head
+        );
+        assert!(answer.head.contains("connection: close"), "{}", answer.head);
+        let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+        assert_eq!(body["error"], "too_many_connections");
+        assert!(
+            closed_by_server(&mut extra).await,
+            "extra connection {i} left open"
+        );
+    }
+    for socket in &mut held {
+        assert_eq!(
+            exchange(socket).await.status(),
+            "200",
+            "a connection under the cap"
+        );
+    }
+    // One held connection closed frees its place for a new one.
+    drop(held.pop());
+    eventually(10, "a new connection served after one closed", || async {
+        let mut socket = TcpStream::connect(&address).await.unwrap();
+        exchange(&mut socket).await.status() == "200"
+    })
+    .await;
+    drop(held);
+    eventually(10, "the refusals counted", || async {
+        app.metric("http_connections_refused_total").await == Some(EXTRA as f64)
+            && app.metric("http_connections_limit").await == Some(CAP as f64)
+    })
+    .await;
+}
