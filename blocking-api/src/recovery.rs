@@ -16,13 +16,15 @@ use crate::db::Held;
 use crate::service;
 use crate::state::AppState;
 
-/// Starts the loop on a thread of its own (it blocks on the database and the gateway).
+/// Starts the loop on a thread of its own (it blocks on the database and the gateway); the
+/// retention sweep runs after each pass.
 pub fn spawn(app: Arc<AppState>) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("recovery".into())
         .spawn(move || {
             loop {
                 run_pass(&app);
+                crate::retention::sweep(&app);
                 std::thread::sleep(app.settings.reconcile_interval());
             }
         })

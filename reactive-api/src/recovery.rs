@@ -16,11 +16,12 @@ use crate::db::Held;
 use crate::service;
 use crate::state::AppState;
 
-/// Starts the loop as a task on the current runtime.
+/// Starts the loop as a task on the current runtime; the retention sweep runs after each pass.
 pub fn spawn(app: Arc<AppState>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             run_pass(&app).await;
+            crate::retention::sweep(&app).await;
             tokio::time::sleep(app.settings.reconcile_interval()).await;
         }
     })

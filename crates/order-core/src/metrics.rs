@@ -36,6 +36,8 @@ pub struct Metrics {
     /// Keys in `CHARGING` that recovery has put off at least once (the gateway or the database
     /// failing, or a key a person must look at), as of the last pass.
     pub recovery_deferred_keys: IntGauge,
+    /// Rows the retention sweep dropped, by kind (`order_core::retention::Swept`).
+    pub retention_swept: IntCounterVec,
     /// Persist attempts repeated on a fresh connection after a database failure.
     pub persist_retries: IntCounter,
     /// Admission control: the limit, the orders admitted now, and those refused or stopped.
@@ -151,6 +153,15 @@ impl Metrics {
             "Keys in CHARGING that recovery has put off at least once, as of its last pass",
         )
         .unwrap();
+        let retention_swept = IntCounterVec::new(
+            Opts::new(
+                "retention_swept_total",
+                "Rows the retention sweep dropped: key_responses (stored order documents of keys \
+                 past KEY_RETENTION_DAYS), outbox_events (sent events past OUTBOX_RETENTION_HOURS)",
+            ),
+            &["kind"],
+        )
+        .unwrap();
         let persist_retries = IntCounter::new(
             "persist_retries_total",
             "Persists retried on a fresh connection after a database failure",
@@ -198,6 +209,7 @@ impl Metrics {
         reg(Box::new(recovery_passes.clone()));
         reg(Box::new(recovery_actions.clone()));
         reg(Box::new(recovery_deferred_keys.clone()));
+        reg(Box::new(retention_swept.clone()));
         reg(Box::new(persist_retries.clone()));
         reg(Box::new(admission_limit.clone()));
         reg(Box::new(admitted.clone()));
@@ -239,6 +251,7 @@ impl Metrics {
             recovery_passes,
             recovery_actions,
             recovery_deferred_keys,
+            retention_swept,
             persist_retries,
             admission_limit,
             admitted,
