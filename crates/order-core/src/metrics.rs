@@ -36,6 +36,9 @@ pub struct Metrics {
     /// Keys in `CHARGING` that recovery has put off at least once (the gateway or the database
     /// failing, or a key a person must look at), as of the last pass.
     pub recovery_deferred_keys: IntGauge,
+    /// Of those, the keys whose pending order a release could not read (a newer release's),
+    /// left for a release that can.
+    pub recovery_unreadable_deferred: IntGauge,
     /// Rows the retention sweep dropped, by kind (`order_core::retention::Swept`).
     pub retention_swept: IntCounterVec,
     /// Persist attempts repeated on a fresh connection after a database failure.
@@ -153,6 +156,12 @@ impl Metrics {
             "Keys in CHARGING that recovery has put off at least once, as of its last pass",
         )
         .unwrap();
+        let recovery_unreadable_deferred = IntGauge::new(
+            "recovery_unreadable_deferred",
+            "Keys in CHARGING whose pending order a release could not read (a field it does not \
+             know, or one it misses), left charged for a release that can, as of the last pass",
+        )
+        .unwrap();
         let retention_swept = IntCounterVec::new(
             Opts::new(
                 "retention_swept_total",
@@ -209,6 +218,7 @@ impl Metrics {
         reg(Box::new(recovery_passes.clone()));
         reg(Box::new(recovery_actions.clone()));
         reg(Box::new(recovery_deferred_keys.clone()));
+        reg(Box::new(recovery_unreadable_deferred.clone()));
         reg(Box::new(retention_swept.clone()));
         reg(Box::new(persist_retries.clone()));
         reg(Box::new(admission_limit.clone()));
@@ -251,6 +261,7 @@ impl Metrics {
             recovery_passes,
             recovery_actions,
             recovery_deferred_keys,
+            recovery_unreadable_deferred,
             retention_swept,
             persist_retries,
             admission_limit,

@@ -161,6 +161,18 @@ UPDATE idempotency_keys
        next_attempt_at = now() + make_interval(secs => $4::float8), updated_at = now()
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'";
 
+/// Recovery found the claimed key's pending order unreadable by this release: put off as
+/// [`DEFER_KEY`] does, and marked (`unreadable_since`, kept from its first time). Returns whether
+/// this is the first time: the mark is `now()`, the start of this statement's own transaction, only
+/// when this statement set it. No row: the claim is stale. Same binds as [`DEFER_KEY`].
+pub const DEFER_UNREADABLE: &str = "\
+UPDATE idempotency_keys
+   SET lease_expires_at = now(), deferrals = deferrals + 1,
+       next_attempt_at = now() + make_interval(secs => $4::float8),
+       unreadable_since = COALESCE(unreadable_since, now()), updated_at = now()
+ WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'
+RETURNING unreadable_since = now() AS first";
+
 /// Recovery, immediately before it voids a charge at the gateway: re-asserts its claim — still
 /// this attempt's, still `CHARGING`, no order made under this payment key — and renews the lease
 /// for `$4` seconds, so no retry can take the key over while the void is on its way. No row: the
@@ -172,9 +184,13 @@ UPDATE idempotency_keys k
  WHERE k.seller_id = $1 AND k.reference_id = $2 AND k.attempt = $3 AND k.state = 'CHARGING'
    AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.payment_key = k.gateway_key)";
 
-/// Recovery's gauge: keys in `CHARGING` that recovery has had to put off at least once.
+/// Recovery's gauges: keys in `CHARGING` that recovery has had to put off at least once, and of
+/// them those whose pending order a release could not read ([`DEFER_UNREADABLE`]).
 pub const DEFERRED_KEYS: &str = "\
-SELECT count(*) AS deferred FROM idempotency_keys WHERE state = 'CHARGING' AND deferrals > 0";
+SELECT count(*) AS deferred,
+       count(*) FILTER (WHERE unreadable_since IS NOT NULL) AS unreadable
+  FROM idempotency_keys
+ WHERE state = 'CHARGING' AND deferrals > 0";
 
 /// Recovery: the gateway never charged this key (and it is now voided there): back to a fresh,
 /// expired `IN_PROGRESS` reservation, so the client's retry starts over under a new gateway key.
@@ -182,7 +198,7 @@ SELECT count(*) AS deferred FROM idempotency_keys WHERE state = 'CHARGING' AND d
 pub const RELEASE_UNCHARGED: &str = "\
 UPDATE idempotency_keys
    SET state = 'IN_PROGRESS', gateway_key = NULL, amount = NULL, pending_order = NULL,
-       lease_expires_at = now(), updated_at = now()
+       unreadable_since = NULL, lease_expires_at = now(), updated_at = now()
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'";
 
 /// Completes the key with its 201 (dropping its pending order, as [`COMPLETE_KEY`] does) and
