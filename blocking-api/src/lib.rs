@@ -27,6 +27,7 @@ pub mod outbox;
 pub mod persist;
 pub mod pool;
 pub mod recovery;
+pub mod retention;
 pub mod routes;
 pub mod service;
 pub mod startup;

@@ -16,13 +16,15 @@ use crate::db::Held;
 use crate::service;
 use crate::state::AppState;
 
-/// Starts the loop on a thread of its own (it blocks on the database and the gateway).
+/// Starts the loop on a thread of its own (it blocks on the database and the gateway); the
+/// retention sweep runs after each pass.
 pub fn spawn(app: Arc<AppState>) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("recovery".into())
         .spawn(move || {
             loop {
                 run_pass(&app);
+                crate::retention::sweep(&app);
                 std::thread::sleep(app.settings.reconcile_interval());
             }
         })
@@ -63,7 +65,7 @@ pub fn run_pass(app: &AppState) -> usize {
                 .recovery_actions
                 .with_label_values(&[action])
                 .inc();
-            settled += usize::from(!matches!(action, "deferred" | "superseded"));
+            settled += usize::from(!matches!(action, "deferred" | "superseded" | "unreadable"));
         }
         // Deferred keys are not due again in this pass: it ends once fewer than a claim are due.
         if (claimed.len() as i64) < CLAIM_BATCH {
@@ -71,7 +73,10 @@ pub fn run_pass(app: &AppState) -> usize {
         }
     }
     match app.db.deferred_keys() {
-        Ok(n) => app.metrics.recovery_deferred_keys.set(n),
+        Ok((deferred, unreadable)) => {
+            app.metrics.recovery_deferred_keys.set(deferred);
+            app.metrics.recovery_unreadable_deferred.set(unreadable);
+        }
         Err(e) => tracing::debug!(error = %e, "recovery could not count its deferred keys"),
     }
     settled
@@ -125,6 +130,20 @@ fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiError> {
         Settle::VoidAndRefuse(why) => {
             tracing::error!(gateway_key = %key.gateway_key, why, "voiding the charge");
             void_and_refuse(app, key)?
+        }
+        Settle::Unreadable(why) => {
+            // Never a void for it: the charge waits, logged once, for a release that can read it.
+            let pause = recovery::backoff(key.deferrals).as_secs_f64();
+            if app.db.defer_unreadable(key, pause)? {
+                tracing::warn!(
+                    seller_id = %key.seller_id,
+                    reference_id = %key.reference_id,
+                    gateway_key = %key.gateway_key,
+                    why,
+                    "this release cannot read the key's pending order: left charged for a release that can"
+                );
+            }
+            return Ok("unreadable");
         }
         Settle::Refuse => {
             finish(app, key, recovery::voided_outcome(), None)?;

@@ -11,6 +11,7 @@
 //! - [`queries`]: the order path's statements (reserve, find a key, mark it `CHARGING`, complete
 //!   it, persist the order, read an order back);
 //! - [`recovery_queries`]: the recovery loop's statements (claim, defer, reassert, release);
+//! - [`retention_queries`]: the retention sweep's statement;
 //! - [`error`]: how a failed call is classed (SQLSTATE, lost connections, the client deadline).
 //!
 //! The URL, the sockets and the pool's connections are `connections.rs`.
@@ -18,6 +19,7 @@
 pub mod error;
 pub mod queries;
 pub mod recovery_queries;
+pub mod retention_queries;
 pub mod tx;
 
 // The layer's handle and scope types, as the rest of the crate names them (`db::Db`).

@@ -24,6 +24,7 @@ pub mod events;
 pub mod outbox;
 pub mod persist;
 pub mod recovery;
+pub mod retention;
 pub mod routes;
 pub mod service;
 pub mod startup;

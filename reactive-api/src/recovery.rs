@@ -16,11 +16,12 @@ use crate::db::Held;
 use crate::service;
 use crate::state::AppState;
 
-/// Starts the loop as a task on the current runtime.
+/// Starts the loop as a task on the current runtime; the retention sweep runs after each pass.
 pub fn spawn(app: Arc<AppState>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             run_pass(&app).await;
+            crate::retention::sweep(&app).await;
             tokio::time::sleep(app.settings.reconcile_interval()).await;
         }
     })
@@ -62,7 +63,7 @@ pub async fn run_pass(app: &AppState) -> usize {
                 .recovery_actions
                 .with_label_values(&[action])
                 .inc();
-            settled += usize::from(!matches!(action, "deferred" | "superseded"));
+            settled += usize::from(!matches!(action, "deferred" | "superseded" | "unreadable"));
         }
         // Deferred keys are not due again in this pass: it ends once fewer than a claim are due.
         if (claimed.len() as i64) < CLAIM_BATCH {
@@ -70,7 +71,10 @@ pub async fn run_pass(app: &AppState) -> usize {
         }
     }
     match app.db.deferred_keys().await {
-        Ok(n) => app.metrics.recovery_deferred_keys.set(n),
+        Ok((deferred, unreadable)) => {
+            app.metrics.recovery_deferred_keys.set(deferred);
+            app.metrics.recovery_unreadable_deferred.set(unreadable);
+        }
         Err(e) => tracing::debug!(error = %e, "recovery could not count its deferred keys"),
     }
     settled
@@ -124,6 +128,20 @@ async fn settle(app: &AppState, key: &ClaimedKey) -> Result<&'static str, ApiErr
         Settle::VoidAndRefuse(why) => {
             tracing::error!(gateway_key = %key.gateway_key, why, "voiding the charge");
             void_and_refuse(app, key).await?
+        }
+        Settle::Unreadable(why) => {
+            // Never a void for it: the charge waits, logged once, for a release that can read it.
+            let pause = recovery::backoff(key.deferrals).as_secs_f64();
+            if app.db.defer_unreadable(key, pause).await? {
+                tracing::warn!(
+                    seller_id = %key.seller_id,
+                    reference_id = %key.reference_id,
+                    gateway_key = %key.gateway_key,
+                    why,
+                    "this release cannot read the key's pending order: left charged for a release that can"
+                );
+            }
+            return Ok("unreadable");
         }
         Settle::Refuse => {
             finish(app, key, recovery::voided_outcome(), None).await?;

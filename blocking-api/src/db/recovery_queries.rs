@@ -1,7 +1,7 @@
 //! The recovery loop's statements (`recovery.rs`), as methods of [`Db`]: each takes a connection
 //! of its own, in autocommit. The twin of reactive-api's `db/recovery_queries.rs`.
 
-use diesel::sql_types::{BigInt, Double, Integer, Text};
+use diesel::sql_types::{BigInt, Bool, Double, Integer, Text};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use order_core::error::ApiError;
 use order_core::recovery::ClaimedKey;
@@ -77,6 +77,34 @@ impl Db {
         Ok(())
     }
 
+    /// Recovery: puts off a claimed key whose pending order this release cannot read, marking it
+    /// (`sql::DEFER_UNREADABLE`); `true` the first time it is so marked.
+    pub fn defer_unreadable(
+        &self,
+        key: &ClaimedKey,
+        backoff_seconds: f64,
+    ) -> Result<bool, ApiError> {
+        #[derive(QueryableByName)]
+        struct First {
+            #[diesel(sql_type = Bool)]
+            first: bool,
+        }
+        let mut c = self.acquire("recovery")?;
+        let rows: Vec<First> = c
+            .conn()
+            .run(|pg| {
+                sql_query(sql::DEFER_UNREADABLE)
+                    .bind::<Text, _>(&key.seller_id)
+                    .bind::<Text, _>(&key.reference_id)
+                    .bind::<Integer, _>(key.attempt)
+                    .bind::<Double, _>(backoff_seconds)
+                    .prepared()
+                    .load(pg)
+            })
+            .map_err(db_error)?;
+        Ok(rows.first().is_some_and(|r| r.first))
+    }
+
     /// Recovery, right before a void: whether the claim still holds (`sql::REASSERT_CLAIM`).
     pub fn reassert_claim(&self, key: &ClaimedKey, lease_seconds: f64) -> Result<bool, ApiError> {
         let mut c = self.acquire("recovery")?;
@@ -95,19 +123,22 @@ impl Db {
         Ok(rows == 1)
     }
 
-    /// Recovery's gauge: keys in `CHARGING` put off at least once (`sql::DEFERRED_KEYS`).
-    pub fn deferred_keys(&self) -> Result<i64, ApiError> {
+    /// Recovery's gauges: keys in `CHARGING` put off at least once, and of them those whose
+    /// pending order a release could not read (`sql::DEFERRED_KEYS`).
+    pub fn deferred_keys(&self) -> Result<(i64, i64), ApiError> {
         #[derive(QueryableByName)]
         struct Count {
             #[diesel(sql_type = BigInt)]
             deferred: i64,
+            #[diesel(sql_type = BigInt)]
+            unreadable: i64,
         }
         let mut c = self.acquire("recovery")?;
         let row: Count = c
             .conn()
             .run(|pg| sql_query(sql::DEFERRED_KEYS).prepared().get_result(pg))
             .map_err(db_error)?;
-        Ok(row.deferred)
+        Ok((row.deferred, row.unreadable))
     }
 
     /// Recovery: the key's charge never happened (and is voided at the gateway): release it.

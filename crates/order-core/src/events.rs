@@ -24,7 +24,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{Gauge, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
 use serde::{Deserialize, Serialize};
 
 use crate::order::OrderDocument;
@@ -172,8 +172,10 @@ pub struct EventMetrics {
     pub failed: IntCounterVec,
     /// From sending an event to its acknowledgement.
     pub publish_seconds: Histogram,
-    /// Outbox rows not yet sent (refreshed by the relay).
+    /// Outbox rows not yet sent, counted up to `sql::OUTBOX_BACKLOG_CAP` (refreshed by the relay).
     pub outbox_backlog: IntGauge,
+    /// Age of the oldest outbox row not yet sent, 0 when none (refreshed by the relay).
+    pub outbox_oldest_unsent: Gauge,
     /// This database's prepared transactions of ours left in doubt (refreshed by recovery).
     pub in_doubt: IntGauge,
     /// Prepared transactions recovery resolved: `commit` or `rollback`.
@@ -207,8 +209,17 @@ impl EventMetrics {
                 .buckets(buckets.to_vec()),
             )
             .unwrap(),
-            outbox_backlog: IntGauge::new("events_outbox_backlog", "Outbox events not yet sent")
-                .unwrap(),
+            outbox_backlog: IntGauge::new(
+                "events_outbox_backlog",
+                "Outbox events not yet sent, counted up to 10000 (a larger backlog reads 10000), \
+                 as of the relay's last pass",
+            )
+            .unwrap(),
+            outbox_oldest_unsent: Gauge::new(
+                "events_outbox_oldest_unsent_seconds",
+                "Age of the oldest outbox event not yet sent (0: none), as of the relay's last pass",
+            )
+            .unwrap(),
             in_doubt: IntGauge::new(
                 "events_in_doubt_prepared_transactions",
                 "Prepared transactions left in doubt (two-phase), at the last recovery pass",
@@ -228,6 +239,7 @@ impl EventMetrics {
             Box::new(m.failed.clone()),
             Box::new(m.publish_seconds.clone()),
             Box::new(m.outbox_backlog.clone()),
+            Box::new(m.outbox_oldest_unsent.clone()),
             Box::new(m.in_doubt.clone()),
             Box::new(m.in_doubt_resolved.clone()),
         ] {

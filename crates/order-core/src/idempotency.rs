@@ -99,9 +99,15 @@ pub struct WonKey {
 pub fn acquired(won: WonKey) -> Result<Reservation, ApiError> {
     let plan = match (won.state.as_str(), won.gateway_key, won.pending_order) {
         (STATE_CHARGING, Some(gateway_key), Some(pending)) => {
+            // A pending order this release cannot read (a newer release's) is left to a release
+            // that can: the retry is told to come back, and the key waits for recovery.
+            let pending = PendingOrder::from_json(&pending).map_err(|e| {
+                tracing::warn!(error = %e, gateway_key, "a retry cannot resume this charge");
+                ApiError::RequestInProgress
+            })?;
             ChargePlan::Resume(Box::new(Charging {
                 gateway_key,
-                pending: PendingOrder::from_json(&pending)?,
+                pending,
             }))
         }
         (STATE_CHARGING, ..) => {
@@ -202,7 +208,10 @@ mod tests {
             Reservation::Acquired { attempt: 2, plan: ChargePlan::Fresh { key_id } } if key_id == "id-1"
         ));
         assert!(acquired(won(STATE_CHARGING, Some("k"), None)).is_err());
-        assert!(acquired(won(STATE_CHARGING, Some("k"), Some("{"))).is_err());
+        assert!(matches!(
+            acquired(won(STATE_CHARGING, Some("k"), Some("{"))),
+            Err(ApiError::RequestInProgress)
+        ));
     }
 
     #[test]

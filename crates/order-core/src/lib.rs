@@ -39,6 +39,7 @@ pub mod prepared;
 pub mod probe;
 pub mod recovery;
 pub mod request_hash;
+pub mod retention;
 pub mod server;
 pub mod settings;
 pub mod sql;

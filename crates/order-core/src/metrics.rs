@@ -36,6 +36,11 @@ pub struct Metrics {
     /// Keys in `CHARGING` that recovery has put off at least once (the gateway or the database
     /// failing, or a key a person must look at), as of the last pass.
     pub recovery_deferred_keys: IntGauge,
+    /// Of those, the keys whose pending order a release could not read (a newer release's),
+    /// left for a release that can.
+    pub recovery_unreadable_deferred: IntGauge,
+    /// Rows the retention sweep dropped, by kind (`order_core::retention::Swept`).
+    pub retention_swept: IntCounterVec,
     /// Persist attempts repeated on a fresh connection after a database failure.
     pub persist_retries: IntCounter,
     /// Admission control: the limit, the orders admitted now, and those refused or stopped.
@@ -155,6 +160,21 @@ impl Metrics {
             "Keys in CHARGING that recovery has put off at least once, as of its last pass",
         )
         .unwrap();
+        let recovery_unreadable_deferred = IntGauge::new(
+            "recovery_unreadable_deferred",
+            "Keys in CHARGING whose pending order a release could not read (a field it does not \
+             know, or one it misses), left charged for a release that can, as of the last pass",
+        )
+        .unwrap();
+        let retention_swept = IntCounterVec::new(
+            Opts::new(
+                "retention_swept_total",
+                "Rows the retention sweep dropped: key_responses (stored order documents of keys \
+                 past KEY_RETENTION_DAYS), outbox_events (sent events past OUTBOX_RETENTION_HOURS)",
+            ),
+            &["kind"],
+        )
+        .unwrap();
         let persist_retries = IntCounter::new(
             "persist_retries_total",
             "Persists retried on a fresh connection after a database failure",
@@ -211,6 +231,8 @@ impl Metrics {
         reg(Box::new(recovery_passes.clone()));
         reg(Box::new(recovery_actions.clone()));
         reg(Box::new(recovery_deferred_keys.clone()));
+        reg(Box::new(recovery_unreadable_deferred.clone()));
+        reg(Box::new(retention_swept.clone()));
         reg(Box::new(persist_retries.clone()));
         reg(Box::new(admission_limit.clone()));
         reg(Box::new(admitted.clone()));
@@ -254,6 +276,8 @@ impl Metrics {
             recovery_passes,
             recovery_actions,
             recovery_deferred_keys,
+            recovery_unreadable_deferred,
+            retention_swept,
             persist_retries,
             admission_limit,
             admitted,

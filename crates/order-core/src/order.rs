@@ -91,9 +91,23 @@ impl PendingOrder {
         serde_json::to_string(self).expect("a pending order always serialises")
     }
 
+    /// Reads a stored pending order, strictly: a field this release does not know (written by a
+    /// newer one) or one it misses is an error, never dropped or defaulted — the order made from
+    /// it would silently lose what the newer release meant it to hold. Read back and written
+    /// again, the order must be the same JSON.
     pub fn from_json(text: &str) -> Result<Self, ApiError> {
-        serde_json::from_str(text)
-            .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("stored pending order")))
+        let unreadable = |e: anyhow::Error| ApiError::Internal(e.context("stored pending order"));
+        let stored: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| unreadable(e.into()))?;
+        let pending: PendingOrder =
+            serde_json::from_value(stored.clone()).map_err(|e| unreadable(e.into()))?;
+        let known = serde_json::to_value(&pending).expect("a pending order always serialises");
+        if known != stored {
+            return Err(unreadable(anyhow::anyhow!(
+                "it holds fields this release does not know"
+            )));
+        }
+        Ok(pending)
     }
 
     /// The confirmed order, once the gateway has charged it.
@@ -273,5 +287,11 @@ mod tests {
         );
         assert_eq!(doc.payment.card_last4, "1111");
         assert!(PendingOrder::from_json("{").is_err());
+        let mut newer: serde_json::Value = serde_json::from_str(&stored).unwrap();
+        newer["customer"]["address"]["floor"] = "3".into();
+        assert!(PendingOrder::from_json(&newer.to_string()).is_err());
+        let mut older: serde_json::Value = serde_json::from_str(&stored).unwrap();
+        older.as_object_mut().unwrap().remove("installments");
+        assert!(PendingOrder::from_json(&older.to_string()).is_err());
     }
 }

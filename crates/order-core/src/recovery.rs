@@ -6,7 +6,11 @@
 //! never settle the same key), asks the gateway what became of the charge, and settles it with
 //! [`decide`]: every charge ends as exactly one order or one void.
 //!
-//! Three rules keep recovery from turning a good charge into a void:
+//! Four rules keep recovery from turning a good charge into a void:
+//! - a charge whose pending order this release cannot read (a field it does not know, written by
+//!   a newer release, or one it misses) is never voided for it: the key is left `CHARGING`, put
+//!   off like any other ([`Settle::Unreadable`]), counted in `recovery_unreadable_deferred` and
+//!   logged once by name, until a release that can read it completes it;
 //! - it voids only what is known to be unmakeable: the gateway's answer says so ([`decide`]), or
 //!   the database refused the order's rows for good (`db_failure::is_refusal`); any other failure
 //!   leaves the key `CHARGING`, put off for a growing [`backoff`];
@@ -91,6 +95,9 @@ pub enum Settle {
     VoidAndRefuse(&'static str),
     /// Already voided after a charge: complete the key with the terminal `order_voided`.
     Refuse,
+    /// Charged, but this release cannot read the pending order (why): leave the key `CHARGING`
+    /// for a release that can, put off for its back-off.
+    Unreadable(String),
 }
 
 /// Decides from the gateway's view of the key (`None`: it never saw it).
@@ -110,7 +117,7 @@ pub fn decide(key: &ClaimedKey, found: Option<&GatewayPayment>) -> Settle {
                     status: PayStatus::Success,
                 },
             ),
-            Err(_) => Settle::VoidAndRefuse("the stored pending order is unreadable"),
+            Err(e) => Settle::Unreadable(format!("{e:#}")),
         },
         ("DECLINED", _) => Settle::Decline,
         ("VOIDED", false) => Settle::Release,
@@ -178,8 +185,15 @@ mod tests {
         ));
         assert!(matches!(
             decide(&key("{broken"), Some(&seen("SUCCESS", 500, true))),
-            Settle::VoidAndRefuse(_)
+            Settle::Unreadable(_)
         ));
+        let newer = pending().replace("\"card_last4\"", "\"gift_wrap\":true,\"card_last4\"");
+        assert!(matches!(
+            decide(&key(&newer), Some(&seen("SUCCESS", 500, true))),
+            Settle::Unreadable(why) if why.contains("does not know")
+        ));
+        // A key the gateway never charged needs no pending order: voided and released.
+        assert_eq!(decide(&key(&newer), None), Settle::VoidThenRelease);
     }
 
     #[test]

@@ -156,6 +156,11 @@ pub struct CommonSettings {
     /// How long a persist batch stays open for more orders after its first one.
     #[arg(long, env = "PERSIST_BATCH_WAIT_MS", default_value_t = 5)]
     pub persist_batch_wait_ms: u64,
+    /// Days a completed order's idempotency key keeps its stored answer; after them the retention
+    /// sweep drops it, and a replay is answered from the order's rows (`order_core::retention`).
+    /// 0: kept for ever.
+    #[arg(long, env = "KEY_RETENTION_DAYS", default_value_t = 30)]
+    pub key_retention_days: u64,
     #[command(flatten)]
     pub events: EventsSettings,
 }
@@ -176,6 +181,9 @@ pub struct EventsSettings {
     /// Pause of the outbox relay when it found nothing to send.
     #[arg(long, env = "OUTBOX_POLL_MS", default_value_t = 50)]
     pub outbox_poll_ms: u64,
+    /// Hours a sent outbox event is kept before the retention sweep deletes it. 0: kept for ever.
+    #[arg(long, env = "OUTBOX_RETENTION_HOURS", default_value_t = 24)]
+    pub outbox_retention_hours: u64,
 }
 
 impl Default for EventsSettings {
@@ -185,6 +193,7 @@ impl Default for EventsSettings {
             nats_url: "nats://127.0.0.1:4222".to_owned(),
             nats_timeout_ms: 10_000,
             outbox_poll_ms: 50,
+            outbox_retention_hours: 24,
         }
     }
 }
@@ -196,6 +205,12 @@ impl EventsSettings {
 
     pub fn outbox_poll(&self) -> Duration {
         Duration::from_millis(self.outbox_poll_ms)
+    }
+
+    /// How long a sent outbox event is kept (`None`: for ever).
+    pub fn outbox_retention(&self) -> Option<Duration> {
+        (self.outbox_retention_hours > 0)
+            .then(|| Duration::from_secs(self.outbox_retention_hours.saturating_mul(3600)))
     }
 }
 
@@ -251,6 +266,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
             .field("persist_batch_max", &self.persist_batch_max)
             .field("persist_batch_wait_ms", &self.persist_batch_wait_ms)
+            .field("key_retention_days", &self.key_retention_days)
             .field("events", &self.events)
             .finish()
     }
@@ -287,6 +303,7 @@ impl CommonSettings {
             shutdown_grace_ms: 20_000,
             persist_batch_max: 1,
             persist_batch_wait_ms: 5,
+            key_retention_days: 30,
             events: EventsSettings::default(),
         }
     }
@@ -402,6 +419,12 @@ impl CommonSettings {
 
     pub fn reconcile_interval(&self) -> Duration {
         Duration::from_millis(self.reconcile_interval_ms)
+    }
+
+    /// How long a completed order's key keeps its stored answer (`None`: for ever).
+    pub fn key_retention(&self) -> Option<Duration> {
+        (self.key_retention_days > 0)
+            .then(|| Duration::from_secs(self.key_retention_days.saturating_mul(86_400)))
     }
 
     pub fn db_pool_timeout(&self) -> Duration {

@@ -38,11 +38,64 @@ RETURNING attempt, key_id::text AS key_id, state, gateway_key, pending_order";
 /// for its WAL again (the server's `synchronous_commit`), whatever [`RESERVE_KEY`] set for it.
 pub const DURABLE_COMMIT: &str = "SET LOCAL synchronous_commit TO DEFAULT";
 
-/// Reads a taken key. `$1` seller_id, `$2` reference_id.
-pub const FIND_KEY: &str = "\
-SELECT request_hash, state, response_status, response_body, order_id
-  FROM idempotency_keys
- WHERE seller_id = $1 AND reference_id = $2";
+/// The order document of key row `k`'s order, rebuilt from the order's own rows, byte for byte
+/// what `serde_json` wrote into the key's `response_body` when the order was made (the fields in
+/// `OrderDocument`'s order; `to_json` escapes a string as serde does for the characters the
+/// contract admits; `created_at` in chrono's form: the fraction to 0, 3 or 6 digits, `Z`). The
+/// answer to a replay or a read of an order whose key's stored body the retention sweep dropped
+/// ([`EXPIRE_KEY_RESPONSES`]). A scalar subquery: PostgreSQL runs it only where the `COALESCE` it
+/// stands in reaches it, so a key that still has its body costs nothing more.
+macro_rules! order_document {
+    () => {
+        "(SELECT '{\"id\":' || to_json(o.id)::text
+        || ',\"reference_id\":' || to_json(o.reference_id)::text
+        || ',\"status\":' || to_json(o.status)::text
+        || ',\"seller_id\":' || to_json(o.seller_id)::text
+        || ',\"amount\":' || o.amount::text
+        || ',\"installments\":' || o.installments::text
+        || ',\"payment\":{\"method\":' || to_json(o.payment_method)::text
+        || ',\"code\":' || to_json(o.payment_code)::text
+        || ',\"status\":' || to_json(o.payment_status)::text
+        || ',\"card_last4\":' || to_json(o.card_last4)::text
+        || '},\"risk\":{\"recommendation\":' || to_json(o.risk_recommendation)::text
+        || '},\"items\":['
+        || (SELECT string_agg('{\"name\":' || to_json(i.name)::text
+                              || ',\"quantity\":' || i.quantity::text
+                              || ',\"value\":' || i.value::text || '}', ',' ORDER BY i.position)
+              FROM order_items i WHERE i.order_id = o.id)
+        || '],\"customer\":{\"full_name\":' || to_json(c.full_name)::text
+        || ',\"tax_id\":' || to_json(c.tax_id)::text
+        || ',\"address\":{\"street\":' || to_json(c.street)::text
+        || ',\"number\":' || to_json(c.number)::text
+        || ',\"state\":' || to_json(c.state)::text
+        || ',\"city\":' || to_json(c.city)::text
+        || ',\"locality\":' || to_json(c.locality)::text
+        || ',\"zip_code\":' || to_json(c.zip_code)::text
+        || ',\"complement\":' || COALESCE(to_json(c.complement)::text, 'null')
+        || '}},\"created_at\":\"'
+        || to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')
+        || CASE WHEN f.us = 0 THEN ''
+                WHEN f.us % 1000 = 0 THEN '.' || lpad((f.us / 1000)::text, 3, '0')
+                ELSE '.' || lpad(f.us::text, 6, '0') END
+        || 'Z\"}'
+   FROM orders o
+   JOIN customers c ON c.id = o.customer_id
+  CROSS JOIN LATERAL (SELECT extract(microseconds FROM o.created_at)::int8 % 1000000 AS us) f
+  WHERE o.id = k.order_id)"
+    };
+}
+
+/// Reads a taken key. `$1` seller_id, `$2` reference_id. A completed order's key whose stored
+/// body the retention sweep dropped answers with its order's document, rebuilt from the order's
+/// rows (`order_document!`): the same bytes.
+pub const FIND_KEY: &str = concat!(
+    "SELECT k.request_hash, k.state, k.response_status,
+       COALESCE(k.response_body, ",
+    order_document!(),
+    ") AS response_body, k.order_id
+  FROM idempotency_keys k
+ WHERE k.seller_id = $1 AND k.reference_id = $2"
+);
 
 /// Commits, before the gateway sees the card, what recovery needs should anything fail after it:
 /// the charge's gateway key, its amount and the pending order. Renews the lease from this point.
@@ -108,6 +161,18 @@ UPDATE idempotency_keys
        next_attempt_at = now() + make_interval(secs => $4::float8), updated_at = now()
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'";
 
+/// Recovery found the claimed key's pending order unreadable by this release: put off as
+/// [`DEFER_KEY`] does, and marked (`unreadable_since`, kept from its first time). Returns whether
+/// this is the first time: the mark is `now()`, the start of this statement's own transaction, only
+/// when this statement set it. No row: the claim is stale. Same binds as [`DEFER_KEY`].
+pub const DEFER_UNREADABLE: &str = "\
+UPDATE idempotency_keys
+   SET lease_expires_at = now(), deferrals = deferrals + 1,
+       next_attempt_at = now() + make_interval(secs => $4::float8),
+       unreadable_since = COALESCE(unreadable_since, now()), updated_at = now()
+ WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'
+RETURNING unreadable_since = now() AS first";
+
 /// Recovery, immediately before it voids a charge at the gateway: re-asserts its claim — still
 /// this attempt's, still `CHARGING`, no order made under this payment key — and renews the lease
 /// for `$4` seconds, so no retry can take the key over while the void is on its way. No row: the
@@ -119,9 +184,13 @@ UPDATE idempotency_keys k
  WHERE k.seller_id = $1 AND k.reference_id = $2 AND k.attempt = $3 AND k.state = 'CHARGING'
    AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.payment_key = k.gateway_key)";
 
-/// Recovery's gauge: keys in `CHARGING` that recovery has had to put off at least once.
+/// Recovery's gauges: keys in `CHARGING` that recovery has had to put off at least once, and of
+/// them those whose pending order a release could not read ([`DEFER_UNREADABLE`]).
 pub const DEFERRED_KEYS: &str = "\
-SELECT count(*) AS deferred FROM idempotency_keys WHERE state = 'CHARGING' AND deferrals > 0";
+SELECT count(*) AS deferred,
+       count(*) FILTER (WHERE unreadable_since IS NOT NULL) AS unreadable
+  FROM idempotency_keys
+ WHERE state = 'CHARGING' AND deferrals > 0";
 
 /// Recovery: the gateway never charged this key (and it is now voided there): back to a fresh,
 /// expired `IN_PROGRESS` reservation, so the client's retry starts over under a new gateway key.
@@ -129,7 +198,7 @@ SELECT count(*) AS deferred FROM idempotency_keys WHERE state = 'CHARGING' AND d
 pub const RELEASE_UNCHARGED: &str = "\
 UPDATE idempotency_keys
    SET state = 'IN_PROGRESS', gateway_key = NULL, amount = NULL, pending_order = NULL,
-       lease_expires_at = now(), updated_at = now()
+       unreadable_since = NULL, lease_expires_at = now(), updated_at = now()
  WHERE seller_id = $1 AND reference_id = $2 AND attempt = $3 AND state = 'CHARGING'";
 
 /// Completes the key with its 201 (dropping its pending order, as [`COMPLETE_KEY`] does) and
@@ -173,12 +242,56 @@ WITH k AS (
 )
 SELECT count(*) AS completed FROM k";
 
-/// The order document of `$1` (order id) if it belongs to seller `$2`.
-pub const FIND_ORDER: &str = "\
-SELECT k.response_body
-  FROM orders o
-  JOIN idempotency_keys k ON k.seller_id = o.seller_id AND k.reference_id = o.reference_id
- WHERE o.id = $1 AND o.seller_id = $2";
+/// The order document of `$1` (order id) if it belongs to seller `$2`: as stored with its key, or
+/// rebuilt from the order's rows once the retention sweep dropped that copy.
+pub const FIND_ORDER: &str = concat!(
+    "SELECT COALESCE(k.response_body, ",
+    order_document!(),
+    ") AS response_body
+  FROM orders ord
+  JOIN idempotency_keys k ON k.seller_id = ord.seller_id AND k.reference_id = ord.reference_id
+ WHERE ord.id = $1 AND ord.seller_id = $2"
+);
+
+// ---- Retention (`KEY_RETENTION_DAYS`, `OUTBOX_RETENTION_HOURS`, `order_core::retention`) ----
+
+/// Retention: drops the stored body of up to `$2` completed keys with an order whose completion
+/// is older than `$1` seconds (float8). The row stays — its hash, state, status and order id —
+/// so a replay never charges again: it is answered from the order's rows ([`FIND_KEY`]). The
+/// keys without an order (402, 422) keep their short error body. `SKIP LOCKED`: a key another
+/// session holds is left to the next pass. Returns the count.
+pub const EXPIRE_KEY_RESPONSES: &str = "\
+WITH due AS (
+    SELECT seller_id, reference_id
+      FROM idempotency_keys
+     WHERE state = 'COMPLETED' AND order_id IS NOT NULL AND response_body IS NOT NULL
+       AND updated_at < now() - make_interval(secs => $1::float8)
+     ORDER BY updated_at
+     LIMIT $2
+       FOR UPDATE SKIP LOCKED
+), expired AS (
+    UPDATE idempotency_keys k
+       SET response_body = NULL, updated_at = now()
+      FROM due
+     WHERE k.seller_id = due.seller_id AND k.reference_id = due.reference_id
+ RETURNING 1
+)
+SELECT count(*) AS swept FROM expired";
+
+/// Retention: deletes up to `$2` outbox events sent more than `$1` seconds (float8) ago; JetStream
+/// has them, and its duplicate window is minutes. Returns the count.
+pub const DELETE_SENT_OUTBOX: &str = "\
+WITH due AS (
+    SELECT event_id
+      FROM order_outbox
+     WHERE sent_at < now() - make_interval(secs => $1::float8)
+     ORDER BY sent_at
+     LIMIT $2
+       FOR UPDATE SKIP LOCKED
+), deleted AS (
+    DELETE FROM order_outbox o USING due WHERE o.event_id = due.event_id RETURNING 1
+)
+SELECT count(*) AS swept FROM deleted";
 
 /// The readiness probe.
 pub const PING: &str = "SELECT 1";
@@ -218,8 +331,18 @@ UPDATE order_outbox
        claimed_until = NULL, claim_token = NULL
  WHERE claim_token = $1::text AND sent_at IS NULL";
 
-/// Outbox backlog: events not sent yet.
-pub const OUTBOX_BACKLOG: &str = "SELECT count(*) FROM order_outbox WHERE sent_at IS NULL";
+/// Outbox backlog, at a cost bounded whatever its size: the unsent events counted up to
+/// [`OUTBOX_BACKLOG_CAP`] (a larger backlog reads as the cap), and the age in seconds of the
+/// oldest (0 when none), both read from the unsent rows' partial index
+/// (`order_outbox_unsent_idx`), never a scan of the table.
+pub const OUTBOX_BACKLOG: &str = "\
+SELECT (SELECT count(*) FROM (SELECT 1 FROM order_outbox WHERE sent_at IS NULL LIMIT 10000) capped)
+           AS backlog,
+       COALESCE(extract(epoch FROM now() - (SELECT min(created_at) FROM order_outbox
+                                             WHERE sent_at IS NULL)), 0)::float8 AS oldest_age_s";
+
+/// The most unsent events [`OUTBOX_BACKLOG`] counts (its `LIMIT`).
+pub const OUTBOX_BACKLOG_CAP: i64 = 10_000;
 
 /// Two-phase, after a `COMMIT`/`ROLLBACK PREPARED` of gid `$1` failed: whether it is still
 /// prepared, and whether its order `$2` exists (what a finish by someone else left).

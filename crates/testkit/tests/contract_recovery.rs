@@ -113,11 +113,11 @@ async fn an_order_already_made_for_a_charge_is_never_voided(api: Api) {
         app.post_order(TOKEN, &valid_order("made-1")).await.status(),
         201
     );
-    // The key is back in CHARGING with a pending order recovery cannot read (a restore, a hand
+    // The key is back in CHARGING with an amount the gateway did not charge (a restore, a hand
     // edit): the gateway's answer alone would void the charge — but its order exists.
     sqlx::query(
-        "UPDATE idempotency_keys SET state = 'CHARGING', pending_order = '{broken', \
-         lease_expires_at = now() - interval '1 second'",
+        "UPDATE idempotency_keys SET state = 'CHARGING', amount = amount + 1, \
+         pending_order = '{}', lease_expires_at = now() - interval '1 second'",
     )
     .execute(&app.pool)
     .await

@@ -48,6 +48,11 @@ const TWINS: &[Twin] = &[
         same: &[],
     },
     Twin {
+        file: "retention.rs",
+        own: &[],
+        same: &[],
+    },
+    Twin {
         file: "state.rs",
         own: &[(
             "const CONNECT_PATIENCE",

@@ -60,6 +60,29 @@ impl Db {
         Ok(())
     }
 
+    /// Recovery: puts off a claimed key whose pending order this release cannot read, marking it
+    /// (`sql::DEFER_UNREADABLE`); `true` the first time it is so marked.
+    pub async fn defer_unreadable(
+        &self,
+        key: &ClaimedKey,
+        backoff_seconds: f64,
+    ) -> Result<bool, ApiError> {
+        let mut c = self.acquire("recovery").await?;
+        let row = c
+            .conn()
+            .run(|pg| {
+                sqlx::query(sql::DEFER_UNREADABLE)
+                    .bind(&key.seller_id)
+                    .bind(&key.reference_id)
+                    .bind(key.attempt)
+                    .bind(backoff_seconds)
+                    .fetch_optional(pg)
+            })
+            .await
+            .map_err(db_error)?;
+        row.map_or(Ok(false), |r| r.try_get::<bool, _>(0).map_err(db_error))
+    }
+
     /// Recovery, right before a void: whether the claim still holds (`sql::REASSERT_CLAIM`).
     pub async fn reassert_claim(
         &self,
@@ -82,15 +105,19 @@ impl Db {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Recovery's gauge: keys in `CHARGING` put off at least once (`sql::DEFERRED_KEYS`).
-    pub async fn deferred_keys(&self) -> Result<i64, ApiError> {
+    /// Recovery's gauges: keys in `CHARGING` put off at least once, and of them those whose
+    /// pending order a release could not read (`sql::DEFERRED_KEYS`).
+    pub async fn deferred_keys(&self) -> Result<(i64, i64), ApiError> {
         let mut c = self.acquire("recovery").await?;
         let row = c
             .conn()
             .run(|pg| sqlx::query(sql::DEFERRED_KEYS).fetch_one(pg))
             .await
             .map_err(db_error)?;
-        row.try_get::<i64, _>(0).map_err(db_error)
+        Ok((
+            row.try_get::<i64, _>(0).map_err(db_error)?,
+            row.try_get::<i64, _>(1).map_err(db_error)?,
+        ))
     }
 
     /// Recovery: the key's charge never happened (and is voided at the gateway): release it.
