@@ -207,7 +207,9 @@ fn a_burst_of_slow_transactions_is_postgres_and_transient() {
     steady_transactions(&mut r, |t| if t == burst { 1.8 } else { 1.0 });
     assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Unidentified);
     let mut pg_core = quiet();
-    plateau_seconds(&mut pg_core, |s| s.harness.postgres_cpu_percent = Some(96.0));
+    plateau_seconds(&mut pg_core, |s| {
+        s.harness.postgres_cpu_percent = Some(96.0)
+    });
     assert!(!stopped_by(&pg_core).is_transient());
 }
 

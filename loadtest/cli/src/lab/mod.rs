@@ -140,8 +140,9 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         && targets.is_empty()
         && let Ok(p) = crate::services::place_harness(!args.no_pin)?
     {
-        labkit::affinity::pin_tree(pid, &p.harness_cpus)
-            .with_context(|| format!("pinning PostgreSQL (pid {pid}) to CPU {:?}", p.harness_cpus))?;
+        labkit::affinity::pin_tree(pid, &p.harness_cpus).with_context(|| {
+            format!("pinning PostgreSQL (pid {pid}) to CPU {:?}", p.harness_cpus)
+        })?;
     }
     if faults.is_some_and(|f| f.restart_db_at_s.is_some())
         && !db.as_ref().is_some_and(|d| d.is_ephemeral())

@@ -45,7 +45,12 @@ pub fn threads_orders(file: &CapacityFile) -> ScenarioChart {
             .iter()
             .map(|&(x, _)| (x, (10f64.powf(x) / path_s).min(rate)))
             .collect();
-        let mut s = Series::new(format!("blocking-api at {rate:.0}/s"), measured, colour, Dash::Solid);
+        let mut s = Series::new(
+            format!("blocking-api at {rate:.0}/s"),
+            measured,
+            colour,
+            Dash::Solid,
+        );
         s.dots = true;
         series.push(s);
         series.push(Series::new(
@@ -152,9 +157,7 @@ pub fn capacities(file: &CapacityFile) -> ScenarioChart {
         caption: format!(
             "The highest rate each API met the objective at, ± {:.0}/s; \"at least\" where the \
              rig, not the API, stopped the search.",
-            file.capacities
-                .first()
-                .map_or(0.0, |c| c.resolution_rps)
+            file.capacities.first().map_or(0.0, |c| c.resolution_rps)
         ),
         svg: bars(
             "Capacity within the objective",

@@ -21,10 +21,9 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
     let mut files = Vec::new();
     for dir in &args.folders {
         let path = dir.join("scenario.json");
-        let text =
-            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let file: CapacityFile = serde_json::from_slice(&text)
-            .with_context(|| format!("parsing {}", path.display()))?;
+        let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let file: CapacityFile =
+            serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
         if file.scenario != "capacity" {
             bail!(
                 "{} is of --scenario {}, not capacity",
@@ -123,14 +122,11 @@ fn rate_text(c: &CapacityPoint) -> String {
 fn conclusion(f: &CapacityFile) -> Option<String> {
     use super::capacity_cause::StoppedBy;
     let best = |api: &str| {
-        f.capacities
-            .iter()
-            .filter(|c| c.api == api)
-            .max_by(|a, b| {
-                a.capacity_rps
-                    .unwrap_or(0.0)
-                    .total_cmp(&b.capacity_rps.unwrap_or(0.0))
-            })
+        f.capacities.iter().filter(|c| c.api == api).max_by(|a, b| {
+            a.capacity_rps
+                .unwrap_or(0.0)
+                .total_cmp(&b.capacity_rps.unwrap_or(0.0))
+        })
     };
     let (b, r) = (best("blocking-api")?, best("reactive-api")?);
     let lower = |c: &CapacityPoint| matches!(c.stopped_by, StoppedBy::Harness | StoppedBy::None);
@@ -148,8 +144,7 @@ fn conclusion(f: &CapacityFile) -> Option<String> {
             "{at} both searches ended at the rig's limit ({b_name} {tb}, reactive-api \
              {tr}): not compared."
         )
-    } else if (cb - cr).abs() <= b.resolution_rps.max(r.resolution_rps) && !lower(b) && !lower(r)
-    {
+    } else if (cb - cr).abs() <= b.resolution_rps.max(r.resolution_rps) && !lower(b) && !lower(r) {
         format!("{at} they tie within the resolution: {b_name} {tb}, reactive-api {tr}.")
     } else if cb > cr && !lower(r) {
         format!(
@@ -212,7 +207,12 @@ mod tests {
             file(
                 220,
                 vec![
-                    cap("blocking-api", Some(200), Some(250.0), StoppedBy::Unidentified),
+                    cap(
+                        "blocking-api",
+                        Some(200),
+                        Some(250.0),
+                        StoppedBy::Unidentified,
+                    ),
                     cap("reactive-api", None, Some(25.0), StoppedBy::Unidentified),
                 ],
             ),
@@ -266,7 +266,11 @@ mod tests {
                 cap("reactive-api", None, Some(275.0), StoppedBy::Cpu),
             ],
         );
-        assert!(conclusion(&tie).unwrap().contains("tie within the resolution"));
+        assert!(
+            conclusion(&tie)
+                .unwrap()
+                .contains("tie within the resolution")
+        );
         let none = file(
             22,
             vec![
@@ -275,7 +279,11 @@ mod tests {
             ],
         );
         assert_eq!(table(std::slice::from_ref(&none)).rows[0][4], "none met");
-        assert!(conclusion(&none).unwrap().contains("reactive-api served more"));
+        assert!(
+            conclusion(&none)
+                .unwrap()
+                .contains("reactive-api served more")
+        );
         let neither = file(
             22,
             vec![
