@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use mock_deps::{MockConfig, MockDeps};
 use order_core::settings::CommonSettings;
-use testkit::{Api, FreezableRelay, TOKEN, TestDatabase, contract_tests, valid_order};
+use testbed::proxy::{LatencyProxy, upstream_of};
+use testkit::{Api, TOKEN, TestDatabase, contract_tests, valid_order};
 
 contract_tests!(
     a_server_named_by_pghost_gets_the_client_deadline,
@@ -27,7 +28,7 @@ fn binary(api: Api) -> std::path::PathBuf {
         Api::Blocking => "blocking-api",
         Api::Reactive => "reactive-api",
     };
-    labkit::process::find_binary(name).expect("scripts/test.sh builds the API binaries")
+    testbed::process::find_binary(name).expect("scripts/test.sh builds the API binaries")
 }
 
 /// Kills the API process when the test ends, however it ends.
@@ -45,7 +46,7 @@ impl Drop for Running {
 async fn start_with_pghost(
     api: Api,
     db: &TestDatabase,
-    relay: &FreezableRelay,
+    relay: &LatencyProxy,
     deps: &MockDeps,
     port: u16,
 ) -> Running {
@@ -118,7 +119,7 @@ async fn order(port: u16, reference: &str, bound: Duration) -> (u16, String, Dur
 async fn a_server_named_by_pghost_gets_the_client_deadline(api: Api) {
     let db = TestDatabase::new().await;
     let deps = MockDeps::spawn(MockConfig::instant()).await.unwrap();
-    let relay = FreezableRelay::start(latency_proxy::upstream_of(&db.url).unwrap()).unwrap();
+    let relay = LatencyProxy::freezable(upstream_of(&db.url).unwrap()).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .unwrap()
@@ -129,16 +130,16 @@ async fn a_server_named_by_pghost_gets_the_client_deadline(api: Api) {
     let (status, code, _) = order(port, "before-freeze", bound).await;
     assert_eq!(status, 201, "{code}");
 
-    relay.freeze();
+    relay.set_frozen(true);
     let (status, code, took) = order(port, "frozen", bound).await;
     assert_eq!((status, code.as_str()), (503, "database_unavailable"));
     assert!(took <= bound, "answered after {took:?}, bound {bound:?}");
-    relay.thaw();
+    relay.set_frozen(false);
 }
 
 async fn a_url_naming_several_servers_refuses_to_start_saying_so(api: Api) {
     let db = TestDatabase::new().await;
-    let upstream = latency_proxy::upstream_of(&db.url).unwrap();
+    let upstream = upstream_of(&db.url).unwrap();
     let url = reqwest::Url::parse(&db.url).unwrap();
     let user = url.username();
     let name = db.name();
