@@ -117,7 +117,9 @@ pub fn decide(key: &ClaimedKey, found: Option<&GatewayPayment>) -> Settle {
                     status: PayStatus::Success,
                 },
             ),
-            Err(e) => Settle::Unreadable(format!("{e:#}")),
+            // The reason, not the API error's public message.
+            Err(ApiError::Internal(cause)) => Settle::Unreadable(format!("{cause:#}")),
+            Err(e) => Settle::Unreadable(e.to_string()),
         },
         ("DECLINED", _) => Settle::Decline,
         ("VOIDED", false) => Settle::Release,
@@ -161,7 +163,8 @@ mod tests {
             "amount": 500, "installments": 1, "method": "DEBIT_CARD", "card_last4": "1111",
             "items": [{"name": "x", "quantity": 1, "value": 500}],
             "customer": {"full_name": "A", "tax_id": "12345678901", "address": {"street": "s",
-                "number": "1", "state": "S", "city": "c", "locality": "l", "zip_code": "z"}}})
+                "number": "1", "state": "S", "city": "c", "locality": "l", "zip_code": "z",
+                "complement": null}}})
         .to_string()
     }
 

@@ -7,7 +7,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::bench::{BUSY_THREADS, IN_FLIGHT};
+/// [`crate::bench::MemoryFigures::busy_kind`] of blocking-api: its `blocking_pool_busy` gauge.
+pub const BUSY_THREADS: &str = "busy blocking threads";
+/// [`crate::bench::MemoryFigures::busy_kind`] of reactive-api: its `http_requests_in_flight`
+/// gauge.
+pub const IN_FLIGHT: &str = "orders in flight";
 
 /// blocking-api (a thread per order, on a bounded pool) or reactive-api (async, no pool).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -16,6 +16,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 pub use crate::Pinning;
+pub use crate::api::{BUSY_THREADS, IN_FLIGHT};
 use crate::{ApiKind, Environment, Limits, MockLatencies};
 
 /// Version of the bench schema. Bumped only for changes an old reader could misread.
@@ -312,11 +313,6 @@ pub struct MemorySlope {
     /// ΔRSS ÷ Δbusy, bytes.
     pub bytes_per_busy: f64,
 }
-
-/// [`MemoryFigures::busy_kind`] of blocking-api: its `blocking_pool_busy` gauge.
-pub const BUSY_THREADS: &str = "busy blocking threads";
-/// [`MemoryFigures::busy_kind`] of reactive-api: its `http_requests_in_flight` gauge.
-pub const IN_FLIGHT: &str = "orders in flight";
 
 /// One unit of a busy kind, for names: `busy thread`, `in-flight order`.
 pub fn busy_unit(kind: &str) -> &str {
