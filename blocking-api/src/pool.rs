@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use actix_web::web;
 use order_core::ApiError;
 use order_core::metrics::Metrics;
+use order_core::read_admission::ReadAdmission;
 
 /// Runs `work` on the blocking pool. While all threads are busy it waits in the pool's queue
 /// (counted as `blocking_pool_queued`), as a servlet container queues behind its thread pool.
@@ -50,8 +51,9 @@ impl Drop for Gauge {
     }
 }
 
-/// The pool of the reads, `GET /orders/{id}`: `READ_THREADS` threads of their own, behind a queue
-/// of at most `READ_QUEUE` reads.
+/// The pool of the reads, `GET /orders/{id}`: `READ_THREADS` threads of their own, behind the
+/// reads' admission (`order_core::read_admission`: a place per thread, at most `READ_QUEUE`
+/// waiting, each at most `QUEUE_TIMEOUT_MS`).
 ///
 /// Why not the order pool: with `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the default) every admitted
 /// order counts on finding a thread at once, and orders that wait on a slow gateway hold every
@@ -64,21 +66,23 @@ impl Drop for Gauge {
 ///
 /// Bounded, and skipping the abandoned: a flood of reads whose clients give up (a slow seller
 /// service, every read waiting on it) must not leave thousands of jobs that still call the seller
-/// long after nobody waits. A read that finds the queue full is refused at once (503
-/// `overloaded`), and a queued read whose client went away (actix dropped its handler, and with
-/// it the answer's receiver) is skipped, not run. The probes never come here (`/ready` answers on
-/// the event loop, see `order_core::http::ready`).
+/// long after nobody waits. A read waits for its place in the admission, where a client that goes
+/// away takes its wait with it; a job handed to a thread whose answer nobody waits for any more
+/// is skipped, not run. The probes never come here (`/ready` answers on the event loop, see
+/// `order_core::http::ready`).
 pub struct ReadPool {
+    admission: ReadAdmission,
     jobs: mpsc::SyncSender<Job>,
 }
 
 type Job = Box<dyn FnOnce() + Send>;
 
 impl ReadPool {
-    /// Starts `threads` threads (at least one) behind a queue of `queue` reads (at least one);
-    /// they end when the pool is dropped.
-    pub fn start(threads: usize, queue: usize) -> std::io::Result<Self> {
-        let (jobs, queued) = mpsc::sync_channel::<Job>(queue.max(1));
+    /// Starts `threads` threads (at least one) behind `admission`, which gives as many places
+    /// as there are threads; they end when the pool is dropped.
+    pub fn start(threads: usize, admission: ReadAdmission) -> std::io::Result<Self> {
+        // A job is sent only with a place, so the channel never holds more than one per thread.
+        let (jobs, queued) = mpsc::sync_channel::<Job>(threads.max(1));
         let queued = Arc::new(Mutex::new(queued));
         for i in 0..threads.max(1) {
             let queued = queued.clone();
@@ -94,16 +98,17 @@ impl ReadPool {
                     }
                 })?;
         }
-        Ok(ReadPool { jobs })
+        Ok(ReadPool { admission, jobs })
     }
 
-    /// Runs `work` on one of the pool's threads, unless the queue is full (503 `overloaded`) or
-    /// nobody waits for the answer any more when its turn comes (skipped).
+    /// Runs `work` on one of the pool's threads once the admission gives it a place (else 503
+    /// `overloaded`), unless nobody waits for the answer any more when its turn comes (skipped).
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         F: FnOnce() -> Result<T, ApiError> + Send + 'static,
         T: Send + 'static,
     {
+        let _place = self.admission.enter().await?;
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
             if answer.is_closed() {

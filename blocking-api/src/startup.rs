@@ -1,6 +1,7 @@
 //! Builds the server from [`Settings`]: migrations, pool, HTTP client, listener.
 
 use order_core::admission::Admission;
+use order_core::read_admission::ReadAdmission;
 use order_core::request_hash::RequestHashKey;
 use order_core::server::{Api, Running, start};
 use order_core::settings::CommonSettings;
@@ -27,7 +28,8 @@ pub struct Settings {
     /// Threads of the pool that `GET /orders/{id}` runs on, apart from the orders'.
     #[arg(long, env = "READ_THREADS", default_value_t = 4)]
     pub read_threads: usize,
-    /// Reads that may wait for a read thread; one more is refused at once (503 `overloaded`).
+    /// Reads that may wait for a read thread (each at most QUEUE_TIMEOUT_MS); one more is
+    /// refused at once (503 `overloaded`).
     #[arg(long, env = "READ_QUEUE", default_value_t = 64)]
     pub read_queue: usize,
     #[command(flatten)]
@@ -53,7 +55,15 @@ impl Application {
                 db,
                 deps: Deps::new(&common, metrics.clone())?,
                 admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
-                reads: ReadPool::start(settings.read_threads, settings.read_queue)?,
+                reads: ReadPool::start(
+                    settings.read_threads,
+                    ReadAdmission::new(
+                        settings.read_threads,
+                        settings.read_queue,
+                        common.queue_timeout(),
+                        metrics.clone(),
+                    ),
+                )?,
                 events,
                 metrics,
                 hash_key: RequestHashKey::from_settings(&common)?,

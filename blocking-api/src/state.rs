@@ -25,7 +25,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub hash_key: RequestHashKey,
     pub admission: Admission,
-    /// The threads of `GET /orders/{id}`, apart from the orders', behind a bounded queue.
+    /// The threads of `GET /orders/{id}`, apart from the orders', behind the reads' admission.
     pub reads: ReadPool,
     pub events: Events,
 }

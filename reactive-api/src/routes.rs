@@ -49,6 +49,8 @@ async fn get_order(
     // Before any work: an id no order can have costs no seller call.
     http::order_id(&id)?;
     let token = seller_token(&req)?;
+    // Dropped with the handler when the client goes away, waiting or not.
+    let _place = state.reads.enter().await?;
     let body = service::get_order(&state, &token, &id).await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")

@@ -1,6 +1,7 @@
 //! Builds the server from [`Settings`]: migrations, pool, HTTP client, listener.
 
 use order_core::admission::Admission;
+use order_core::read_admission::ReadAdmission;
 use order_core::request_hash::RequestHashKey;
 use order_core::server::{Api, Running, start};
 use order_core::settings::{CommonSettings, REACTIVE_MAX_IN_FLIGHT};
@@ -20,6 +21,13 @@ pub struct Settings {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "BIND_ADDR", default_value = "127.0.0.1:8082")]
     pub bind_addr: String,
+    /// Reads (`GET /orders/{id}`) in progress at once, apart from the orders' places.
+    #[arg(long, env = "READ_IN_FLIGHT", default_value_t = 32)]
+    pub read_in_flight: usize,
+    /// Reads that may wait for a place (each at most QUEUE_TIMEOUT_MS); one more is refused at
+    /// once (503 `overloaded`).
+    #[arg(long, env = "READ_QUEUE", default_value_t = 64)]
+    pub read_queue: usize,
     #[command(flatten)]
     pub common: CommonSettings,
 }
@@ -43,6 +51,12 @@ impl Application {
                 db,
                 deps: Deps::new(&common, metrics.clone())?,
                 admission: Admission::new(&common, REACTIVE_MAX_IN_FLIGHT, metrics.clone()),
+                reads: ReadAdmission::new(
+                    settings.read_in_flight,
+                    settings.read_queue,
+                    common.queue_timeout(),
+                    metrics.clone(),
+                ),
                 events,
                 metrics,
                 hash_key: RequestHashKey::from_settings(&common)?,

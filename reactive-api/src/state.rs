@@ -10,6 +10,7 @@ use event_broker::Broker;
 use order_core::admission::Admission;
 use order_core::events::EventsMode;
 use order_core::metrics::Metrics;
+use order_core::read_admission::ReadAdmission;
 use order_core::request_hash::RequestHashKey;
 use order_core::settings::CommonSettings;
 
@@ -25,6 +26,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub hash_key: RequestHashKey,
     pub admission: Admission,
+    /// The admission of `GET /orders/{id}`, apart from the orders'.
+    pub reads: ReadAdmission,
     pub events: Events,
 }
 

@@ -37,6 +37,7 @@ pub mod openapi;
 pub mod order;
 pub mod prepared;
 pub mod probe;
+pub mod read_admission;
 pub mod recovery;
 pub mod request_hash;
 pub mod retention;

@@ -47,6 +47,8 @@ pub struct Metrics {
     pub admission_limit: IntGauge,
     pub admitted: IntGauge,
     pub shed: IntCounterVec,
+    /// Reads refused by their own admission (`read_admission`), by reason.
+    pub reads_refused: IntCounterVec,
     /// How late the event loop runs the tasks it wakes (smoothed; see `admission::LoopLag`).
     pub loop_lag: Gauge,
     /// The client connection cap (`MAX_CONNECTIONS`, `connection_cap`), and the connections
@@ -198,6 +200,16 @@ impl Metrics {
             &["reason"],
         )
         .unwrap();
+        let reads_refused = IntCounterVec::new(
+            Opts::new(
+                "reads_refused_total",
+                "Reads (GET /orders/{id}) refused 503 overloaded by their own admission: \
+                 queue_full (READ_QUEUE waiting already), queue_timeout (no place within \
+                 QUEUE_TIMEOUT_MS)",
+            ),
+            &["reason"],
+        )
+        .unwrap();
         let loop_lag = Gauge::new(
             "event_loop_lag_seconds",
             "How late the event loop runs a task it woke, smoothed (MAX_LOOP_LAG_MS refuses above)",
@@ -237,6 +249,7 @@ impl Metrics {
         reg(Box::new(admission_limit.clone()));
         reg(Box::new(admitted.clone()));
         reg(Box::new(shed.clone()));
+        reg(Box::new(reads_refused.clone()));
         reg(Box::new(loop_lag.clone()));
         reg(Box::new(connections_limit.clone()));
         reg(Box::new(connections_refused.clone()));
@@ -282,6 +295,7 @@ impl Metrics {
             admission_limit,
             admitted,
             shed,
+            reads_refused,
             loop_lag,
             connections_limit,
             connections_refused,

@@ -259,7 +259,12 @@ pub async fn build(api: Api, common: CommonSettings) -> anyhow::Result<u16> {
             port
         }
         Api::Reactive => {
-            let settings = reactive_api::Settings { bind_addr, common };
+            let settings = reactive_api::Settings {
+                bind_addr,
+                read_in_flight: 4,
+                read_queue: 64,
+                common,
+            };
             let app = reactive_api::Application::build(settings).await?;
             let port = app.port();
             tokio::spawn(app.run_until_stopped());

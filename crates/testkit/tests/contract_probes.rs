@@ -1,7 +1,8 @@
 //! The probes and the reads cannot starve: `/health` and `/ready` answer within 100 ms however
 //! many reads wait and however slow the database is (ready means this process can serve; the
 //! database's state is in `/metrics`); a read is refused before any work when its id cannot name
-//! an order; and a flood of reads whose clients gave up leaves no work behind.
+//! an order; reads have an admission of their own (a few places, a bounded queue, a bounded wait);
+//! and a flood of reads whose clients gave up leaves no work behind.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ contract_tests!(
     ready_answers_within_100ms_while_the_database_is_frozen,
     an_id_no_order_can_have_is_refused_before_any_work,
     reads_whose_clients_left_are_not_run,
+    reads_beyond_their_places_wait_a_bounded_time_in_a_bounded_queue,
 );
 
 /// How fast a probe must answer.
@@ -131,4 +133,56 @@ async fn reads_whose_clients_left_are_not_run(api: Api) {
         later, settled,
         "{api:?} went on calling the seller for reads nobody waits for"
     );
+}
+
+/// testkit's read places (`READ_THREADS` / `READ_IN_FLIGHT`) and queue (`READ_QUEUE`).
+const READ_PLACES: usize = 4;
+const READ_QUEUE: usize = 64;
+
+async fn reads_beyond_their_places_wait_a_bounded_time_in_a_bounded_queue(api: Api) {
+    let queue_timeout = Duration::from_millis(1000);
+    let app = TestApp::spawn_with(api, slow_seller(3000), |s| {
+        s.queue_timeout_ms = queue_timeout.as_millis() as u64;
+    })
+    .await;
+    let count = 100;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let reads: Vec<_> = (0..count)
+        .map(|_| {
+            let request = client
+                .get(format!("{}/orders/ORDER_NONE", app.address))
+                .header("Authorization", TOKEN);
+            tokio::spawn(async move {
+                let started = Instant::now();
+                let status = request.send().await.unwrap().status().as_u16();
+                (status, started.elapsed())
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    for read in reads {
+        match read.await.unwrap() {
+            (404, _) => answered += 1,
+            (503, took) => assert!(
+                took < queue_timeout + Duration::from_millis(700),
+                "{api:?}: a refused read waited {took:?}"
+            ),
+            other => panic!("{api:?}: a read answered {other:?}"),
+        }
+    }
+    // Every read arrived within the seller's 3 s: only those with a place were served.
+    assert_eq!(answered, READ_PLACES, "{api:?}: reads served");
+    assert_eq!(
+        app.deps.stats().seller.requests as usize,
+        READ_PLACES,
+        "{api:?}: seller calls"
+    );
+    let refused = |reason| format!(r#"reads_refused_total{{reason="{reason}"}}"#);
+    let full = app.metric(&refused("queue_full")).await.unwrap_or(0.0);
+    let timed_out = app.metric(&refused("queue_timeout")).await.unwrap_or(0.0);
+    assert_eq!(full as usize, count - READ_PLACES - READ_QUEUE, "{api:?}");
+    assert_eq!(timed_out as usize, READ_QUEUE, "{api:?}");
 }

@@ -60,9 +60,10 @@ const TWINS: &[Twin] = &[
         )],
         same: &[
             (
-                "/// The threads of `GET /orders/{id}`, apart from the orders', behind a bounded queue.
+                "/// The threads of `GET /orders/{id}`, apart from the orders', behind the reads' admission.
                  pub reads: ReadPool,",
-                "",
+                "/// The admission of `GET /orders/{id}`, apart from the orders'.
+                 pub reads: ReadAdmission,",
             ),
             (
                 "BlockingBroker::connect(&s.nats_url, s.nats_timeout())",
