@@ -63,6 +63,7 @@ pub enum ErrorCode {
     RiskRejected,
     PaymentDeclined,
     IdempotencyKeyReused,
+    IdempotencyKeyNewerRelease,
     RequestInProgress,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -99,6 +100,7 @@ impl ErrorCode {
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             DependencyUnavailable
             | DatabaseUnavailable
+            | IdempotencyKeyNewerRelease
             | Overloaded
             | TooManyConnections
             | DeadlineExceeded
@@ -117,6 +119,7 @@ impl ErrorCode {
         use ErrorCode::*;
         match self {
             RequestInProgress
+            | IdempotencyKeyNewerRelease
             | DatabaseUnavailable
             | DependencyUnavailable
             | Overloaded
@@ -145,6 +148,10 @@ pub enum ApiError {
     PaymentDeclined,
     #[error("this reference_id was already used with a different request")]
     IdempotencyKeyReused,
+    /// The key's hash is of a form only a newer release computes (`request_hash::stored_form`):
+    /// this release cannot tell whether the request is the same; a replica of that release can.
+    #[error("this reference_id was recorded by a newer release; retry")]
+    IdempotencyKeyNewerRelease,
     #[error("a request with this reference_id is still being processed")]
     RequestInProgress,
     #[error("the body is larger than {limit} bytes")]
@@ -228,6 +235,7 @@ impl ApiError {
             ApiError::RiskRejected => ErrorCode::RiskRejected,
             ApiError::PaymentDeclined => ErrorCode::PaymentDeclined,
             ApiError::IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
+            ApiError::IdempotencyKeyNewerRelease => ErrorCode::IdempotencyKeyNewerRelease,
             ApiError::RequestInProgress => ErrorCode::RequestInProgress,
             ApiError::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
             ApiError::UnsupportedMediaType => ErrorCode::UnsupportedMediaType,

@@ -6,6 +6,7 @@
 
 use crate::error::ApiError;
 use crate::order::{Charging, Outcome, PendingOrder};
+use crate::request_hash::{StoredForm, stored_form};
 
 pub const STATE_IN_PROGRESS: &str = "IN_PROGRESS";
 /// Marked, and committed, before the gateway is called: the key may have a charge, so it is never
@@ -59,11 +60,15 @@ pub enum Reservation {
 /// Decides a request whose key is taken: replay the stored outcome, report it in progress, or
 /// refuse a different request that reuses the key. `is_same_request` says whether the key's
 /// stored hash is this request's (`ValidOrder::is_same_request`, which also knows the hash's
-/// earlier form).
+/// earlier form). A hash of a form only a newer release computes is neither: 503
+/// `idempotency_key_newer_release` (`request_hash::stored_form`).
 pub fn decide(
     existing: ExistingKey,
     is_same_request: impl Fn(&str) -> bool,
 ) -> Result<Outcome, ApiError> {
+    if stored_form(&existing.request_hash) == StoredForm::Newer {
+        return Err(ApiError::IdempotencyKeyNewerRelease);
+    }
     if !is_same_request(&existing.request_hash) {
         return Err(ApiError::IdempotencyKeyReused);
     }
@@ -133,6 +138,9 @@ pub fn decide_expired(
     expired: ApiError,
 ) -> Result<Outcome, ApiError> {
     match existing {
+        Some(e) if stored_form(&e.request_hash) == StoredForm::Newer => {
+            Err(ApiError::IdempotencyKeyNewerRelease)
+        }
         Some(e) if is_same_request(&e.request_hash) => match e.state.as_str() {
             STATE_CHARGING => Err(ApiError::RequestInProgress),
             // Compared once above: the earlier form's hash costs a serialisation.
@@ -166,6 +174,29 @@ mod tests {
         for state in [STATE_IN_PROGRESS, STATE_COMPLETED] {
             let err = decide(row("a", state, Some(201)), same("b")).unwrap_err();
             assert!(matches!(err, ApiError::IdempotencyKeyReused), "{state}");
+        }
+    }
+
+    #[test]
+    fn a_hash_of_a_newer_form_is_neither_replayed_nor_refused_as_another_body() {
+        let hash = "3:00ff";
+        for state in [STATE_IN_PROGRESS, STATE_CHARGING, STATE_COMPLETED] {
+            // Even a comparison that would say "the same" is not asked.
+            let err = decide(row(hash, state, Some(201)), |_| true).unwrap_err();
+            assert!(
+                matches!(err, ApiError::IdempotencyKeyNewerRelease),
+                "{state}"
+            );
+            let err = decide_expired(
+                Some(row(hash, state, Some(201))),
+                |_| true,
+                ApiError::NotFound,
+            )
+            .unwrap_err();
+            assert!(
+                matches!(err, ApiError::IdempotencyKeyNewerRelease),
+                "{state}"
+            );
         }
     }
 

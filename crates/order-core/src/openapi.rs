@@ -152,7 +152,9 @@ pub async fn serve() -> HttpResponse {
             statement past its timeout; `overloaded`: more than `MAX_IN_FLIGHT` orders for longer than \
             `QUEUE_TIMEOUT_MS`, refused before any work; `deadline_exceeded`: `REQUEST_DEADLINE_MS` \
             passed before the charge, the key is freed; `too_many_connections`: the request came on a \
-            connection above `MAX_CONNECTIONS`, which is closed after this answer (any path).",
+            connection above `MAX_CONNECTIONS`, which is closed after this answer (any path); \
+            `idempotency_key_newer_release`: the key's request hash is of a form only a newer release \
+            computes, so this one cannot tell a retry from another request (a replica of that release can).",
             body = ErrorBody, headers(
                 ("Retry-After" = String, description = "Seconds to wait before retrying; a retry may go on at once.")
             ))
@@ -178,7 +180,9 @@ fn create_order() {}
             body = ErrorBody),
         (status = 500, description = "`internal_error`: a bug.", body = ErrorBody),
         (status = 503, description = "`dependency_unavailable`: the seller service failed; \
-            `database_unavailable`: no database connection in time; `too_many_connections`: the \
+            `database_unavailable`: no database connection in time; `overloaded`: more reads than \
+            their places (`READ_THREADS` / `READ_IN_FLIGHT`) and queue (`READ_QUEUE`) for longer than \
+            `QUEUE_TIMEOUT_MS`; `too_many_connections`: the \
             request came on a connection above `MAX_CONNECTIONS`, which is closed after this answer.",
             body = ErrorBody, headers(
                 ("Retry-After" = String, description = "Seconds to wait before retrying.")

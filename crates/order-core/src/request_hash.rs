@@ -9,6 +9,16 @@
 //! [`crate::contract::ValidOrder::is_same_request`] still recognises them, so a retry across the
 //! upgrade is replayed, not refused.
 //!
+//! **Forms between releases.** A stored hash says which form it was computed over: 64 hex digits
+//! untagged are the JSON form or postcard's (this release computes both), and any later form is
+//! stored tagged, `<form>:<hex>` ([`stored_form`]), so that a release can tell a hash it cannot
+//! compute from another request's: it answers 503 `idempotency_key_newer_release` (+
+//! `Retry-After`) — never a replay it cannot verify, never `idempotency_key_reused` for what may
+//! be the same request. A new form goes in over two releases, so that neighbouring releases
+//! always compare in both directions: the first computes it beside the old one and still writes
+//! the old, the second writes it. The hash of a fixed request under a fixed key is pinned by a
+//! test (`the_canonical_form_is_pinned`): changing the form without that rule fails it.
+//!
 //! The canonical form holds the card number; a plain SHA-256 of it could be brute-forced from a
 //! database dump (BIN and last four digits known, a few million candidates left). Keyed, the hash
 //! reveals nothing without the key. The CVV is left out of the canonical form altogether: nothing
@@ -23,6 +33,24 @@ use crate::settings::{AppEnv, CommonSettings, DEVELOPMENT_HASH_KEY};
 
 #[derive(Clone)]
 pub struct RequestHashKey(Hmac<Sha256>);
+
+/// The form a stored request hash was computed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredForm {
+    /// Untagged: the JSON form or postcard's, both of which this release computes.
+    Known,
+    /// Tagged `<form>:<hex>`: a form a newer release writes, which this one cannot compute.
+    Newer,
+}
+
+/// Which form `stored` (a key's `request_hash`) was computed over.
+pub fn stored_form(stored: &str) -> StoredForm {
+    if stored.contains(':') {
+        StoredForm::Newer
+    } else {
+        StoredForm::Known
+    }
+}
 
 impl RequestHashKey {
     /// The key from the settings: the one [`CommonSettings::chosen_hash_key`] chooses, or its

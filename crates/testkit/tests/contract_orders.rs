@@ -11,6 +11,7 @@ contract_tests!(
     replays_the_first_outcome_byte_for_byte,
     refuses_a_reused_key_with_another_body,
     a_key_hashed_before_the_canonical_form_changed_still_replays,
+    a_key_hashed_in_a_newer_form_is_left_to_the_newer_release,
     fifty_concurrent_requests_with_one_key_make_one_order,
     unknown_or_missing_token_is_401_without_touching_the_database,
     order_is_visible_to_its_seller_only,
@@ -261,4 +262,59 @@ async fn a_key_hashed_before_the_canonical_form_changed_still_replays(api: Api) 
     let refused = app.post_order(TOKEN, &other).await;
     assert_eq!(refused.status(), 422);
     assert_eq!(app.deps.ledger().pay_requests, 1);
+}
+
+/// A key whose hash is of a form only a newer release computes (tagged `<form>:<hex>`) is not
+/// decided by this one: 503 `idempotency_key_newer_release` with `Retry-After`, no charge, the key
+/// as it was; once the hash is one this release computes again, the retry is replayed.
+async fn a_key_hashed_in_a_newer_form_is_left_to_the_newer_release(api: Api) {
+    let app = TestApp::spawn(api).await;
+    let first = app.post_order(TOKEN, &valid_order("newer-form-1")).await;
+    assert_eq!(first.status(), 201);
+    let first_body = first.bytes().await.unwrap();
+    let tag = |hash: &str| format!("3:{hash}");
+    let (stored,): (String,) = sqlx::query_as(
+        "SELECT request_hash FROM idempotency_keys WHERE reference_id = 'newer-form-1'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE idempotency_keys SET request_hash = $1 WHERE reference_id = 'newer-form-1'",
+    )
+    .bind(tag(&stored))
+    .execute(&app.pool)
+    .await
+    .unwrap();
+
+    for body in [valid_order("newer-form-1"), {
+        let mut other = valid_order("newer-form-1");
+        other["customer"]["full_name"] = "Bia Souza".into();
+        other
+    }] {
+        let answer = app.post_order(TOKEN, &body).await;
+        assert_eq!(answer.status(), 503);
+        assert_eq!(answer.headers()["retry-after"], "1");
+        let json: serde_json::Value = answer.json().await.unwrap();
+        assert_eq!(json["error"], "idempotency_key_newer_release");
+    }
+    assert_eq!(app.deps.ledger().pay_requests, 1, "nothing charged again");
+    let (after,): (String,) = sqlx::query_as(
+        "SELECT request_hash FROM idempotency_keys WHERE reference_id = 'newer-form-1'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(after, tag(&stored), "the key as the newer release left it");
+
+    sqlx::query(
+        "UPDATE idempotency_keys SET request_hash = $1 WHERE reference_id = 'newer-form-1'",
+    )
+    .bind(&stored)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let again = app.post_order(TOKEN, &valid_order("newer-form-1")).await;
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.bytes().await.unwrap(), first_body);
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::request_hash::{StoredForm, stored_form};
 
 fn today() -> NaiveDate {
     NaiveDate::from_ymd_opt(2026, 11, 30).unwrap()
@@ -207,6 +208,19 @@ fn the_json_hash_of_an_earlier_version_is_the_same_request() {
     let other_key = RequestHashKey::new(b"another-key-0123456");
     assert!(!order.is_same_request(&legacy, &other_key));
 }
+
+/// The canonical form's hash of the sample under the test key. A change of this value is a new
+/// form: it goes in over two releases (the first computes it and still writes the old one, the
+/// second writes it tagged `<form>:<hex>`), see `request_hash`.
+#[test]
+fn the_canonical_form_is_pinned() {
+    let order = check(&valid()).unwrap();
+    assert_eq!(order.request_hash, PINNED_HASH);
+    assert_eq!(stored_form(&order.request_hash), StoredForm::Known);
+    assert_eq!(stored_form(&format!("3:{PINNED_HASH}")), StoredForm::Newer);
+}
+
+const PINNED_HASH: &str = "8e4f54f472b94aa8c101ecf33bde55dc38dc83ccf07845cc77a75e2274a5efad";
 
 #[test]
 fn a_failed_parse_still_names_the_field() {
