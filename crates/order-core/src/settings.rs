@@ -165,7 +165,7 @@ pub struct CommonSettings {
     pub events: EventsSettings,
 }
 
-/// The `order.created` event (issue 10; see `order_core::events`).
+/// The `order.created` event (see `order_core::events`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct EventsSettings {
     /// off, two-phase, after-commit or outbox: how the order's transaction and its event's

@@ -36,7 +36,7 @@ pub enum Command {
     /// Capacity against the dependencies' critical path: the `scenario.json` of several
     /// `lab --scenario capacity` runs (each at its own `--latency`) in one table and chart.
     Crossover(CrossoverArgs),
-    /// Capacity benchmark (issue 9): each API alone in 1 CPU, a closed loop at mocks 0 ms and at
+    /// Capacity benchmark: each API alone in 1 CPU, a closed loop at mocks 0 ms and at
     /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
     /// harness's CPU per order. Writes bench.json and bench.md.
     Bench(Box<crate::bench::BenchArgs>),

@@ -226,7 +226,7 @@ fn overload_table_shows_shed_requests_apart_from_timeouts() {
     let goals = table
         .notes
         .iter()
-        .find(|n| n.contains("issue 8 goals"))
+        .find(|n| n.contains("overload goals"))
         .expect("a goals note for the shedding-on run");
     assert!(
         goals.contains("overloaded p99 12 ms ≤ 50 ms met")

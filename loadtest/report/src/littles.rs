@@ -55,7 +55,7 @@ pub fn plateau_bound(run: &RunResults) -> Option<Bound> {
         Dep::Seller => base.seller,
         Dep::Risk => base.risk,
         Dep::Payment => base.payment,
-        // The broker is not on the mocks' critical path (issue 10's events scenario).
+        // The broker is not on the mocks' critical path (the events scenario's slow broker).
         Dep::Broker => return Some(whole),
     };
     let slowed_path_s = (base.critical_path_ms() - base_dep_ms + inj.latency_ms) as f64 / 1000.0;

@@ -1,4 +1,4 @@
-//! `loadtest bench`'s results file (`bench.json`): the capacity benchmark of issue 9.
+//! `loadtest bench`'s results file (`bench.json`): the capacity benchmark.
 //!
 //! One [`BenchResults`] per invocation: for each API alone in its CPU, a closed loop of clients at
 //! each mock latency setting ([`BenchCell`]). A cell keeps the raw counters of its measured window
@@ -22,13 +22,13 @@ use crate::{ApiKind, Environment, Limits, MockLatencies};
 /// Version of the bench schema. Bumped only for changes an old reader could misread.
 pub const BENCH_SCHEMA_VERSION: u32 = 1;
 
-/// Issue 9's CPU target for reactive-api, µs of API CPU per order (mocks at 0 ms, 1 CPU).
+/// The bench's CPU target for reactive-api, µs of API CPU per order (mocks at 0 ms, 1 CPU).
 pub const TARGET_REACTIVE_CPU_US: f64 = 250.0;
-/// Issue 9's CPU target for blocking-api, µs of API CPU per order (mocks at 0 ms, 1 CPU).
+/// The bench's CPU target for blocking-api, µs of API CPU per order (mocks at 0 ms, 1 CPU).
 pub const TARGET_BLOCKING_CPU_US: f64 = 400.0;
-/// Issue 9's target: SQL statements per order on the normal path.
+/// The bench's target: SQL statements per order on the normal path.
 pub const TARGET_STATEMENTS: f64 = 3.0;
-/// Issue 9's memory target for reactive-api: RSS per in-flight order, bytes (32 KiB).
+/// The bench's memory target for reactive-api: RSS per in-flight order, bytes (32 KiB).
 pub const TARGET_REACTIVE_RSS_PER_IN_FLIGHT: f64 = 32.0 * 1024.0;
 /// A slope of RSS against busy work is only computed across at least this much difference in
 /// busy threads / in-flight orders (below it, allocator noise dominates).
@@ -51,7 +51,7 @@ pub struct BenchResults {
     /// RSS against busy work, per API, across its cells (see [`memory_slope`]).
     #[serde(default)]
     pub memory_slopes: Vec<MemorySlope>,
-    /// Issue 9's targets against these figures (see [`targets`]).
+    /// The bench's targets against these figures (see [`targets`]).
     #[serde(default)]
     pub targets: Vec<TargetCheck>,
     /// Caveats worth printing (contention, counters that could not be read…).
@@ -461,7 +461,7 @@ pub fn bound_reason(w: &WindowCounts, ctx: &BoundContext) -> Option<String> {
     Some(format!("API at {:.0} % of its CPU: {why}", share * 100.0))
 }
 
-/// One of issue 9's targets against a measured figure.
+/// One of the bench's targets against a measured figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetCheck {
     /// What is checked, e.g. `reactive-api CPU per order (mocks 0 ms)`.
@@ -490,7 +490,7 @@ fn check(name: String, measured: Option<f64>, limit: Option<f64>, unit: &str) ->
     }
 }
 
-/// Issue 9's targets against the cells: CPU per order at 0 ms (reactive ≤ 250 µs, blocking ≤
+/// The bench's targets against the cells: CPU per order at 0 ms (reactive ≤ 250 µs, blocking ≤
 /// 400 µs), statements per order in every cell (≤ 3, [`BenchCell::order_path_statements`]), reactive RSS per in-flight order (≤ 32 KiB)
 /// and blocking RSS per busy thread (reported, no number set), from the memory slopes.
 pub fn targets(cells: &[BenchCell], slopes: &[MemorySlope]) -> Vec<TargetCheck> {

@@ -1,4 +1,4 @@
-//! The overload parts of [`RunResults`](super::RunResults) (issue 8): whether the APIs shed load,
+//! The overload parts of [`RunResults`](super::RunResults): whether the APIs shed load,
 //! and what happened to the requests whose client gave up.
 
 use serde::{Deserialize, Serialize};

@@ -319,7 +319,7 @@ mod tests {
             "## Per order",
             "## Conditions",
             "## Memory",
-            "## Issue 9's targets",
+            "## The bench's targets",
         ] {
             assert!(md.contains(section), "{section} missing:\n{md}");
         }

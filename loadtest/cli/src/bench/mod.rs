@@ -1,4 +1,4 @@
-//! `loadtest bench`: the capacity benchmark of issue 9 ("Lean per order").
+//! `loadtest bench`: the capacity benchmark: CPU, statements and memory per order, each API alone in 1 CPU.
 //!
 //! For each API alone in its CPU — its own 1 CPU / 1 GiB cgroup, and (with two CPUs or more) pinned
 //! to the last CPU while the load generator, mock-deps and PostgreSQL share the others — a closed

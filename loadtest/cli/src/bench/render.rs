@@ -291,7 +291,7 @@ fn targets(s: &mut String, r: &BenchResults) {
     if r.targets.is_empty() {
         return;
     }
-    let _ = writeln!(s, "## Issue 9's targets\n");
+    let _ = writeln!(s, "## The bench's targets\n");
     let mut table = Table::new([
         Column::left("target"),
         Column::right("measured"),

@@ -1,4 +1,4 @@
-//! One run of `--scenario events` (issue 10): an API with an `EVENTS_MODE`, loaded the way the
+//! One run of `--scenario events`: an API with an `EVENTS_MODE`, loaded the way the
 //! original was (`ab -c 30 -n N`: a closed model, each client sends its next order when the
 //! last one answered), with the broker behind a latency proxy, and what became of the events.
 //!

@@ -1,4 +1,4 @@
-//! The APIs' overload settings (issue 8), as the lab sets and records them.
+//! The APIs' overload settings (admission control and shedding), as the lab sets and records them.
 //!
 //! The lab states the timeouts it runs with (as it does the pool and dependency timeouts), so an
 //! API whose default changes does not silently change the experiment (`MAX_LOOP_LAG_MS` too:

@@ -1,4 +1,4 @@
-//! `--scenario batching` (experiment E, issue 11): orders per second against the persist batch
+//! `--scenario batching` (experiment E): orders per second against the persist batch
 //! size, with durable commits — the application's group commit beside PostgreSQL's own.
 //!
 //! The source (a directory server's mailing list) measured adds/s against updates per

@@ -1,4 +1,4 @@
-//! `--scenario events` (issue 10; SEEDS.md C): publishing the order event under a slow broker —
+//! `--scenario events` (SEEDS.md C): publishing the order event under a slow broker —
 //! two-phase commit vs after-commit vs transactional outbox, on NATS JetStream.
 //!
 //! The original's protocol: `ab -c 30 -n 3000` (a closed model), a pool of 10 with 5 s waits, a

@@ -13,11 +13,11 @@
 //!   plain clients: PostgreSQL frozen 20 s, 300 slow uploads, the payment gateway unreachable
 //!   30 s, the broker's acknowledgements 7 s for 30 s with the outbox on (`faults_table::OUTAGES`).
 //!   Every charge must end as one order or one void, and every order's event in the stream.
-//! - `overload` (issue 8): ramp-750 for both APIs with admission control off and on → 4 runs
+//! - `overload`: ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
-//! - `events` (issue 10): two-phase vs after-commit vs outbox under a healthy, a slowed and a
+//! - `events`: two-phase vs after-commit vs outbox under a healthy, a slowed and a
 //!   crashing setting, with NATS JetStream (`events.rs`, runs of its own in `lab/events.rs`).
-//! - `batching` (experiment E, issue 11): persist batch size × database RTT, both APIs, durable
+//! - `batching` (experiment E): persist batch size × database RTT, both APIs, durable
 //!   commits → 26 runs (`batching.rs`, which runs them itself: it measures the flush cost first and
 //!   sets PostgreSQL's `commit_delay` for two of them).
 //! - `capacity` and `threads`: each API's capacity found by search and what stopped it, and

@@ -1,4 +1,4 @@
-//! `--scenario overload` (issue 8): the seed's peak, ramp-750, for both APIs with admission control
+//! `--scenario overload`: the seed's peak, ramp-750, for both APIs with admission control
 //! off (every request admitted: the original experiment) and on (each API's own `MAX_IN_FLIGHT`,
 //! then 503 `overloaded` within `QUEUE_TIMEOUT_MS`) — 4 runs, one table.
 //!
@@ -187,7 +187,7 @@ fn run_notes(r: &RunResults) -> Vec<String> {
     notes
 }
 
-/// Issue 8's goals with shedding on: refusals ≤ 50 ms p99 at the client, no order finished for a
+/// The overload goals with shedding on: refusals ≤ 50 ms p99 at the client, no order finished for a
 /// client that gave up, RSS under 1 GiB, and for blocking-api a 201 p99 of at most the critical
 /// path + QUEUE_TIMEOUT_MS + 100 ms.
 fn goals(r: &RunResults, name: &str) -> String {
@@ -228,5 +228,5 @@ fn goals(r: &RunResults, name: &str) -> String {
             verdict(ok.p99 <= limit)
         ));
     }
-    format!("{name}, issue 8 goals: {}.", parts.join("; "))
+    format!("{name}, overload goals: {}.", parts.join("; "))
 }
