@@ -24,6 +24,9 @@
 //!   blocking-api's thread count swept against Little's law (`capacity.rs`, which runs them
 //!   itself: the search picks each step's rate from the last).
 //!
+//! - `soak`: each API for 30 minutes at a steady 75/s: what grows between the first and the last
+//!   minute, and its tables at the end (`soak.rs`) → 2 runs.
+//!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
 //! comparison table (`summary.md`, `scenario.html`) and its rows' figures (`scenario.json`, from
 //! which the page's conclusion and chart are computed). PostgreSQL is started once for all variants,
@@ -50,6 +53,7 @@ mod overload;
 mod page;
 mod points;
 mod render;
+pub mod soak;
 mod tables;
 
 use std::path::{Path, PathBuf};
@@ -106,6 +110,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "threads",
         "blocking-api at BLOCKING_THREADS 200/500/1000/2000/4000 at 300/s and 750/s, \
          reactive-api beside it: Little's law against what was measured (12 runs)",
+    ),
+    (
+        "soak",
+        "each API 30 min at a steady 75/s, the seed's latencies: RSS, open files, threads, p99 and \
+         orders/s in the first and the last minute, its tables at the end (2 runs)",
     ),
     (
         "batching",
@@ -212,6 +221,16 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
             }
         }
         "overload" => out = overload::variants(base),
+        "soak" => {
+            for api in &apis {
+                out.push(with(api.clone(), &|a| {
+                    a.apis = vec![api.clone()];
+                    a.load.profile = format!("constant-{}-{}", soak::RATE, soak::DURATION_S);
+                    a.latency = SEED_LATENCIES;
+                    a.db_durability = Durability::On;
+                }));
+            }
+        }
         "batching" => {
             let delay = batching_plan::commit_delay_us(None);
             out = batching_plan::cells(base, delay)
@@ -266,6 +285,8 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         None
     };
     let mut done: Vec<(Variant, Vec<RunResults>)> = Vec::new();
+    // The soak's tables at the end of each run, before the next one empties them.
+    let mut sizes = Vec::new();
     for (i, variant) in variants.into_iter().enumerate() {
         eprintln!("scenario {name}: run {} — {}", i + 1, variant.slug);
         let mut args = variant.args.clone();
@@ -279,10 +300,27 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
             .await
             .with_context(|| format!("scenario {name}, variant {}", variant.slug))?;
         lab_report::write_report(&runs, &vout)?;
+        if name == "soak"
+            && let Some(db) = &db
+        {
+            sizes.push((variant.slug.clone(), soak::table_sizes(&db.url).await?));
+        }
         done.push((variant, runs));
     }
     drop(db);
-    let mut table = tables::build(name, &done);
+    let mut table = if name == "soak" {
+        let mut table = soak::table(&done, &sizes);
+        table.links = done
+            .iter()
+            .map(|(v, _)| (v.slug.clone(), format!("{}/report.html", v.slug)))
+            .collect();
+        table
+            .notes
+            .extend(tables::checks_and_limits(done.iter().flat_map(|(_, r)| r)));
+        table
+    } else {
+        tables::build(name, &done)
+    };
     if let Some(rows) = points::rows(name, &done) {
         std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(&rows)?)?;
         findings::apply(&mut table, name, &rows)?;

@@ -1,0 +1,294 @@
+//! `--scenario soak`: each API for 30 minutes at a steady rate it serves (`constant-75-1800`, the
+//! seed's latencies; times × `--duration-scale`), to see what grows while nothing else changes:
+//! its RSS, open files and threads, the latency of its answers and orders/s, compared between a
+//! minute early in the run (from 5 % in, once warmed up) and its last minute, and the database's
+//! tables at the end (the lab empties them before each run), per order made.
+//!
+//! 75/s is what blocking-api at its default 200 threads serves within the objective (its capacity
+//! at 200 threads, docs/results/capacity.md; Little's law: 75 × 2.2 s = 165 threads busy), so the
+//! soak measures each API serving, not shedding.
+
+use anyhow::{Context, Result};
+use lab_results::numbers::{MIB, ms_or_s};
+use lab_results::{RunResults, SecondSample};
+
+use super::Variant;
+use super::render::ScenarioTable;
+
+/// The steady rate, orders/s.
+pub const RATE: u64 = 75;
+/// The run's length at `--duration-scale 1`, s.
+pub const DURATION_S: u64 = 1800;
+/// The first and the last window compared, s (shortened with the run, at least 5 s).
+pub const WINDOW_S: f64 = 60.0;
+/// The first window starts this share of the run in (at least 5 s): by then the first arrivals'
+/// answers are in (the critical path is 2.2 s), and the pools and the allocator have warmed up.
+pub const SETTLE: f64 = 0.05;
+/// Growth from the first window to the last above this share is called growth on the page.
+pub const GROWTH: f64 = 0.10;
+
+/// The tables the order path writes, in the order the page lists them.
+const TABLES: &[&str] = &[
+    "idempotency_keys",
+    "orders",
+    "order_items",
+    "customers",
+    "order_outbox",
+];
+
+/// A table's size at the end of a run: bytes with its indexes and TOAST, and its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSize {
+    pub table: String,
+    pub bytes: i64,
+    pub rows: i64,
+}
+
+/// The sizes of the order path's tables in the database at `url` (those that exist).
+pub async fn table_sizes(url: &str) -> Result<Vec<TableSize>> {
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(url)
+        .await
+        .context("connecting to the soak's database")?;
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT relname::text, pg_total_relation_size(relid), n_live_tup \
+         FROM pg_stat_user_tables WHERE relname = ANY($1)",
+    )
+    .bind(TABLES)
+    .fetch_all(&mut conn)
+    .await
+    .context("reading the tables' sizes")?;
+    let mut sizes: Vec<TableSize> = rows
+        .into_iter()
+        .map(|(table, bytes, rows)| TableSize { table, bytes, rows })
+        .collect();
+    sizes.sort_by_key(|s| TABLES.iter().position(|t| *t == s.table));
+    Ok(sizes)
+}
+
+/// The first `window` seconds of the run's constant phase after [`settle_for`] it, and its last.
+fn windows(r: &RunResults, window: f64) -> Option<(Vec<&SecondSample>, Vec<&SecondSample>)> {
+    let constant: Vec<&SecondSample> = r.seconds.iter().filter(|s| s.phase == "constant").collect();
+    let n = (window.round() as usize).max(1);
+    let settle = settle_for(constant.len() as f64).round() as usize;
+    if constant.len() < settle + 2 * n {
+        return None;
+    }
+    Some((
+        constant[settle..settle + n].to_vec(),
+        constant[constant.len() - n..].to_vec(),
+    ))
+}
+
+/// Where the first window starts, s into the constant phase: [`SETTLE`] of it, at least 5 s.
+pub fn settle_for(constant_s: f64) -> f64 {
+    (SETTLE * constant_s).round().max(5.0)
+}
+
+/// One window's figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Window {
+    orders_per_s: f64,
+    /// The median and the highest of its seconds' p99 (all answers), ms.
+    p99_median_ms: f64,
+    p99_max_ms: f64,
+    rss_mean_bytes: f64,
+    fds_max: u64,
+    threads_max: u64,
+}
+
+fn figures(seconds: &[&SecondSample]) -> Window {
+    let n = seconds.len().max(1) as f64;
+    let orders: u64 = seconds
+        .iter()
+        .map(|s| s.outcomes.get("201").copied().unwrap_or(0))
+        .sum();
+    let mut p99: Vec<f64> = seconds
+        .iter()
+        .filter_map(|s| s.latency_ms.as_ref().map(|l| l.p99))
+        .collect();
+    p99.sort_by(f64::total_cmp);
+    let process: Vec<_> = seconds
+        .iter()
+        .filter_map(|s| s.api_process.as_ref())
+        .collect();
+    Window {
+        orders_per_s: orders as f64 / n,
+        p99_median_ms: p99.get(p99.len() / 2).copied().unwrap_or(f64::NAN),
+        p99_max_ms: p99.last().copied().unwrap_or(f64::NAN),
+        rss_mean_bytes: process.iter().map(|p| p.rss_bytes as f64).sum::<f64>()
+            / process.len().max(1) as f64,
+        fds_max: process.iter().map(|p| p.fds).max().unwrap_or(0),
+        threads_max: process.iter().map(|p| p.threads).max().unwrap_or(0),
+    }
+}
+
+/// `+12.5 %`, or `—` from nothing.
+fn change(from: f64, to: f64) -> String {
+    if from > 0.0 && from.is_finite() && to.is_finite() {
+        format!("{:+.1} %", 100.0 * (to - from) / from)
+    } else {
+        "—".to_owned()
+    }
+}
+
+/// The window the run's length allows: a minute, or a tenth of a shortened run (at least 5 s).
+pub fn window_for(constant_s: f64) -> f64 {
+    WINDOW_S.min((constant_s / 10.0).floor()).max(5.0)
+}
+
+/// The soak's table: per API, each figure in the first and the last window and its change, then
+/// its tables' sizes at the end and per order. `sizes` holds each variant's, by slug.
+pub fn table(
+    done: &[(Variant, Vec<RunResults>)],
+    sizes: &[(String, Vec<TableSize>)],
+) -> ScenarioTable {
+    let mut rows = Vec::new();
+    let mut conclusion = Vec::new();
+    let mut window_used = WINDOW_S;
+    let mut settle_used = settle_for(DURATION_S as f64);
+    for (variant, runs) in done {
+        let Some(r) = runs.first() else { continue };
+        let constant_s = r.seconds.iter().filter(|s| s.phase == "constant").count() as f64;
+        let window = window_for(constant_s);
+        window_used = window;
+        settle_used = settle_for(constant_s);
+        let api = r.api.clone();
+        let Some((first, last)) = windows(r, window) else {
+            rows.push(vec![
+                api.clone(),
+                "too short to compare".to_owned(),
+                "—".to_owned(),
+                "—".to_owned(),
+                "—".to_owned(),
+            ]);
+            continue;
+        };
+        let (a, b) = (figures(&first), figures(&last));
+        let mut row = |measure: &str, from: String, to: String, delta: String| {
+            rows.push(vec![api.clone(), measure.to_owned(), from, to, delta]);
+        };
+        row(
+            "orders/s (201)",
+            format!("{:.1}", a.orders_per_s),
+            format!("{:.1}", b.orders_per_s),
+            change(a.orders_per_s, b.orders_per_s),
+        );
+        row(
+            "p99 per second, median",
+            ms_or_s(a.p99_median_ms),
+            ms_or_s(b.p99_median_ms),
+            change(a.p99_median_ms, b.p99_median_ms),
+        );
+        row(
+            "p99 per second, highest",
+            ms_or_s(a.p99_max_ms),
+            ms_or_s(b.p99_max_ms),
+            change(a.p99_max_ms, b.p99_max_ms),
+        );
+        row(
+            "RSS, mean",
+            format!("{:.1} MiB", a.rss_mean_bytes / MIB),
+            format!("{:.1} MiB", b.rss_mean_bytes / MIB),
+            change(a.rss_mean_bytes, b.rss_mean_bytes),
+        );
+        row(
+            "open files, highest",
+            a.fds_max.to_string(),
+            b.fds_max.to_string(),
+            change(a.fds_max as f64, b.fds_max as f64),
+        );
+        row(
+            "threads, highest",
+            a.threads_max.to_string(),
+            b.threads_max.to_string(),
+            change(a.threads_max as f64, b.threads_max as f64),
+        );
+        // The orders in the database (the money check's count), else the 201s answered.
+        let orders = r.money.as_ref().map_or(r.summary.ok, |m| m.orders);
+        let ours = sizes.iter().find(|(slug, _)| *slug == variant.slug);
+        for size in ours.map(|(_, s)| s.as_slice()).unwrap_or_default() {
+            let per_order = if orders > 0 {
+                format!("{:.0} bytes per order", size.bytes as f64 / orders as f64)
+            } else {
+                "—".to_owned()
+            };
+            rows.push(vec![
+                api.clone(),
+                format!("table {} ({} rows)", size.table, size.rows),
+                "emptied".to_owned(),
+                format!("{:.1} MiB", size.bytes as f64 / MIB),
+                per_order,
+            ]);
+        }
+        conclusion.push(verdict(&api, &a, &b));
+    }
+    ScenarioTable {
+        title: "Soak: what grows at a steady rate".into(),
+        intro: format!(
+            "Each API alone for {DURATION_S} s (× --duration-scale) at a constant {RATE} orders/s, the seed's \
+             latencies (a 2.2 s critical path; blocking-api at 200 threads serves it), durable \
+             commits. Compared: {window_used:.0} s from {settle_used:.0} s into the run (the first \
+             answers in, the pools and the allocator warmed up) and its last {window_used:.0} s; \
+             the tables at the end, which the lab empties before each run, with their indexes."
+        ),
+        columns: ["API", "measure", "first window", "last window", "change"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        conclusion,
+        notes: vec![format!(
+            "p99 per second: the 99th percentile of the answers finished in each second (all \
+             outcomes, from the intended send time); a window's median and highest of those. \
+             Growth above {:.0} % from the first window to the last is named in the conclusion. \
+             The retention sweep drops stored answers after KEY_RETENTION_DAYS and sent events \
+             after OUTBOX_RETENTION_HOURS, so within a soak the tables grow with the orders.",
+            100.0 * GROWTH
+        )],
+        ..ScenarioTable::default()
+    }
+}
+
+/// One sentence per API: what grew beyond [`GROWTH`], or that nothing did.
+fn verdict(api: &str, a: &Window, b: &Window) -> String {
+    let grew = |from: f64, to: f64| from > 0.0 && to > from * (1.0 + GROWTH);
+    let mut growing = Vec::new();
+    if grew(a.rss_mean_bytes, b.rss_mean_bytes) {
+        growing.push(format!(
+            "RSS {:.1} → {:.1} MiB",
+            a.rss_mean_bytes / MIB,
+            b.rss_mean_bytes / MIB
+        ));
+    }
+    if grew(a.fds_max as f64, b.fds_max as f64) {
+        growing.push(format!("open files {} → {}", a.fds_max, b.fds_max));
+    }
+    if grew(a.threads_max as f64, b.threads_max as f64) {
+        growing.push(format!("threads {} → {}", a.threads_max, b.threads_max));
+    }
+    if grew(a.p99_median_ms, b.p99_median_ms) {
+        growing.push(format!(
+            "p99 {} → {}",
+            ms_or_s(a.p99_median_ms),
+            ms_or_s(b.p99_median_ms)
+        ));
+    }
+    if growing.is_empty() {
+        format!(
+            "{api}: nothing grew by more than {:.0} % from the first window to the last \
+             (RSS {:.1} → {:.1} MiB, open files {} → {}, p99 {} → {}).",
+            100.0 * GROWTH,
+            a.rss_mean_bytes / MIB,
+            b.rss_mean_bytes / MIB,
+            a.fds_max,
+            b.fds_max,
+            ms_or_s(a.p99_median_ms),
+            ms_or_s(b.p99_median_ms)
+        )
+    } else {
+        format!(
+            "{api} grew by more than {:.0} %: {}.",
+            100.0 * GROWTH,
+            growing.join(", ")
+        )
+    }
+}
