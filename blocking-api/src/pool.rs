@@ -3,6 +3,7 @@
 //! [`ReadPool`] for why they must not share the orders' threads.
 
 use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use actix_web::web;
 use order_core::ApiError;
@@ -78,13 +79,21 @@ pub struct ReadPool {
 type Job = Box<dyn FnOnce() + Send>;
 
 impl ReadPool {
-    /// Starts `threads` threads (at least one) behind `admission`, which gives as many places
-    /// as there are threads; they end when the pool is dropped.
-    pub fn start(threads: usize, admission: ReadAdmission) -> std::io::Result<Self> {
+    /// Starts `threads` threads (at least one) behind the reads' admission: a place per thread,
+    /// at most `queue` reads waiting, each at most `queue_timeout`. The threads end when the pool
+    /// is dropped.
+    pub fn start(
+        threads: usize,
+        queue: usize,
+        queue_timeout: Duration,
+        metrics: Arc<Metrics>,
+    ) -> std::io::Result<Self> {
+        let threads = threads.max(1);
+        let admission = ReadAdmission::new(threads, queue, queue_timeout, metrics);
         // A job is sent only with a place, so the channel never holds more than one per thread.
-        let (jobs, queued) = mpsc::sync_channel::<Job>(threads.max(1));
+        let (jobs, queued) = mpsc::sync_channel::<Job>(threads);
         let queued = Arc::new(Mutex::new(queued));
-        for i in 0..threads.max(1) {
+        for i in 0..threads {
             let queued = queued.clone();
             std::thread::Builder::new()
                 .name(format!("read-{i}"))

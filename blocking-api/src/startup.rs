@@ -1,7 +1,6 @@
 //! Builds the server from [`Settings`]: migrations, pool, HTTP client, listener.
 
 use order_core::admission::Admission;
-use order_core::read_admission::ReadAdmission;
 use order_core::request_hash::RequestHashKey;
 use order_core::server::{Api, Running, start};
 use order_core::settings::CommonSettings;
@@ -57,12 +56,9 @@ impl Application {
                 admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
                 reads: ReadPool::start(
                     settings.read_threads,
-                    ReadAdmission::new(
-                        settings.read_threads,
-                        settings.read_queue,
-                        common.queue_timeout(),
-                        metrics.clone(),
-                    ),
+                    settings.read_queue,
+                    common.queue_timeout(),
+                    metrics.clone(),
                 )?,
                 events,
                 metrics,

@@ -41,12 +41,13 @@ fn slow_seller(ms: u64) -> MockConfig {
     }
 }
 
-/// `count` reads of an order that does not exist, each given up by its client after `patience`.
+/// `count` reads of an order that does not exist, each given up by its client after `patience`:
+/// each one's status (`None`: given up) and how long it took.
 fn flood(
     app: &TestApp,
     count: usize,
     patience: Duration,
-) -> Vec<tokio::task::JoinHandle<Option<u16>>> {
+) -> Vec<tokio::task::JoinHandle<(Option<u16>, Duration)>> {
     let client = reqwest::Client::builder()
         .timeout(patience)
         .build()
@@ -56,7 +57,11 @@ fn flood(
             let request = client
                 .get(format!("{}/orders/ORDER_NONE", app.address))
                 .header("Authorization", TOKEN);
-            tokio::spawn(async move { request.send().await.ok().map(|r| r.status().as_u16()) })
+            tokio::spawn(async move {
+                let started = Instant::now();
+                let status = request.send().await.ok().map(|r| r.status().as_u16());
+                (status, started.elapsed())
+            })
         })
         .collect()
 }
@@ -69,7 +74,7 @@ async fn probes_answer_within_100ms_while_reads_flood(api: Api) {
     assert_probes_fast(&app, "while 200 reads wait on a slow seller").await;
     for read in reads {
         // Answered (no such order), refused at once (the reads' queue is full), or given up.
-        let status = read.await.unwrap();
+        let (status, _) = read.await.unwrap();
         assert!(
             matches!(status, None | Some(404 | 503)),
             "a read answered {status:?}"
@@ -146,27 +151,12 @@ async fn reads_beyond_their_places_wait_a_bounded_time_in_a_bounded_queue(api: A
     })
     .await;
     let count = 100;
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let reads: Vec<_> = (0..count)
-        .map(|_| {
-            let request = client
-                .get(format!("{}/orders/ORDER_NONE", app.address))
-                .header("Authorization", TOKEN);
-            tokio::spawn(async move {
-                let started = Instant::now();
-                let status = request.send().await.unwrap().status().as_u16();
-                (status, started.elapsed())
-            })
-        })
-        .collect();
+    let reads = flood(&app, count, Duration::from_secs(10));
     let mut answered = 0;
     for read in reads {
         match read.await.unwrap() {
-            (404, _) => answered += 1,
-            (503, took) => assert!(
+            (Some(404), _) => answered += 1,
+            (Some(503), took) => assert!(
                 took < queue_timeout + Duration::from_millis(700),
                 "{api:?}: a refused read waited {took:?}"
             ),

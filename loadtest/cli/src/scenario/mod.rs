@@ -23,9 +23,8 @@
 //! - `capacity` and `threads`: each API's capacity found by search and what stopped it, and
 //!   blocking-api's thread count swept against Little's law (`capacity.rs`, which runs them
 //!   itself: the search picks each step's rate from the last).
-//!
-//! - `soak`: each API for 30 minutes at a steady 75/s: what grows between the first and the last
-//!   minute, and its tables at the end (`soak.rs`) → 2 runs.
+//! - `soak`: each API for 30 minutes at a steady 75/s: what grows between an early minute and the
+//!   last, and its tables at the end (`soak.rs`) → 2 runs.
 //!
 //! Each variant is an ordinary lab run (its own full report in a sub-folder); the scenario adds one
 //! comparison table (`summary.md`, `scenario.html`) and its rows' figures (`scenario.json`, from
@@ -309,15 +308,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     }
     drop(db);
     let mut table = if name == "soak" {
-        let mut table = soak::table(&done, &sizes);
-        table.links = done
-            .iter()
-            .map(|(v, _)| (v.slug.clone(), format!("{}/report.html", v.slug)))
-            .collect();
-        table
-            .notes
-            .extend(tables::checks_and_limits(done.iter().flat_map(|(_, r)| r)));
-        table
+        tables::with_links_and_checks(soak::table(&done, &sizes), &done)
     } else {
         tables::build(name, &done)
     };

@@ -14,6 +14,7 @@ use lab_results::{RunResults, SecondSample};
 
 use super::Variant;
 use super::render::ScenarioTable;
+use super::tables::constant_seconds;
 
 /// The steady rate, orders/s.
 pub const RATE: u64 = 75;
@@ -65,17 +66,20 @@ pub async fn table_sizes(url: &str) -> Result<Vec<TableSize>> {
     Ok(sizes)
 }
 
-/// The first `window` seconds of the run's constant phase after [`settle_for`] it, and its last.
-fn windows(r: &RunResults, window: f64) -> Option<(Vec<&SecondSample>, Vec<&SecondSample>)> {
-    let constant: Vec<&SecondSample> = r.seconds.iter().filter(|s| s.phase == "constant").collect();
+/// The first `window` seconds of `constant` (a run's constant phase) after [`settle_for`] it, and
+/// its last.
+fn windows<'a>(
+    constant: &'a [&'a SecondSample],
+    window: f64,
+) -> Option<(&'a [&'a SecondSample], &'a [&'a SecondSample])> {
     let n = (window.round() as usize).max(1);
     let settle = settle_for(constant.len() as f64).round() as usize;
     if constant.len() < settle + 2 * n {
         return None;
     }
     Some((
-        constant[settle..settle + n].to_vec(),
-        constant[constant.len() - n..].to_vec(),
+        &constant[settle..settle + n],
+        &constant[constant.len() - n..],
     ))
 }
 
@@ -148,12 +152,13 @@ pub fn table(
     let mut settle_used = settle_for(DURATION_S as f64);
     for (variant, runs) in done {
         let Some(r) = runs.first() else { continue };
-        let constant_s = r.seconds.iter().filter(|s| s.phase == "constant").count() as f64;
+        let constant = constant_seconds(r);
+        let constant_s = constant.len() as f64;
         let window = window_for(constant_s);
         window_used = window;
         settle_used = settle_for(constant_s);
         let api = r.api.clone();
-        let Some((first, last)) = windows(r, window) else {
+        let Some((first, last)) = windows(&constant, window) else {
             rows.push(vec![
                 api.clone(),
                 "too short to compare".to_owned(),
@@ -163,7 +168,7 @@ pub fn table(
             ]);
             continue;
         };
-        let (a, b) = (figures(&first), figures(&last));
+        let (a, b) = (figures(first), figures(last));
         let mut row = |measure: &str, from: String, to: String, delta: String| {
             rows.push(vec![api.clone(), measure.to_owned(), from, to, delta]);
         };

@@ -15,18 +15,26 @@ const SEED_B: &[(u64, &str, &str, &str, &str, &str)] = &[
 ];
 
 pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
-    let links = done
-        .iter()
-        .map(|(v, _)| (v.slug.clone(), format!("{}/report.html", v.slug)))
-        .collect();
-    let mut table = match name {
+    let table = match name {
         "remotecall" => remotecall(done),
         "db-latency" => db_latency(done),
         "faults" => super::faults_table::faults(done),
         "overload" => super::overload::table(done),
         _ => slow_dependency(done),
     };
-    table.links = links;
+    with_links_and_checks(table, done)
+}
+
+/// `table` with a link to each variant's full report and, at the end of its notes, the checks
+/// and limits of its runs ([`checks_and_limits`]).
+pub(super) fn with_links_and_checks(
+    mut table: ScenarioTable,
+    done: &[(Variant, Vec<RunResults>)],
+) -> ScenarioTable {
+    table.links = done
+        .iter()
+        .map(|(v, _)| (v.slug.clone(), format!("{}/report.html", v.slug)))
+        .collect();
     table
         .notes
         .extend(checks_and_limits(done.iter().flat_map(|(_, runs)| runs)));
@@ -273,7 +281,7 @@ pub(super) fn connections_in_use(r: &RunResults) -> Option<(f64, f64)> {
     Some((mean, in_use.iter().copied().fold(0.0, f64::max)))
 }
 
-fn constant_seconds(r: &RunResults) -> Vec<&SecondSample> {
+pub(super) fn constant_seconds(r: &RunResults) -> Vec<&SecondSample> {
     let constant: Vec<&SecondSample> = r.seconds.iter().filter(|s| s.phase == "constant").collect();
     if constant.is_empty() {
         r.seconds.iter().collect()
