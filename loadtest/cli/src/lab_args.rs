@@ -93,6 +93,11 @@ pub struct HarnessArgs {
     /// a crash); `off` trades that for less disk noise (stated in the report's settings).
     #[arg(long, value_enum, default_value_t = Durability::On)]
     pub db_durability: Durability,
+    /// A server setting of the lab's own PostgreSQL, NAME=VALUE (repeatable), on top of the lab's
+    /// (durability's among them): what a team tries on its harness, recorded with the run's
+    /// settings (`PG_SETTINGS`). Not applied to --database-url's server.
+    #[arg(long = "pg-setting", value_name = "NAME=VALUE", value_parser = pg_setting)]
+    pub pg_settings: Vec<String>,
     /// Round-trip time a TCP latency proxy adds between the APIs and PostgreSQL, in ms.
     #[arg(long, default_value_t = 0.0)]
     pub db_rtt_ms: f64,
@@ -111,6 +116,30 @@ pub struct HarnessArgs {
     /// reports/<UTC timestamp>-bench/].
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `--pg-setting`: `NAME=VALUE` with a setting's name (letters, digits, `_` and `.`).
+fn pg_setting(text: &str) -> Result<String, String> {
+    let (name, _) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?}: expected NAME=VALUE"))?;
+    let named = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    named
+        .then(|| text.to_owned())
+        .ok_or_else(|| format!("{name:?} is not a PostgreSQL setting's name"))
+}
+
+impl HarnessArgs {
+    /// `--pg-setting`s as (name, value) pairs.
+    pub fn pg_setting_pairs(&self) -> Vec<(&str, &str)> {
+        self.pg_settings
+            .iter()
+            .filter_map(|s| s.split_once('='))
+            .collect()
+    }
 }
 
 /// `--apis`: a name the lab can start, kept as written.
@@ -332,6 +361,13 @@ mod tests {
             ("blocking".to_owned(), "http://blocking-api:8081".to_owned())
         );
         assert!(parse_target("x").is_err());
+        assert_eq!(pg_setting("commit_delay=10").unwrap(), "commit_delay=10");
+        assert_eq!(
+            pg_setting("pg_stat_statements.track=none").unwrap(),
+            "pg_stat_statements.track=none"
+        );
+        assert!(pg_setting("fsync").is_err(), "no value");
+        assert!(pg_setting("x;drop=1").is_err(), "not a name");
         assert_eq!(
             api_names("reactive"),
             ("reactive-api".into(), "reactive".into())

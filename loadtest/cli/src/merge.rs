@@ -288,7 +288,7 @@ fn harness_bound(merged: Option<String>, records: &[ShardRecord]) -> Option<Stri
 }
 
 /// One merged second's samples: the API, mock-deps, PostgreSQL and the machine as the first shard
-/// that saw them; the generator's CPU summed over the shards.
+/// that saw them; the generator's CPU (and its sampler's) summed over the shards.
 fn row(at: &[&SecondSample]) -> SampleRow {
     let first = |f: fn(&SecondSample) -> Option<f64>| at.iter().find_map(|s| f(s));
     let api = at.iter().find_map(|s| s.api_process);
@@ -306,6 +306,11 @@ fn row(at: &[&SecondSample]) -> SampleRow {
             mock_deps_cpu_percent: first(|s| s.harness.mock_deps_cpu_percent),
             postgres_cpu_percent: first(|s| s.harness.postgres_cpu_percent),
             machine_cpu_percent: first(|s| s.harness.machine_cpu_percent),
+            sampler_cpu_percent: at
+                .iter()
+                .filter_map(|s| s.harness.sampler_cpu_percent)
+                .reduce(|a, b| a + b),
+            postgres_jobs: at.iter().find_map(|s| s.harness.postgres_jobs),
         },
     }
 }

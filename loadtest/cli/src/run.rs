@@ -57,10 +57,13 @@ pub async fn measure_on(
 ) -> Result<(RunResults, Vec<OrderKey>)> {
     let profile = driver.profile.clone();
     let stop = Arc::new(AtomicBool::new(false));
-    let sampling = tokio::spawn(sampler::run(targets, clock.clone(), stop.clone()));
+    let sampling = tokio::spawn(sampler::spawn(targets, clock.clone(), stop.clone()));
     let out = drive(driver, clock).await;
     stop.store(true, Ordering::SeqCst);
-    let rows = sampling.await.context("the sampler task failed")?;
+    let rows = sampling
+        .await
+        .context("the sampler task failed")?
+        .context("the sampler's thread failed")?;
     let out = out?;
     Ok((
         assemble(meta, &profile, &out, &rows),

@@ -35,6 +35,11 @@ impl Database {
         Self::open_with(url, Durability::On)
     }
 
+    /// [`Database::open_with`] with the harness's `--pg-setting`s.
+    pub fn open_for(url: Option<&str>, harness: &crate::lab_args::HarnessArgs) -> Result<Database> {
+        Self::open_with_settings(url, harness.db_durability, &harness.pg_setting_pairs())
+    }
+
     /// [`Database::open`]; an ephemeral cluster is durable with [`Durability::On`] (`fsync`,
     /// `synchronous_commit` and `full_page_writes` on, which labkit turns off by default): every
     /// commit waits for its WAL flush, and a committed order survives an immediate restart.

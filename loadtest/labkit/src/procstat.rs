@@ -127,6 +127,89 @@ pub fn running(pid: u32) -> bool {
     imp::running(pid)
 }
 
+/// Each live process of `root`'s tree with its title and its own CPU (not its children's), and the
+/// CPU that `root`'s reaped children left in it (`cutime + cstime`): what a tree's total is made
+/// of, for telling PostgreSQL's backends from its WAL writer or checkpointer ([`postgres_role`]).
+pub fn tree_parts(root: u32) -> anyhow::Result<TreeParts> {
+    imp::tree_parts(root, &imp::process_table()?)
+}
+
+/// [`tree_parts`]' answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TreeParts {
+    /// `(pid, title, CPU seconds)`: the title is `/proc/PID/cmdline`'s words joined by spaces,
+    /// which PostgreSQL rewrites to name each process's job (`postgres: walwriter`).
+    pub processes: Vec<(u32, String, f64)>,
+    /// CPU seconds of `root`'s children that exited and were reaped.
+    pub reaped_children_seconds: f64,
+}
+
+impl TreeParts {
+    /// CPU seconds each job of the tree used from `prev` to `self` (both read from the same
+    /// `root`), the jobs named by `role(title, is_root)`. A process that started in between counts
+    /// whole; one gone since `prev` counts under `"exited"`: what its reaping added to `root`'s
+    /// children's time, less what `prev` had already counted of it.
+    pub fn cpu_since(
+        &self,
+        prev: &TreeParts,
+        root: u32,
+        role: impl Fn(&str, bool) -> &'static str,
+    ) -> std::collections::BTreeMap<&'static str, f64> {
+        let before: std::collections::HashMap<u32, f64> = prev
+            .processes
+            .iter()
+            .map(|(pid, _, cpu)| (*pid, *cpu))
+            .collect();
+        let mut jobs = std::collections::BTreeMap::new();
+        for (pid, title, cpu) in &self.processes {
+            let used = cpu - before.get(pid).copied().unwrap_or(0.0);
+            *jobs.entry(role(title, *pid == root)).or_insert(0.0) += used.max(0.0);
+        }
+        let counted_of_gone: f64 = prev
+            .processes
+            .iter()
+            .filter(|(pid, _, _)| !self.processes.iter().any(|(p, _, _)| p == pid))
+            .map(|(_, _, cpu)| cpu)
+            .sum();
+        let reaped = self.reaped_children_seconds - prev.reaped_children_seconds;
+        *jobs.entry("exited").or_insert(0.0) += (reaped - counted_of_gone).max(0.0);
+        jobs
+    }
+}
+
+/// The job of a PostgreSQL process, from its title (see [`tree_parts`]): `postmaster` for the
+/// server itself (`root`), one of the auxiliary processes' names, or `backends` for a client's
+/// session (`postgres: USER DB HOST(PORT) STATE`). Titles as PostgreSQL 13–17 write them.
+pub fn postgres_role(title: &str, is_root: bool) -> &'static str {
+    if is_root {
+        return "postmaster";
+    }
+    const AUXILIARY: &[&str] = &[
+        "walwriter",
+        "checkpointer",
+        "background writer",
+        "autovacuum launcher",
+        "autovacuum worker",
+        "logical replication launcher",
+        "archiver",
+        "stats collector",
+        "walsender",
+        "walreceiver",
+    ];
+    let job = title.strip_prefix("postgres: ").unwrap_or(title).trim();
+    AUXILIARY
+        .iter()
+        .find(|a| job.starts_with(**a))
+        .copied()
+        .unwrap_or("backends")
+}
+
+/// CPU seconds (user + system) the calling thread has used, from `/proc/thread-self/stat`: what
+/// one part of a process costs when that part runs on a thread of its own (the lab's sampler).
+pub fn this_thread_cpu_seconds() -> anyhow::Result<f64> {
+    imp::this_thread_cpu_seconds()
+}
+
 /// `pid` followed by all its live descendants (children of children…), from a scan of `/proc`.
 pub fn tree_pids(pid: u32) -> anyhow::Result<Vec<u32>> {
     Ok(imp::descendants(pid, &imp::process_table()?))
@@ -236,6 +319,36 @@ mod imp {
         Ok(usage)
     }
 
+    pub(super) fn tree_parts(root: u32, table: &Table) -> anyhow::Result<super::TreeParts> {
+        let tick = procfs::ticks_per_second() as f64;
+        let root_stat = table
+            .get(&root)
+            .with_context(|| format!("process {root} not found"))?;
+        let mut parts = super::TreeParts {
+            reaped_children_seconds: (root_stat.cutime + root_stat.cstime).max(0) as f64 / tick,
+            ..Default::default()
+        };
+        for pid in descendants(root, table) {
+            let (Ok(process), Some(stat)) = (open(pid), table.get(&pid)) else {
+                continue; // exited since the scan: its CPU is in its parent's cutime
+            };
+            let title = process
+                .cmdline()
+                .map(|words| words.join(" "))
+                .unwrap_or_default();
+            let cpu = (stat.utime + stat.stime) as f64 / tick;
+            parts.processes.push((pid, title, cpu));
+        }
+        Ok(parts)
+    }
+
+    pub(super) fn this_thread_cpu_seconds() -> anyhow::Result<f64> {
+        use procfs_core::FromRead;
+        let stat =
+            Stat::from_file("/proc/thread-self/stat").context("reading /proc/thread-self/stat")?;
+        Ok((stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64)
+    }
+
     /// The sum of the threads' `run_delay` (ns in schedstat), in seconds; threads that exit
     /// during the walk are skipped.
     fn run_delay(process: &Process) -> Option<f64> {
@@ -293,6 +406,12 @@ mod imp {
         anyhow::bail!(UNSUPPORTED)
     }
     pub(super) fn read_tree(_: u32, _: &Table) -> anyhow::Result<Usage> {
+        anyhow::bail!(UNSUPPORTED)
+    }
+    pub(super) fn tree_parts(_: u32, _: &Table) -> anyhow::Result<super::TreeParts> {
+        anyhow::bail!(UNSUPPORTED)
+    }
+    pub(super) fn this_thread_cpu_seconds() -> anyhow::Result<f64> {
         anyhow::bail!(UNSUPPORTED)
     }
     pub(super) fn running(_: u32) -> bool {

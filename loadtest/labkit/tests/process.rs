@@ -253,3 +253,112 @@ fn a_postgres_server_is_sampled_with_its_helpers() {
     assert!(sample.processes >= 4, "{sample:?}"); // backends come and go between the two reads
     assert!(sample.rss_bytes > 1 << 20);
 }
+
+/// A real server's processes, each named for its job: the WAL writer and checkpointer apart from
+/// the backends, and the postmaster as the tree's root.
+#[test]
+fn a_postgres_servers_cpu_is_told_apart_by_job() {
+    if let Err(e) = labkit::pg::find_bin_dir() {
+        return labkit::skip::unless_ci(format!("{e:#}"));
+    }
+    let pg = labkit::pg::EphemeralPostgres::start().unwrap();
+    let parts = procstat::tree_parts(pg.pid()).unwrap();
+    let roles: Vec<&str> = parts
+        .processes
+        .iter()
+        .map(|(pid, title, _)| procstat::postgres_role(title, *pid == pg.pid()))
+        .collect();
+    assert_eq!(roles[0], "postmaster", "{:?}", parts.processes);
+    for job in ["walwriter", "checkpointer", "background writer"] {
+        assert!(roles.contains(&job), "{job} missing: {:?}", parts.processes);
+    }
+    assert!(parts.processes.iter().all(|(_, _, cpu)| *cpu >= 0.0));
+    assert!(parts.reaped_children_seconds >= 0.0);
+}
+
+#[test]
+fn postgres_titles_name_their_jobs() {
+    let role = |t| procstat::postgres_role(t, false);
+    assert_eq!(role("postgres: walwriter "), "walwriter");
+    assert_eq!(role("postgres: checkpointer "), "checkpointer");
+    assert_eq!(role("postgres: autovacuum worker lab"), "autovacuum worker");
+    assert_eq!(
+        role("postgres: autovacuum launcher "),
+        "autovacuum launcher"
+    );
+    assert_eq!(
+        role("postgres: postgres lab 127.0.0.1(50412) idle"),
+        "backends"
+    );
+    assert_eq!(
+        role("postgres: postgres lab 127.0.0.1(50412) COMMIT waiting"),
+        "backends"
+    );
+    assert_eq!(
+        procstat::postgres_role("/usr/lib/postgresql/15/bin/postgres -D /tmp/x", true),
+        "postmaster"
+    );
+}
+
+#[test]
+fn a_trees_cpu_by_job_counts_new_and_exited_processes_once() {
+    let parts = |procs: &[(u32, &str, f64)], reaped| procstat::TreeParts {
+        processes: procs
+            .iter()
+            .map(|(p, t, c)| (*p, t.to_string(), *c))
+            .collect(),
+        reaped_children_seconds: reaped,
+    };
+    let role = procstat::postgres_role;
+    let prev = parts(
+        &[
+            (1, "postgres -D x", 1.0),
+            (2, "postgres: walwriter ", 0.5),
+            (3, "postgres: u db 127.0.0.1(1) idle", 2.0),
+            (4, "postgres: autovacuum worker db", 0.3),
+        ],
+        10.0,
+    );
+    // Worker 4 used 0.1 s more before it exited (reaped: 0.4 s in all); backend 5 is new.
+    let cur = parts(
+        &[
+            (1, "postgres -D x", 1.1),
+            (2, "postgres: walwriter ", 0.7),
+            (3, "postgres: u db 127.0.0.1(1) idle", 2.5),
+            (5, "postgres: u db 127.0.0.1(2) idle", 0.25),
+        ],
+        10.4,
+    );
+    let jobs = cur.cpu_since(&prev, 1, role);
+    let close = |job: &str, want: f64| {
+        let got = jobs.get(job).copied().unwrap_or(f64::NAN);
+        assert!(
+            (got - want).abs() < 1e-9,
+            "{job}: {got} != {want} in {jobs:?}"
+        );
+    };
+    close("postmaster", 0.1);
+    close("walwriter", 0.2);
+    close("backends", 0.75);
+    close("exited", 0.1);
+    assert!(!jobs.contains_key("autovacuum worker"), "{jobs:?}");
+}
+
+#[test]
+fn a_threads_cpu_is_its_own() {
+    let busy = std::thread::spawn(|| {
+        let start = procstat::this_thread_cpu_seconds().unwrap();
+        let until = std::time::Instant::now() + Duration::from_millis(300);
+        while std::time::Instant::now() < until {
+            std::hint::black_box(0u64);
+        }
+        procstat::this_thread_cpu_seconds().unwrap() - start
+    });
+    let idle_start = procstat::this_thread_cpu_seconds().unwrap();
+    let busy = busy.join().unwrap();
+    let idle = procstat::this_thread_cpu_seconds().unwrap() - idle_start;
+    // Ticks are 10 ms: the spinning thread counts ≈ 300 ms (less on a crowded machine), this one,
+    // which only waited, next to none.
+    assert!(busy >= 0.05, "busy thread: {busy}");
+    assert!(idle < busy / 2.0, "idle {idle} against busy {busy}");
+}

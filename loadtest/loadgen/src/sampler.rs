@@ -6,16 +6,23 @@
 //! `/metrics` is scraped with a short timeout ([`scrape_metrics`]); a scrape that fails leaves
 //! `None` rather than a stale value. [`Peaks`] watches a few gauges more often than once a second,
 //! for their highest values over a run (the events lab's peak connections and outbox backlog).
+//!
+//! The sampler runs on a thread of its own ([`spawn`]), with a runtime of its own, so that its CPU
+//! — the `/proc` reads, the scrapes — is measured apart from the generator's (`sampler_cpu_percent`,
+//! a part of `generator_cpu_percent`). PostgreSQL's CPU is also read by the job of each of its
+//! processes (backends, WAL writer, checkpointer, autovacuum…: `postgres_jobs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use labkit::procstat::{ProcSample, Sampler, Target, cpu_percent, cpu_wait_percent};
+use labkit::procstat::{
+    self, ProcSample, Sampler, Target, TreeParts, cpu_percent, cpu_wait_percent,
+};
 
 use crate::clock::Clock;
-use lab_results::{ApiMetrics, HarnessSample, ProcessSample};
+use lab_results::{ApiMetrics, HarnessSample, PostgresJobs, ProcessSample};
 
 /// `metric name → value` of a Prometheus text, label sets summed: the lab's one reader of it,
 /// [`labkit::prometheus`].
@@ -44,7 +51,28 @@ pub struct SampleRow {
     pub harness: HarnessSample,
 }
 
-/// Samples until `stop` is set; returns one row per whole second since the clock started.
+/// Runs [`run`] on a thread of its own (`lab-sampler`) with a current-thread runtime; the answer
+/// is its rows, or an error if the thread could not start or panicked.
+pub async fn spawn(
+    targets: SampleTargets,
+    clock: Clock,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<Vec<SampleRow>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("lab-sampler".into())
+        .spawn(move || {
+            let rows = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|rt| rt.block_on(run(targets, clock, stop)));
+            let _ = tx.send(rows);
+        })?;
+    Ok(rx.await??)
+}
+
+/// Samples until `stop` is set; returns one row per whole second since the clock started. Reads
+/// `/proc` on the calling thread: run it on a thread of its own ([`spawn`]).
 pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) -> Vec<SampleRow> {
     let mut sampler = Sampler::new();
     sampler.add("generator", Target::Myself);
@@ -67,16 +95,30 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
-    let mut prev = read(&sampler).await;
+    let mut prev = read(&sampler);
     let mut prev_stat = labkit::counters::machine_jiffies().ok();
+    let mut prev_jobs = read_jobs(targets.postgres_pid);
+    let mut prev_thread = procstat::this_thread_cpu_seconds().ok();
     let mut rows = Vec::new();
     for k in 1u64.. {
         tokio::time::sleep_until((t0 + Duration::from_secs(k)).into()).await;
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let cur = read(&sampler).await;
+        let cur = read(&sampler);
         let stat = labkit::counters::machine_jiffies().ok();
+        let jobs = read_jobs(targets.postgres_pid);
+        let postgres_jobs = match (targets.postgres_pid, &prev_jobs, &jobs) {
+            (Some(root), Some((t0, a)), Some((t1, b))) if t1 > t0 => {
+                let by_job = b.cpu_since(a, root, procstat::postgres_role);
+                Some(PostgresJobs::from_seconds(
+                    &by_job,
+                    (*t1 - *t0).as_secs_f64(),
+                ))
+            }
+            _ => None,
+        };
+        prev_jobs = jobs;
         let machine = match (prev_stat, stat) {
             (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
                 Some(100.0 * cores() * (b1 - b0) as f64 / (t1 - t0) as f64)
@@ -101,6 +143,12 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
             (Some(c), Some(url)) => scrape(c, url).await,
             _ => None,
         };
+        // This thread's CPU from the end of one tick's work to the end of the next: one tick.
+        let thread = procstat::this_thread_cpu_seconds().ok();
+        let sampler_pct = prev_thread
+            .zip(thread)
+            .map(|(a, b)| 100.0 * (b - a).max(0.0));
+        prev_thread = thread;
         rows.push(SampleRow {
             api,
             api_cpu_seconds,
@@ -110,6 +158,8 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
                 mock_deps_cpu_percent: pct("mock-deps"),
                 postgres_cpu_percent: pct("postgres"),
                 machine_cpu_percent: machine,
+                sampler_cpu_percent: sampler_pct,
+                postgres_jobs,
             },
         });
         prev = cur;
@@ -117,19 +167,25 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
     rows
 }
 
+/// The machine's CPUs, not this process's: the generator is pinned to the harness's CPUs, and
+/// the machine's busy share is of all of them.
 fn cores() -> f64 {
-    std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64)
+    labkit::counters::online_cpus() as f64
 }
 
-async fn read(sampler: &Sampler) -> HashMap<String, ProcSample> {
-    let sampler = sampler.clone();
-    // A /proc scan of a process tree is blocking file I/O: keep it off the runtime's workers.
-    tokio::task::spawn_blocking(move || sampler.sample())
-        .await
-        .unwrap_or_default()
+/// One reading of every target (blocking file I/O, on the sampler's own thread).
+fn read(sampler: &Sampler) -> HashMap<String, ProcSample> {
+    sampler
+        .sample()
         .into_iter()
         .filter_map(|(name, s)| s.map(|s| (name, s)))
         .collect()
+}
+
+/// PostgreSQL's processes with their CPU, and when they were read.
+fn read_jobs(postgres: Option<u32>) -> Option<(std::time::Instant, TreeParts)> {
+    let parts = procstat::tree_parts(postgres?).ok()?;
+    Some((std::time::Instant::now(), parts))
 }
 
 /// A client for `/metrics` scrapes: `timeout` per scrape, no proxy.

@@ -133,6 +133,67 @@ pub struct HarnessSample {
     /// The whole machine, every process (other tenants included), from `/proc/stat`.
     #[serde(default)]
     pub machine_cpu_percent: Option<f64>,
+    /// The sampler's own thread (its `/proc` reads and `/metrics` scrapes), a part of
+    /// `generator_cpu_percent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler_cpu_percent: Option<f64>,
+    /// `postgres_cpu_percent` by the job of PostgreSQL's processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_jobs: Option<PostgresJobs>,
+}
+
+/// PostgreSQL's CPU over one second by the job of its processes, % of one core (labkit's
+/// `procstat::postgres_role` names them from their titles).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct PostgresJobs {
+    /// The sessions of the APIs' pools (and of the lab's own queries).
+    pub backends: f64,
+    pub wal_writer: f64,
+    pub checkpointer: f64,
+    pub background_writer: f64,
+    /// The autovacuum launcher and its live workers.
+    pub autovacuum: f64,
+    /// The postmaster itself.
+    pub postmaster: f64,
+    /// Processes that exited within the second (an autovacuum worker's end, a closed session).
+    pub exited: f64,
+    /// Any other helper (logical replication launcher, archiver, …).
+    pub other: f64,
+}
+
+impl PostgresJobs {
+    /// From a job → CPU-seconds map (`procstat::TreeParts::cpu_since`) over `seconds`.
+    pub fn from_seconds(jobs: &BTreeMap<&str, f64>, seconds: f64) -> PostgresJobs {
+        let mut out = PostgresJobs::default();
+        for (job, cpu) in jobs {
+            let slot = match *job {
+                "backends" => &mut out.backends,
+                "walwriter" => &mut out.wal_writer,
+                "checkpointer" => &mut out.checkpointer,
+                "background writer" => &mut out.background_writer,
+                "autovacuum launcher" | "autovacuum worker" => &mut out.autovacuum,
+                "postmaster" => &mut out.postmaster,
+                "exited" => &mut out.exited,
+                _ => &mut out.other,
+            };
+            *slot += 100.0 * cpu / seconds;
+        }
+        out
+    }
+
+    /// Each job with its name as a report writes it, in a fixed order.
+    pub fn named(&self) -> [(&'static str, f64); 8] {
+        [
+            ("backends", self.backends),
+            ("WAL writer", self.wal_writer),
+            ("checkpointer", self.checkpointer),
+            ("background writer", self.background_writer),
+            ("autovacuum", self.autovacuum),
+            ("postmaster", self.postmaster),
+            ("exited processes", self.exited),
+            ("other", self.other),
+        ]
+    }
 }
 
 /// Something that happened at `t` seconds.

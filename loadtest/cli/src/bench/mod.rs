@@ -25,6 +25,7 @@ use sqlx::Connection;
 pub mod baseline;
 mod cell;
 mod cost_render;
+pub mod harness;
 pub mod instructions;
 pub mod memory;
 pub mod pg_counters;
@@ -130,6 +131,10 @@ pub struct BenchArgs {
     /// --memory: write the figures as a new memory baseline to this file (a deliberate commit).
     #[arg(long, requires_all = ["memory", "why"])]
     pub save_memory_baseline: Option<PathBuf>,
+    /// Measure each harness part's CPU per order instead, beside the API's (open model at the
+    /// seed's 750/s, each API a lab run of its own; see `bench/harness.rs`).
+    #[arg(long = "harness", conflicts_with_all = ["memory", "instructions"])]
+    pub harness_parts: bool,
     /// Why the new baseline (--save-baseline) is right: kept in the file.
     #[arg(long)]
     pub why: Option<String>,
@@ -162,6 +167,9 @@ impl BenchArgs {
 pub async fn command(args: BenchArgs) -> Result<ExitCode> {
     if args.memory {
         return memory::command(&args).await;
+    }
+    if args.harness_parts {
+        return harness::command(&args).await;
     }
     let baseline = match &args.baseline {
         Some(p) => Some(BenchResults::load(p)?),
@@ -270,12 +278,13 @@ async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
         }
     };
     let logs = out.join("logs");
-    let pg_settings = if args.instructions {
-        instructions::PG_SETTINGS
+    let mut pg_settings: Vec<(&str, &str)> = if args.instructions {
+        instructions::PG_SETTINGS.to_vec()
     } else {
-        &[]
+        Vec::new()
     };
-    let harness = start_harness(args, &logs, pinning.as_ref(), pg_settings, &mut notes).await?;
+    pg_settings.extend(args.pg_setting_pairs());
+    let harness = start_harness(args, &logs, pinning.as_ref(), &pg_settings, &mut notes).await?;
     let mut cells = Vec::new();
     let mut counted = Vec::new();
     let instruction_settings = if args.instructions {
@@ -360,12 +369,20 @@ async fn start_harness(
     args: &BenchArgs,
     logs: &Path,
     pinning: Option<&Pinning>,
-    pg_settings: &'static [(&'static str, &'static str)],
+    pg_settings: &[(&str, &str)],
     notes: &mut Vec<String>,
 ) -> Result<Harness> {
     let (url, durability) = (args.database_url.clone(), args.db_durability);
+    let owned: Vec<(String, String)> = pg_settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let db = tokio::task::spawn_blocking(move || {
-        Database::open_with_settings(url.as_deref(), durability, pg_settings)
+        let settings: Vec<(&str, &str)> = owned
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        Database::open_with_settings(url.as_deref(), durability, &settings)
     })
     .await??;
     if let (Some(pid), Some(p)) = (db.pid, pinning) {

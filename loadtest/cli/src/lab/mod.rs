@@ -126,9 +126,9 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     let logs = out.join("logs");
     let faults = args.faults.map(|f| f.scaled(args.load.duration_scale));
     let (db_url, ephemeral) = (args.database_url.clone(), targets.is_empty());
-    let durability = args.db_durability;
+    let harness = args.harness.clone();
     let db = if db_url.is_some() || ephemeral {
-        let open = move || Database::open_with(db_url.as_deref(), durability);
+        let open = move || Database::open_for(db_url.as_deref(), &harness);
         Some(Arc::new(tokio::task::spawn_blocking(open).await??))
     } else {
         None
@@ -324,6 +324,10 @@ impl Lab {
                 "PG_DURABILITY".to_owned(),
                 a.db_durability.as_str().to_owned(),
             );
+            if !a.pg_settings.is_empty() {
+                // The server settings given on top of the lab's.
+                s.insert("PG_SETTINGS".to_owned(), a.pg_settings.join(","));
+            }
         }
         if let Some(rule) = self
             .threads_rule

@@ -44,9 +44,9 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     });
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let url = base.database_url.clone();
-    let durability = base.db_durability;
-    let db = tokio::task::spawn_blocking(move || Database::open_with(url.as_deref(), durability))
-        .await??;
+    let harness = base.harness.clone();
+    let db =
+        tokio::task::spawn_blocking(move || Database::open_for(url.as_deref(), &harness)).await??;
     let mut file = CapacityFile {
         scenario: name.to_owned(),
         objective: String::new(),

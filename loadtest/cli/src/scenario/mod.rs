@@ -277,8 +277,8 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     let shared = variants.iter().all(|v| v.args.faults.is_none());
     let url = base.database_url.clone();
     let db = if shared {
-        let durability = base.db_durability;
-        let open = move || Database::open_with(url.as_deref(), durability);
+        let harness = base.harness.clone();
+        let open = move || Database::open_for(url.as_deref(), &harness);
         Some(tokio::task::spawn_blocking(open).await??)
     } else {
         None
