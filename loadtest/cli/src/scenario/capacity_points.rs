@@ -95,13 +95,65 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
     }
 }
 
-/// (RSS at the peak thread count − RSS of the first sample) ÷ (peak threads − first threads), KiB:
-/// what each thread the load added cost. `None` when the load added fewer than 10 threads.
+/// What each thread the load added cost, KiB: the least-squares slope of RSS on the thread count
+/// over every sampled second before the drain — the estimator `bench --memory` gates
+/// ([`crate::bench::memory::slope`]), steadier than two points, whose RSS lags the count by up to a
+/// second. `None` when the load added fewer than 10 threads.
 pub fn rss_per_thread_kib(r: &RunResults) -> Option<f64> {
-    let procs: Vec<_> = r.seconds.iter().filter_map(|s| s.api_process).collect();
-    let first = procs.first()?;
-    let peak = procs.iter().max_by_key(|p| (p.threads, p.rss_bytes))?;
-    let threads = peak.threads.checked_sub(first.threads)?;
-    (threads >= 10)
-        .then(|| (peak.rss_bytes as f64 - first.rss_bytes as f64) / threads as f64 / 1024.0)
+    let points: Vec<(f64, f64)> = r
+        .seconds
+        .iter()
+        .filter(|s| s.phase != "drain")
+        .filter_map(|s| s.api_process)
+        .map(|p| (p.threads as f64, p.rss_bytes as f64))
+        .collect();
+    let (least, most) = points
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    (most - least >= 10.0)
+        .then(|| crate::bench::memory::slope(&points))
+        .flatten()
+        .map(|b| b / 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lab_results::{ProcessSample, SecondSample};
+
+    fn run(points: &[(u64, u64)]) -> RunResults {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../report/tests/fixtures/blocking-api-0.json");
+        let mut r = RunResults::load(&path).expect("fixture loads");
+        r.seconds = points
+            .iter()
+            .map(|&(threads, rss_bytes)| SecondSample {
+                phase: "constant".to_owned(),
+                api_process: Some(ProcessSample {
+                    threads,
+                    rss_bytes,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn rss_per_thread_is_the_least_squares_slope_not_two_points() {
+        // 120 KiB a thread, and a peak second whose RSS ran 2 MiB ahead of its thread count: two
+        // points (first to peak) would read 120 + 2048 / 400 ≈ 125.1 KiB, the slope ≈ 122.7.
+        let mut points: Vec<(u64, u64)> = (0..=8)
+            .map(|i| 200 + 50 * i)
+            .map(|t| (t, (40 << 20) + (t - 200) * 120 * 1024))
+            .collect();
+        points.last_mut().unwrap().1 += 2 << 20;
+        let kib = rss_per_thread_kib(&run(&points)).unwrap();
+        assert!(kib > 120.0 && kib < 123.0, "{kib}");
+        assert_eq!(
+            rss_per_thread_kib(&run(&[(200, 1 << 30), (205, 2 << 30)])),
+            None
+        );
+    }
 }
