@@ -48,6 +48,8 @@ pub struct HarnessFigure {
     pub harness_share_percent: Option<f64>,
     /// The run's harness-bound verdict, if any.
     pub harness_bound: Option<String>,
+    /// The run's money check: charges, orders, and whether they balanced.
+    pub money: Option<(u64, u64, bool)>,
 }
 
 /// Runs each API, prints and writes `harness.json` and `harness.md`.
@@ -73,6 +75,10 @@ pub async fn command(args: &BenchArgs) -> Result<ExitCode> {
     let text = render(&figures);
     std::fs::write(out.join("harness.md"), &text)?;
     println!("{text}");
+    if figures.iter().any(|f| f.money.is_some_and(|m| !m.2)) {
+        eprintln!("bench: a run's money did not balance");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -148,6 +154,10 @@ pub fn figure(r: &RunResults) -> Option<HarnessFigure> {
             .filter(|n| *n > 0.0)
             .map(|n| harness / plateau.len() as f64 / n),
         harness_bound: r.harness_bound.clone(),
+        money: r
+            .money
+            .as_ref()
+            .map(|m| (m.charges, m.orders, m.balanced())),
     })
 }
 
@@ -214,6 +224,11 @@ pub fn render(figures: &[HarnessFigure]) -> String {
     row("harness CPUs busy (mean)", &|f| {
         f.harness_share_percent
             .map_or("—".to_owned(), |p| format!("{p:.0} %"))
+    });
+    row("money (charges, orders)", &|f| match f.money {
+        Some((c, o, true)) => format!("{c} = {o}, balanced"),
+        Some((c, o, false)) => format!("{c} / {o}, **NOT balanced**"),
+        None => "not checked".to_owned(),
     });
     row("harness-bound", &|f| {
         f.harness_bound
