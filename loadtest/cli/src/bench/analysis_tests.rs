@@ -1,3 +1,8 @@
+use std::collections::BTreeMap;
+
+use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};
+use lab_results::{Environment, Limits, MockLatencies};
+
 use super::*;
 
 fn window() -> WindowCounts {
@@ -16,7 +21,7 @@ fn window() -> WindowCounts {
         postgres_cpu_s: Some(10.0),
         latency_proxy_cpu_s: None,
         machine_busy_s: Some(38.0),
-        postgres: Some(crate::cost::PgCounters {
+        postgres: Some(lab_results::cost::PgCounters {
             wal_records: 80_000,
             wal_bytes: 16_000_000,
             commits: 24_000,
@@ -25,7 +30,7 @@ fn window() -> WindowCounts {
     }
 }
 
-pub(crate) fn cell(api: &str, mocks: &str, busy: f64, rss: u64) -> BenchCell {
+fn cell(api: &str, mocks: &str, busy: f64, rss: u64) -> BenchCell {
     let w = window();
     BenchCell {
         api: api.to_owned(),
@@ -44,7 +49,7 @@ pub(crate) fn cell(api: &str, mocks: &str, busy: f64, rss: u64) -> BenchCell {
             note: String::new(),
             pinning: None,
         },
-        per_order: PerOrder::from_window(&w),
+        per_order: per_order(&w),
         orders_per_s: w.orders_per_s(),
         api_cpu_share: w.api_cpu_share(),
         window: w,
@@ -74,7 +79,7 @@ pub(crate) fn cell(api: &str, mocks: &str, busy: f64, rss: u64) -> BenchCell {
 
 #[test]
 fn per_order_divides_every_counter_by_the_orders() {
-    let p = PerOrder::from_window(&window()).unwrap();
+    let p = per_order(&window()).unwrap();
     assert!((p.api_cpu_us - 500.0).abs() < 1e-9, "{p:?}");
     assert!((p.api_user_us - 300.0).abs() < 1e-9);
     assert!((p.api_system_us - 200.0).abs() < 1e-9);
@@ -100,7 +105,7 @@ fn per_order_divides_every_counter_by_the_orders() {
         orders: 0,
         ..window()
     };
-    assert_eq!(PerOrder::from_window(&empty), None);
+    assert_eq!(per_order(&empty), None);
     assert_eq!(WindowCounts::default().orders_per_s(), 0.0);
 }
 
@@ -112,12 +117,12 @@ fn memory_growth_and_slope() {
         window_mean_busy: Some(50.0),
         ..Default::default()
     };
-    assert_eq!(m.growth_per_busy(), Some(2000.0));
+    assert_eq!(growth_per_busy(&m), Some(2000.0));
     let idle = MemoryFigures {
         window_mean_busy: Some(0.5),
         ..m.clone()
     };
-    assert_eq!(idle.growth_per_busy(), None);
+    assert_eq!(growth_per_busy(&idle), None);
 
     let zero = cell("reactive-api", "0ms", 32.0, 20 << 20);
     let seed = cell(

@@ -22,8 +22,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 use sqlx::Connection;
 
+pub mod analysis;
 pub mod baseline;
 mod cell;
+mod cost_gate;
 mod cost_render;
 pub mod instructions;
 pub mod memory;
@@ -326,8 +328,8 @@ async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
     drop(harness.deps);
     drop(harness.db);
     notes.extend(contention_notes(&cells));
-    let slopes = lab_results::bench::memory_slopes(&cells);
-    let targets = lab_results::bench::targets(&cells, &slopes);
+    let slopes = analysis::memory_slopes(&cells);
+    let targets = analysis::targets(&cells, &slopes);
     let mut environment = crate::run::environment("");
     environment.build_profile = build_profile(apis.first().map_or("", String::as_str));
     Ok(BenchResults {

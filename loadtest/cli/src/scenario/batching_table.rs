@@ -25,7 +25,7 @@ use lab_results::numbers::{fixed, ms_or_s};
 
 use super::batching_plan::{CLIENTS, Cell, POOL, ServerSettings, WAIT_MS};
 use super::fsync::FsyncFigure;
-use super::render::ScenarioTable;
+use lab_report::scenario::ScenarioTable;
 
 /// The original's adds/s by updates per transaction (0: no transaction).
 pub const ORIGINAL: &[(usize, f64)] = &[

@@ -3,10 +3,8 @@
 
 use lab_results::numbers::{fixed, ms_or_s};
 
-use super::capacity_cause::StoppedBy;
-use super::capacity_charts as charts;
-use super::capacity_points::{CapacityFile, CapacityPoint, StepPoint};
-use super::render::ScenarioTable;
+use lab_report::scenario::{ScenarioTable, capacity_charts as charts};
+use lab_results::scenario::{CapacityFile, CapacityPoint, StepPoint, StoppedBy};
 
 /// Rates a cluster user might plan for (the pods arithmetic on the page).
 const PLANNED_RATES: &[f64] = &[300.0, 750.0, 3000.0];

@@ -77,7 +77,7 @@ fn events_conclusion_names_the_slow_broker_and_the_crash() {
     assert_eq!(html.matches("<rect ").count(), 12, "6 slowed + 6 crashed");
     assert!(html.contains("<p class=\"lead\">With the broker slowed"));
     // Events runs record no harness verdict: the trust line says so rather than nothing.
-    let trust = crate::scenario::render::trust_line(&t).expect("a trust line");
+    let trust = lab_report::scenario::trust_line(&t).expect("a trust line");
     assert!(trust.contains("was not recorded"), "{trust}");
     assert!(html.contains(&trust));
 }
@@ -98,7 +98,7 @@ fn batching_conclusion_compares_each_best_batch_with_none() {
     // The trust line and the marks agree with the rows.
     let bound = t.harness_bound.iter().filter(|b| **b).count();
     assert_eq!(bound, 19);
-    let trust = crate::scenario::render::trust_line(&t).expect("recorded");
+    let trust = lab_report::scenario::trust_line(&t).expect("recorded");
     assert!(
         trust.starts_with("19 of 26 rows were harness-bound"),
         "{trust}"

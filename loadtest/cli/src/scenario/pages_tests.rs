@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::scenario::ScenarioTable;
 use crate::scenario::findings::apply;
-use crate::scenario::render::trust_line;
+use lab_report::scenario::trust_line;
 
 fn fixture(name: &str) -> Value {
     let text = match name {

@@ -4,13 +4,12 @@
 //! reference line), each API's capacity as a bar, and capacity against the dependencies' critical
 //! path (a line per API). Drawn with the report's SVG module, like every scenario chart.
 
-use lab_report::svg::{Dash, LineChart, PALETTE, RefLine, Scale, Series, TickFormat};
 use lab_results::numbers::fixed;
+use lab_results::scenario::{CapacityFile, StepPoint, StoppedBy};
 
-use super::bars::{Bar, Panel, bars};
-use super::capacity_cause::StoppedBy;
-use super::capacity_points::{CapacityFile, StepPoint};
-use super::render::ScenarioChart;
+use crate::svg::{Bar, Dash, LineChart, PALETTE, Panel, RefLine, Scale, Series, TickFormat, bars};
+
+use super::ScenarioChart;
 
 /// The offered rates of the sweep, ascending.
 fn rates(sweep: &[StepPoint]) -> Vec<f64> {

@@ -3,15 +3,14 @@
 //! against RTT (lines per API); bars, one per run, for events (req/s under a slow broker, events
 //! lost in a crash), overload (201/s and p99, shedding off and on), remotecall (req/s and errors
 //! per scope) and faults (each API's money). Drawn with the report's own SVG module (its escaper,
-//! its palette), so they look like report.html's.
+//! its palette, its bars), so they look like report.html's.
 
-use lab_report::svg::{Dash, LineChart, PALETTE, Scale, Series, TickFormat};
-
-use super::bars::{Bar, Panel, bars};
-use super::points::{
-    BatchPoint, DbLatencyPoint, EventsPoint, FaultsPoint, OverloadPoint, RemotecallPoint, apis,
+use crate::svg::{Bar, Dash, LineChart, PALETTE, Panel, Scale, Series, TickFormat, bars};
+use lab_results::scenario::{
+    BatchPoint, DbLatencyPoint, EventsPoint, FaultsPoint, OverloadPoint, RemotecallPoint,
 };
-use super::render::ScenarioChart;
+
+use super::{ScenarioChart, apis};
 
 /// Orders/s against batch size (log spacing), one line per API × RTT.
 pub fn batching(rows: &[BatchPoint]) -> ScenarioChart {

@@ -1,8 +1,23 @@
-//! A scenario's table ([`ScenarioTable`]), its chart and its trust line, as markdown (its cells
-//! written by `lab_results::numbers`). The page (`page.rs`) renders the same table as HTML and
-//! imports it from here.
+//! The pages of `loadtest lab --scenario NAME` (and `loadtest crossover`): a scenario's table
+//! ([`ScenarioTable`]) with its conclusion, trust line, conditions and charts, written as
+//! `summary.md` ([`render_markdown`]) and as `scenario.html` ([`render_html`], in the style of
+//! report.html, `page.rs`); the charts drawn from a `scenario.json`'s rows ([`charts`],
+//! [`capacity_charts`]).
+//!
+//! Presentation only, and so here beside the report's: the scenario modules of `loadtest/cli`
+//! run the runs and work out what they mean — each row's cells, the conclusion, which rows were
+//! harness-bound — and hand this module a [`ScenarioTable`]; the charts read only the rows
+//! (`lab_results::scenario`), so a committed result is drawn again the same way. One table
+//! writer ([`crate::markdown_table`]), one chart module ([`crate::svg`], its bars included) for
+//! the report and every scenario page.
 
-use lab_results::markdown::Table;
+pub mod capacity_charts;
+pub mod charts;
+mod page;
+
+pub use page::render_html;
+
+use crate::markdown_table::Table;
 
 /// A table with the words around it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -28,7 +43,7 @@ pub struct ScenarioTable {
     pub conditions: Vec<String>,
 }
 
-/// The scenario's chart: an SVG drawn by `lab_report::svg` (every string in it escaped there).
+/// The scenario's chart: an SVG drawn by [`crate::svg`] (every string in it escaped there).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ScenarioChart {
     pub title: String,
@@ -65,6 +80,19 @@ pub fn trust_line(t: &ScenarioTable) -> Option<String> {
     })
 }
 
+/// APIs (or any names) in the order they first appear: the order of a chart's legend and of a
+/// conclusion's sentences.
+pub fn apis<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for n in names {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// `summary.md`: the page's words and its table as Markdown.
 pub fn render_markdown(t: &ScenarioTable) -> String {
     let mut md = format!("# {}\n\n", t.title);
     if !t.conclusion.is_empty() {
@@ -103,7 +131,6 @@ pub fn render_markdown(t: &ScenarioTable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::page::render_html;
 
     #[test]
     fn the_page_escapes_every_value_from_the_results() {

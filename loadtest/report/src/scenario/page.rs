@@ -6,35 +6,9 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::render::{ScenarioTable, trust_line};
+use super::{ScenarioTable, trust_line};
 
-/// How, when and where this scenario ran, for the page (what a results file's header says by
-/// hand otherwise): the command line, the date, the commit and build, the machine.
-pub fn conditions() -> Vec<String> {
-    let build = if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    };
-    let e = crate::run::environment(build);
-    let args: Vec<String> = std::env::args().collect();
-    vec![
-        format!("Written by {}", args.join(" ")),
-        format!(
-            "on {} UTC, git {} ({build} build of loadtest),",
-            chrono::Utc::now().format("%Y-%m-%d %H:%M"),
-            e.git_sha
-        ),
-        format!(
-            "on {} ({} cores, {:.0} GiB, {}).",
-            e.cpu_model,
-            e.cores,
-            e.memory_bytes as f64 / (1u64 << 30) as f64,
-            e.kernel
-        ),
-    ]
-}
-
+/// `scenario.html`: the page, self-contained.
 pub fn render_html(t: &ScenarioTable) -> String {
     let main = if t.main_columns == 0 || t.main_columns >= t.columns.len() {
         t.columns.len()
@@ -48,7 +22,7 @@ pub fn render_html(t: &ScenarioTable) -> String {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (t.title) }
-                style { (PreEscaped(lab_report::CSS)) }
+                style { (PreEscaped(crate::CSS)) }
             }
             body { main {
                 header { h1 { (t.title) } }
@@ -67,7 +41,7 @@ pub fn render_html(t: &ScenarioTable) -> String {
                 @for (i, c) in t.charts.iter().enumerate() {
                     figure id=(if i == 0 { "fig-scenario".to_owned() } else { format!("fig-scenario-{}", i + 1) }) {
                         figcaption { strong { (c.title) } " " (c.caption) }
-                        // SVG text drawn by lab_report::svg, which escapes every string it sets in it.
+                        // SVG text drawn by crate::svg, which escapes every string it sets in it.
                         (PreEscaped(&c.svg))
                     }
                 }

@@ -1,7 +1,8 @@
-//! Horizontal bar charts for the scenario pages (a bar per run, its value written beside it), in
-//! the report's SVG style: what the events, overload, remotecall and faults pages draw.
+//! Horizontal bar charts (a bar per run, its value written beside it), beside the line charts and
+//! in their style (the same escaper, the palette given by the caller): what the scenario pages of
+//! events, overload, remotecall, faults and capacity draw. The report's one bar-chart writer.
 
-use lab_report::svg::esc;
+use super::esc;
 
 /// One bar of a [`bars`] chart.
 pub struct Bar {
