@@ -14,6 +14,7 @@
 pub mod capacity_charts;
 pub mod charts;
 mod page;
+mod shown;
 
 pub use page::render_html;
 
@@ -105,9 +106,14 @@ pub fn render_markdown(t: &ScenarioTable) -> String {
     if !t.conditions.is_empty() {
         md.push_str(&format!("Run conditions: {}\n\n", t.conditions.join(" ")));
     }
-    let mut table = Table::left(&t.columns);
+    let shown = shown::Shown::of(t);
+    let mut table = Table::left(shown.columns.iter().map(|&c| &t.columns[c]));
     for (i, row) in t.rows.iter().enumerate() {
-        let mut row = row.clone();
+        let mut row: Vec<String> = shown
+            .columns
+            .iter()
+            .filter_map(|&c| row.get(c).cloned())
+            .collect();
         if let Some(first) = row.first_mut()
             && t.harness_bound.get(i).copied().unwrap_or(false)
         {
@@ -116,6 +122,9 @@ pub fn render_markdown(t: &ScenarioTable) -> String {
         table.push_row(row);
     }
     md.push_str(&format!("{table}\n"));
+    if let Some(same) = shown.same_line() {
+        md.push_str(&format!("{same}\n\n"));
+    }
     for note in &t.notes {
         md.push_str(&format!("- {note}\n"));
     }

@@ -2,19 +2,22 @@
 //! offline, no script). It says what the scenario found before it shows how: the conclusion
 //! computed from the rows, whether to trust them (how many were harness-bound), the conditions they
 //! were measured under, one chart, then the table — its key columns, the rest folded under a
-//! `<details>` element so the page reads on a phone — with harness-bound rows marked.
+//! `<details>` element so the page reads on a phone, a column that does not vary left out
+//! (`shown.rs`) — with harness-bound rows marked.
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use super::shown::Shown;
 use super::{ScenarioTable, trust_line};
+
+/// The page's own rule on top of report.html's stylesheet: text cells line up left, like their
+/// headers (the report's summary table holds figures only, set right).
+const TEXT_CELLS: &str = "table.summary td.text { text-align:left; }\n";
 
 /// `scenario.html`: the page, self-contained.
 pub fn render_html(t: &ScenarioTable) -> String {
-    let main = if t.main_columns == 0 || t.main_columns >= t.columns.len() {
-        t.columns.len()
-    } else {
-        t.main_columns
-    };
+    let shown = Shown::of(t);
+    let (main, all) = (shown.main, shown.columns.len());
     let page = html! {
         (DOCTYPE) "\n"
         html lang="en" {
@@ -22,7 +25,7 @@ pub fn render_html(t: &ScenarioTable) -> String {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (t.title) }
-                style { (PreEscaped(crate::CSS)) }
+                style { (PreEscaped(crate::CSS)) (PreEscaped(TEXT_CELLS)) }
             }
             body { main {
                 header { h1 { (t.title) } }
@@ -46,13 +49,14 @@ pub fn render_html(t: &ScenarioTable) -> String {
                     }
                 }
                 h2 { "Results" }
-                (table(t, main, "summary"))
-                @if main < t.columns.len() {
+                (table(t, &shown, main, "summary"))
+                @if main < all {
                     details {
-                        summary { "Every column (" (t.columns.len() - main) " more)" }
-                        (table(t, t.columns.len(), "summary wide"))
+                        summary { "Every column (" (all - main) " more)" }
+                        (table(t, &shown, all, "summary wide"))
                     }
                 }
+                @if let Some(same) = shown.same_line() { p class="note" { (same) } }
                 @if !t.notes.is_empty() {
                     h2 { "How these were measured" }
                     ul { @for note in &t.notes { li { (note) } } }
@@ -69,18 +73,21 @@ pub fn render_html(t: &ScenarioTable) -> String {
     page.into_string()
 }
 
-/// The first `n` columns, harness-bound rows marked.
-fn table(t: &ScenarioTable, n: usize, class: &str) -> Markup {
+/// The first `n` shown columns, harness-bound rows marked, text cells set left.
+fn table(t: &ScenarioTable, shown: &Shown, n: usize, class: &str) -> Markup {
+    let columns = &shown.columns[..n];
     html! { div class="scroll" { table class=(class) {
-        thead { tr { @for c in &t.columns[..n] { th { (c) } } } }
+        thead { tr { @for &c in columns { th { (t.columns[c]) } } } }
         tbody {
             @for (i, row) in t.rows.iter().enumerate() {
                 @let bound = t.harness_bound.get(i).copied().unwrap_or(false);
                 tr class=[bound.then_some("harness-bound")] {
-                    @for (j, cell) in row.iter().take(n).enumerate() {
-                        td {
-                            @if j == 0 && bound { span title="harness-bound" { "⚠ " } }
-                            (cell)
+                    @for (j, &c) in columns.iter().enumerate() {
+                        @if let Some(cell) = row.get(c) {
+                            td class=[shown.text[j].then_some("text")] {
+                                @if j == 0 && bound { span title="harness-bound" { "⚠ " } }
+                                (cell)
+                            }
                         }
                     }
                 }
