@@ -23,7 +23,7 @@ use lab_results::ApiKind;
 use lab_results::bench::{BenchCell, MemoryFigures};
 use loadgen::driver::{DriverConfig, LoopControl};
 use loadgen::profile::{Model, Profile};
-use order_core::settings::CommonSettings;
+use order_core::plumbing::settings::CommonSettings;
 
 /// How long the closed loop's clients may take to start.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);

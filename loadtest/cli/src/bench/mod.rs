@@ -37,7 +37,7 @@ use crate::lab_args::{HarnessArgs, SEED_LATENCIES, api_names};
 use crate::services::{Database, MockDepsProcess};
 use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};
 use lab_results::{ApiKind, MockLatencies};
-use order_core::settings::DepsHttp;
+use order_core::plumbing::settings::DepsHttp;
 
 /// A mock-deps latency setting of the bench.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -28,7 +28,7 @@ use loadgen::driver::{DriverConfig, LoopControl, Sharding};
 use loadgen::profile::Profile;
 use loadgen::recorder::Acc;
 use loadgen::sampler::{Peaks, metrics_client, scrape_metrics};
-use order_core::error::ErrorCode;
+use order_core::domain::error::ErrorCode;
 use serde::Serialize;
 use sqlx::Connection;
 use strum::IntoEnumIterator;
@@ -36,7 +36,7 @@ use tokio::sync::Mutex;
 
 use crate::api_env::{ApiSettings, EventsEnv};
 use crate::services::{ApiProcess, Database, MockDepsProcess};
-use order_core::events_mode::EventsMode;
+use order_core::plumbing::events_mode::EventsMode;
 
 /// The longest wait, after the load, for the API to settle every order and event.
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(90);

@@ -313,7 +313,7 @@ impl Reach {
                         |n| {
                             format!(
                                 "{n} keys CHARGING; recovery claims {} at a time",
-                                order_core::recovery::CLAIM_BATCH
+                                order_core::domain::recovery::CLAIM_BATCH
                             )
                         },
                     ),

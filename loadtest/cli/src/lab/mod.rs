@@ -513,7 +513,7 @@ impl Lab {
         if self.faults.is_some_and(|f| f.gateway_down.is_some()) {
             // Each lookup that failed during the outage put its key off for longer (recovery's
             // back-off doubles up to MAX_BACKOFF): the last of them may wait that long again.
-            settle += order_core::recovery::MAX_BACKOFF;
+            settle += order_core::domain::recovery::MAX_BACKOFF;
         }
         let (money, checks) =
             money::count(self.database_url.as_deref(), Some(&self.deps_url), settle).await;

@@ -19,12 +19,12 @@ use latency_proxy::LatencyProxy;
 
 use super::events::{census, pending};
 use crate::api_env::EventsEnv;
-use order_core::events_mode::EventsMode;
+use order_core::plumbing::events_mode::EventsMode;
 
 /// The API's `NATS_TIMEOUT_MS` in these runs: its default, so that the row says whether the
 /// default (10 s) outlasts the fault's acknowledgements (7 s in the scenario).
 fn nats_timeout_ms() -> u64 {
-    order_core::settings::EventsSettings::default().nats_timeout_ms
+    order_core::plumbing::settings::EventsSettings::default().nats_timeout_ms
 }
 /// The longest wait for the relay to empty the outbox (after the run, and between runs).
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(60);

@@ -6,7 +6,7 @@
 //! one). An autocommit statement holds its pooled connection for one round trip, its execution in
 //! PostgreSQL (pg_stat_statements' mean over the run) and one WAL flush (`pg_test_fsync`'s one 8 kB
 //! write; with `commit_delay`, plus that delay): `t = RTT + exec + flush`. Neither API's pool
-//! tests a connection on its way back (`order_core::connections`). CPU and the wait for a
+//! tests a connection on its way back (`order_core::plumbing::connections`). CPU and the wait for a
 //! connection are left out, so this is a ceiling, not an estimate.
 //! - Batch 1: three statements per order (reservation, `CHARGING`, persist):
 //!   `POOL ÷ (3 t)` orders/s.

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::ApiError;
-use crate::metrics::Metrics;
-use crate::settings::CommonSettings;
+use crate::domain::error::ApiError;
+use crate::plumbing::metrics::Metrics;
+use crate::plumbing::settings::CommonSettings;
 
 pub struct Admission {
     /// `None`: no limit (`MAX_IN_FLIGHT=0`, the original experiment's behaviour).

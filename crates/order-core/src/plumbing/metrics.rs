@@ -39,7 +39,7 @@ pub struct Metrics {
     /// Of those, the keys whose pending order a release could not read (a newer release's),
     /// left for a release that can.
     pub recovery_unreadable_deferred: IntGauge,
-    /// Rows the retention sweep dropped, by kind (`order_core::retention::Swept`).
+    /// Rows the retention sweep dropped, by kind (`order_core::domain::retention::Swept`).
     pub retention_swept: IntCounterVec,
     /// Persist attempts repeated on a fresh connection after a database failure.
     pub persist_retries: IntCounter,
@@ -56,10 +56,10 @@ pub struct Metrics {
     pub connections_limit: IntGauge,
     pub connections_refused: IntCounter,
     pub blocking: Option<BlockingPoolMetrics>,
-    /// The order events (`EVENTS_MODE`, `order_core::events`).
-    pub events: crate::events::EventMetrics,
+    /// The order events (`EVENTS_MODE`, `order_core::plumbing::events`).
+    pub events: crate::plumbing::events::EventMetrics,
     /// The cgroup's CPU throttling, read at each scrape.
-    pub cpu_throttling: crate::throttling::CpuThrottling,
+    pub cpu_throttling: crate::plumbing::throttling::CpuThrottling,
 }
 
 /// blocking-api only: the bounded pool every order request runs on.
@@ -268,8 +268,8 @@ impl Metrics {
             }
             b
         });
-        let events = crate::events::EventMetrics::new(&registry, LATENCY_BUCKETS);
-        let cpu_throttling = crate::throttling::CpuThrottling::new();
+        let events = crate::plumbing::events::EventMetrics::new(&registry, LATENCY_BUCKETS);
+        let cpu_throttling = crate::plumbing::throttling::CpuThrottling::new();
         cpu_throttling.collectors().into_iter().for_each(reg);
         Metrics {
             events,

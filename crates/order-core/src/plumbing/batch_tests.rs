@@ -1,7 +1,7 @@
 use super::*;
-use crate::contract::{Address, Customer, Item};
-use crate::deps::{PayStatus, Recommendation};
-use crate::order::{PaymentSummary, RiskSummary};
+use crate::domain::contract::{Address, Customer, Item};
+use crate::domain::deps::{PayStatus, Recommendation};
+use crate::domain::order::{PaymentSummary, RiskSummary};
 
 fn doc(id: &str, items: usize, complement: Option<&str>) -> OrderDocument {
     OrderDocument {
@@ -108,9 +108,14 @@ fn a_refused_batch_is_retried_one_by_one_but_an_unavailable_database_is_not() {
     ));
     assert!(matches!(failure_for_each(&internal), ApiError::Internal(_)));
     // A refusal stays a refusal for each order, so recovery voids what it would without batching.
-    assert!(!crate::db_failure::is_refusal(&failure_for_each(&internal)));
-    let refused = crate::db_failure::DbFailure::Refused.into_api_error(anyhow::anyhow!("23514"));
-    assert!(crate::db_failure::is_refusal(&failure_for_each(&refused)));
+    assert!(!crate::domain::db_failure::is_refusal(&failure_for_each(
+        &internal
+    )));
+    let refused =
+        crate::domain::db_failure::DbFailure::Refused.into_api_error(anyhow::anyhow!("23514"));
+    assert!(crate::domain::db_failure::is_refusal(&failure_for_each(
+        &refused
+    )));
 }
 
 #[test]
@@ -128,7 +133,7 @@ fn batching_is_off_at_one_and_in_request_scope() {
 
 #[test]
 fn batching_is_refused_with_a_request_scope_or_order_events() {
-    use crate::events::EventsMode;
+    use crate::plumbing::events::EventsMode;
     let mut s = CommonSettings::new("postgres://x/y", "http://z");
     s.request_hash_key = Some("0123456789abcdef0123".to_owned());
     s.persist_batch_max = 10;

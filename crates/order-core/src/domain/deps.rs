@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::contract::{PaymentMethod, ValidOrder};
-use crate::error::{ApiError, Dependency};
+use crate::domain::contract::{PaymentMethod, ValidOrder};
+use crate::domain::error::{ApiError, Dependency};
 
 // The dependencies' paths, the one copy: both APIs call them and mock-deps serves them.
 pub const SELLER_PATH: &str = "/sellers/authorization";

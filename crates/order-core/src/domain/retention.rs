@@ -48,15 +48,15 @@ impl Swept {
     /// The statement that sweeps one batch: `$1` the age in seconds (float8), `$2` the batch.
     pub fn statement(self) -> &'static str {
         match self {
-            Swept::KeyResponses => crate::sql::EXPIRE_KEY_RESPONSES,
-            Swept::OutboxEvents => crate::sql::DELETE_SENT_OUTBOX,
+            Swept::KeyResponses => crate::domain::sql::EXPIRE_KEY_RESPONSES,
+            Swept::OutboxEvents => crate::domain::sql::DELETE_SENT_OUTBOX,
         }
     }
 
     /// How old a row must be to be swept (`None`: this kind is kept for ever).
     pub fn retention(
         self,
-        settings: &crate::settings::CommonSettings,
+        settings: &crate::plumbing::settings::CommonSettings,
     ) -> Option<std::time::Duration> {
         match self {
             Swept::KeyResponses => settings.key_retention(),
@@ -73,7 +73,7 @@ pub fn more(swept_in_batch: i64, batches_done: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::CommonSettings;
+    use crate::plumbing::settings::CommonSettings;
 
     #[test]
     fn zero_keeps_for_ever() {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::events_mode::EventsMode;
+use crate::plumbing::events_mode::EventsMode;
 
 /// How long a request holds its database connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -119,11 +119,11 @@ pub struct CommonSettings {
     pub client_header_timeout_ms: u64,
     /// How long a kept-alive connection may stay idle between two requests before it is closed;
     /// the next request's head must then be complete within CLIENT_HEADER_TIMEOUT_MS more
-    /// (`order_core::keep_alive`). 0: no keep-alive, one request per connection.
+    /// (`order_core::plumbing::keep_alive`). 0: no keep-alive, one request per connection.
     #[arg(long, env = "KEEP_ALIVE_S", default_value_t = 5)]
     pub keep_alive_s: u64,
     /// Client connections held at once; a request on a connection above it is answered 503
-    /// `too_many_connections` and the connection closed (`order_core::connection_cap`). Default:
+    /// `too_many_connections` and the connection closed (`order_core::plumbing::connection_cap`). Default:
     /// 20000 (about 400 MiB of idle connections in the costlier API), lowered to what the
     /// open-file limit holds (2 per connection); a value the limit cannot hold refuses to start.
     #[arg(long, env = "MAX_CONNECTIONS")]
@@ -149,7 +149,7 @@ pub struct CommonSettings {
     /// On SIGTERM/SIGINT: how long orders in flight may take to finish before the process exits.
     #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = 20_000)]
     pub shutdown_grace_ms: u64,
-    /// Most orders persisted in one transaction by the batch writer (see `order_core::batch`);
+    /// Most orders persisted in one transaction by the batch writer (see `order_core::plumbing::batch`);
     /// 1: each order commits its own persist (no writer). Short transaction scope only.
     #[arg(long, env = "PERSIST_BATCH_MAX", default_value_t = 1, value_parser = batch_max)]
     pub persist_batch_max: usize,
@@ -157,7 +157,7 @@ pub struct CommonSettings {
     #[arg(long, env = "PERSIST_BATCH_WAIT_MS", default_value_t = 5)]
     pub persist_batch_wait_ms: u64,
     /// Days a completed order's idempotency key keeps its stored answer; after them the retention
-    /// sweep drops it, and a replay is answered from the order's rows (`order_core::retention`).
+    /// sweep drops it, and a replay is answered from the order's rows (`order_core::domain::retention`).
     /// 0: kept for ever.
     #[arg(long, env = "KEY_RETENTION_DAYS", default_value_t = 30)]
     pub key_retention_days: u64,
@@ -165,7 +165,7 @@ pub struct CommonSettings {
     pub events: EventsSettings,
 }
 
-/// The `order.created` event (see `order_core::events`).
+/// The `order.created` event (see `order_core::plumbing::events`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct EventsSettings {
     /// off, two-phase, after-commit or outbox: how the order's transaction and its event's

@@ -7,9 +7,9 @@ use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::contract::{Customer, Item, ValidOrder};
-use crate::deps::{PayResult, PayStatus, Recommendation};
-use crate::error::ApiError;
+use crate::domain::contract::{Customer, Item, ValidOrder};
+use crate::domain::deps::{PayResult, PayStatus, Recommendation};
+use crate::domain::error::ApiError;
 
 pub const STATUS_CONFIRMED: &str = "CONFIRMED";
 
@@ -159,11 +159,11 @@ impl Charging {
     /// gateway key unique per charge of one row: after recovery found no charge and voided the key
     /// at the gateway (so a late request under it can never charge), a later attempt charges under
     /// a new key. The row's id makes it unique across rows, restored databases included
-    /// ([`crate::deps::payment_idempotency_key`]).
+    /// ([`crate::domain::deps::payment_idempotency_key`]).
     pub fn new(seller_id: &str, order: &ValidOrder, key_id: &str, attempt: i32) -> Self {
         let reference_id = &order.request.reference_id;
         Charging {
-            gateway_key: crate::deps::payment_idempotency_key(
+            gateway_key: crate::domain::deps::payment_idempotency_key(
                 seller_id,
                 reference_id,
                 key_id,
@@ -245,8 +245,8 @@ pub fn plain<T: Serialize>(value: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::CreateOrderRequest;
-    use crate::request_hash::RequestHashKey;
+    use crate::domain::contract::CreateOrderRequest;
+    use crate::domain::request_hash::RequestHashKey;
 
     fn order() -> ValidOrder {
         let body = serde_json::json!({

@@ -1,12 +1,12 @@
 //! What to do when a request's idempotency key is already taken.
 //!
 //! Reservation is one `INSERT … ON CONFLICT DO UPDATE … WHERE <lease expired and same request>`
-//! ([`crate::sql::RESERVE_KEY`]): PostgreSQL serialises concurrent attempts on the primary key, so
+//! ([`crate::domain::sql::RESERVE_KEY`]): PostgreSQL serialises concurrent attempts on the primary key, so
 //! exactly one wins. A loser reads the row in the same transaction and [`decide`]s.
 
-use crate::error::ApiError;
-use crate::order::{Charging, Outcome, PendingOrder};
-use crate::request_hash::{StoredForm, stored_form};
+use crate::domain::error::ApiError;
+use crate::domain::order::{Charging, Outcome, PendingOrder};
+use crate::domain::request_hash::{StoredForm, stored_form};
 
 pub const STATE_IN_PROGRESS: &str = "IN_PROGRESS";
 /// Marked, and committed, before the gateway is called: the key may have a charge, so it is never
@@ -39,7 +39,7 @@ pub struct ExistingKey {
 pub enum ChargePlan {
     /// A fresh attempt: if risk approves, a new charge under the key row's own id (`key_id`, a
     /// UUID the database made when the key was first reserved; see
-    /// [`crate::deps::payment_idempotency_key`]).
+    /// [`crate::domain::deps::payment_idempotency_key`]).
     Fresh { key_id: String },
     /// The takeover of a key already in `CHARGING`: resume that charge, under its stored key.
     /// Boxed: rare, and large next to the other variant.

@@ -27,7 +27,7 @@ use actix_web::http::ConnectionType;
 use actix_web::middleware::Next;
 use actix_web::{ResponseError, web};
 
-use crate::error::ApiError;
+use crate::domain::error::ApiError;
 
 /// `MAX_CONNECTIONS` when unset (and the open-file limit allows it).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 20_000;
@@ -100,7 +100,7 @@ pub async fn refuse(
             .await
             .map(ServiceResponse::map_into_left_body);
     }
-    if let Some(metrics) = req.app_data::<web::Data<Arc<crate::metrics::Metrics>>>() {
+    if let Some(metrics) = req.app_data::<web::Data<Arc<crate::plumbing::metrics::Metrics>>>() {
         metrics.connections_refused.inc();
     }
     let mut response = ApiError::TooManyConnections.error_response();

@@ -11,12 +11,12 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, FromRequest, Handler, HttpServer, Responder, web};
 use anyhow::Context;
 
-use crate::admission::LoopLag;
-use crate::http::{method_not_allowed, not_found, shared_routes, track_metrics};
-use crate::metrics::Metrics;
-use crate::settings::CommonSettings;
+use crate::plumbing::admission::LoopLag;
+use crate::plumbing::http::{method_not_allowed, not_found, shared_routes, track_metrics};
+use crate::plumbing::metrics::Metrics;
+use crate::plumbing::settings::CommonSettings;
 
-pub use crate::lifecycle::Lifecycle;
+pub use crate::plumbing::lifecycle::Lifecycle;
 
 /// Listen backlog of both servers: thousands of connections can arrive at once under a ramp.
 pub const BACKLOG: u32 = 4096;
@@ -109,11 +109,13 @@ pub async fn start<S: Send + Sync + 'static>(
     state: impl FnOnce(Arc<Metrics>) -> anyhow::Result<S>,
 ) -> anyhow::Result<(Running, web::Data<S>)> {
     common.check()?;
-    crate::database_url::check_one_server(&common.database_url, |name| std::env::var(name).ok())?;
-    crate::prepared::require(&common.database_url, common.events.events_mode).await?;
-    crate::request_hash::warn_if_development(common);
-    let migrate = crate::migrate::MigrateOptions::from_settings(common);
-    crate::migrate::run(&common.database_url, migrate).await?;
+    crate::plumbing::database_url::check_one_server(&common.database_url, |name| {
+        std::env::var(name).ok()
+    })?;
+    crate::plumbing::prepared::require(&common.database_url, common.events.events_mode).await?;
+    crate::domain::request_hash::warn_if_development(common);
+    let migrate = crate::plumbing::migrate::MigrateOptions::from_settings(common);
+    crate::plumbing::migrate::run(&common.database_url, migrate).await?;
     let metrics = Arc::new(Metrics::new(common.db_pool_size, api.blocking_threads));
     let state = web::Data::new(state(metrics.clone())?);
     let listener = TcpListener::bind(bind_addr).with_context(|| format!("binding {bind_addr}"))?;
@@ -157,19 +159,20 @@ pub fn serve<S: Send + Sync + 'static>(
         _ => KeepAlive::Timeout(common.keep_alive()),
     };
     let between_requests = common.keep_alive() + common.client_header_timeout();
-    let cap =
-        crate::connection_cap::Cap::new(crate::connection_cap::limit(common.max_connections)?);
+    let cap = crate::plumbing::connection_cap::Cap::new(crate::plumbing::connection_cap::limit(
+        common.max_connections,
+    )?);
     metrics.connections_limit.set(cap.limit() as i64);
     // actix's own limit, per worker, only bounds the connections being refused on top of the cap.
-    let actix_limit = (cap.limit() + crate::connection_cap::REFUSING).div_ceil(workers);
+    let actix_limit = (cap.limit() + crate::plumbing::connection_cap::REFUSING).div_ceil(workers);
     let mut server = HttpServer::new(move || {
         // Called on each worker's own event loop: the loop's lag probe runs there, and the
         // worker's handlers find it as `web::Data<LoopLag>`.
         let lag = web::Data::from(LoopLag::spawn(probe_metrics.clone()));
         App::new()
-            .wrap(from_fn(crate::connection_cap::refuse))
+            .wrap(from_fn(crate::plumbing::connection_cap::refuse))
             .wrap(from_fn(track_metrics))
-            .wrap(from_fn(crate::keep_alive::track))
+            .wrap(from_fn(crate::plumbing::keep_alive::track))
             .app_data(lag)
             .app_data(state.clone())
             .app_data(app_lifecycle.clone())
@@ -194,7 +197,7 @@ pub fn serve<S: Send + Sync + 'static>(
     // A connection above MAX_CONNECTIONS is only answered and closed: it needs no watch.
     .on_connect(move |connection, extensions| {
         if cap.admit(extensions) {
-            crate::keep_alive::on_connect(connection, extensions, between_requests)
+            crate::plumbing::keep_alive::on_connect(connection, extensions, between_requests)
         }
     })
     // actix-web's own default, said here: a connection being shut down that the client does not

@@ -19,10 +19,10 @@
 //! - it checks the void's answer ([`void_took_effect`]): a void that did not take effect leaves
 //!   the key `CHARGING` for the next pass, never a stored `order_voided` over a live charge.
 
-use crate::deps::{GatewayPayment, PayResult, PayStatus};
-use crate::error::ApiError;
-use crate::idempotency::KeyRef;
-use crate::order::{Outcome, PendingOrder};
+use crate::domain::deps::{GatewayPayment, PayResult, PayStatus};
+use crate::domain::error::ApiError;
+use crate::domain::idempotency::KeyRef;
+use crate::domain::order::{Outcome, PendingOrder};
 
 /// Keys claimed per statement; a pass claims until fewer come back.
 pub const CLAIM_BATCH: i64 = 100;

@@ -5,14 +5,14 @@
 //! No dependency call follows a redirect. reqwest follows up to ten by default, and a 307 or 308
 //! re-sends the method and the whole body — for the charge, the card number and CVV — to wherever
 //! `Location` points. A 3xx is therefore an answer like any other status, read by
-//! `order_core::deps` (for the charge: an unknown outcome, see `deps::pay_outcome`), and a card body
+//! `order_core::domain::deps` (for the charge: an unknown outcome, see `deps::pay_outcome`), and a card body
 //! is never sent to any host but `DEPS_URL`'s.
 
 use std::time::Duration;
 
 use reqwest::redirect::Policy;
 
-use crate::settings::{CommonSettings, DepsHttp};
+use crate::plumbing::settings::{CommonSettings, DepsHttp};
 
 /// How long an idle keep-alive connection to a dependency is kept for reuse.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);

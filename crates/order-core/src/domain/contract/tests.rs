@@ -1,5 +1,5 @@
 use super::*;
-use crate::request_hash::{StoredForm, stored_form};
+use crate::domain::request_hash::{StoredForm, stored_form};
 
 fn today() -> NaiveDate {
     NaiveDate::from_ymd_opt(2026, 11, 30).unwrap()

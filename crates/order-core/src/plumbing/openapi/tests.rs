@@ -167,14 +167,14 @@ fn the_document_is_openapi_3_1_and_identical_each_time() {
 /// An amount comes with one item of that value, so that it still equals the items' sum.
 fn sample_with(pointer: &str, value: Value) -> Result<(), ApiError> {
     let mut sample: Value =
-        serde_json::from_str(include_str!("../../../../docs/sample-order.json")).unwrap();
+        serde_json::from_str(include_str!("../../../../../docs/sample-order.json")).unwrap();
     if pointer == "/payment/amount" {
         sample["items"] = serde_json::json!([{"name": "a", "quantity": 1, "value": value}]);
     }
     *sample
         .pointer_mut(pointer)
         .expect("the sample has the field") = value;
-    let key = crate::request_hash::RequestHashKey::new(b"openapi-bounds-key");
+    let key = crate::domain::request_hash::RequestHashKey::new(b"openapi-bounds-key");
     CreateOrderRequest::parse(&serde_json::to_vec(&sample).unwrap())?.validate(&key)?;
     Ok(())
 }

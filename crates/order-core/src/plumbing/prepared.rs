@@ -11,8 +11,8 @@
 use anyhow::{Context, bail};
 use sqlx::Connection;
 
-use crate::events_mode::EventsMode;
-use crate::sql;
+use crate::domain::sql;
+use crate::plumbing::events_mode::EventsMode;
 
 /// Whether a server whose `max_prepared_transactions` reads `setting` (as `SHOW` prints it) can
 /// run `mode`: two-phase needs at least one prepared transaction; the other modes prepare none.

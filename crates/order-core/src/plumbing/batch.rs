@@ -31,11 +31,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use prometheus::{Histogram, HistogramOpts, IntCounter, IntGauge};
 
-use crate::error::ApiError;
-use crate::idempotency::KeyRef;
-use crate::metrics::Metrics;
-use crate::order::{OrderDocument, Outcome, Placed, plain};
-use crate::settings::{CommonSettings, TxScope};
+use crate::domain::error::ApiError;
+use crate::domain::idempotency::KeyRef;
+use crate::domain::order::{OrderDocument, Outcome, Placed, plain};
+use crate::plumbing::metrics::Metrics;
+use crate::plumbing::settings::{CommonSettings, TxScope};
 
 /// Completes each key with its 201 and writes customers, orders and items for a whole batch, in
 /// one statement. Every parameter is an array with one element per order, in batch order, except
@@ -266,8 +266,8 @@ pub fn failure_for_each(error: &ApiError) -> ApiError {
     let cause = anyhow::anyhow!("persist batch failed: {error:#}");
     match error {
         ApiError::DatabaseUnavailable(_) => ApiError::DatabaseUnavailable(cause),
-        refused if crate::db_failure::is_refusal(refused) => {
-            ApiError::Internal(cause.context(crate::db_failure::Refusal))
+        refused if crate::domain::db_failure::is_refusal(refused) => {
+            ApiError::Internal(cause.context(crate::domain::db_failure::Refusal))
         }
         _ => ApiError::Internal(cause),
     }

@@ -1,5 +1,5 @@
 //! Admission of the reads (`GET /orders/{id}`), the same rule in both APIs and apart from the
-//! orders' ([`crate::admission::Admission`]): at most `places` reads in progress at once, at most
+//! orders' ([`crate::plumbing::admission::Admission`]): at most `places` reads in progress at once, at most
 //! `queue` more waiting for a place, each for at most `QUEUE_TIMEOUT_MS`. A read that finds the
 //! queue full, or waits out the timeout, is 503 `overloaded` (+ `Retry-After`), counted in
 //! `reads_refused_total{reason}` (`queue_full`, `queue_timeout`).
@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::ApiError;
-use crate::metrics::Metrics;
+use crate::domain::error::ApiError;
+use crate::plumbing::metrics::Metrics;
 
 pub struct ReadAdmission {
     places: Arc<Semaphore>,

@@ -4,7 +4,7 @@
 //!
 //! Both APIs implement one contract, so the operations are declared once, here, on the
 //! documentation items below: utoipa reads a `#[utoipa::path]` off a function, and the real
-//! handlers are two (one per API) behind one route table ([`crate::server::order_routes`]). The
+//! handlers are two (one per API) behind one route table ([`crate::plumbing::server::order_routes`]). The
 //! statuses and codes each response lists are checked against [`ErrorCode`] by this module's
 //! tests; the document against both running APIs and `docs/openapi.json` by testkit's
 //! `contract_openapi.rs`. Regenerate the committed copy with
@@ -16,11 +16,13 @@ use actix_web::HttpResponse;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::contract::{Address, Card, CreateOrderRequest, Customer, Item, Payment, PaymentMethod};
-use crate::deps::{PayStatus, Recommendation};
-use crate::error::{Dependency, ErrorBody, ErrorCode};
-use crate::order::{OrderDocument, PaymentSummary, RiskSummary};
-use crate::probe::{Probe, ProbeStatus};
+use crate::domain::contract::{
+    Address, Card, CreateOrderRequest, Customer, Item, Payment, PaymentMethod,
+};
+use crate::domain::deps::{PayStatus, Recommendation};
+use crate::domain::error::{Dependency, ErrorBody, ErrorCode};
+use crate::domain::order::{OrderDocument, PaymentSummary, RiskSummary};
+use crate::plumbing::probe::{Probe, ProbeStatus};
 
 /// The name of the security scheme every order operation requires (its `security` attribute
 /// takes a literal only, and spells it out).

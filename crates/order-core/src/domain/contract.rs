@@ -1,8 +1,8 @@
 //! The `POST /orders` request: its shape (the original experiment's snake_case body) and the rules
 //! that make it valid. Parsing and validation happen once, here, for both APIs.
 
-use crate::error::ApiError;
-use crate::request_hash::RequestHashKey;
+use crate::domain::error::ApiError;
+use crate::domain::request_hash::RequestHashKey;
 use chrono::{Datelike, NaiveDate};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

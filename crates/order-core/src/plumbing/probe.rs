@@ -4,7 +4,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::ErrorCode;
+use crate::domain::error::ErrorCode;
 
 /// The body of `/health` and `/ready`: the state, and for a 503 the reason's code and text.
 #[derive(Serialize, ToSchema)]

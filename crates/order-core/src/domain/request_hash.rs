@@ -6,7 +6,7 @@
 //! requests share one), streamed into the MAC without a buffer. It is about a third of the
 //! request's JSON, so the hash costs a third of what hashing the JSON did (docs/benchmarks.md).
 //! Keys stored before it hold the hash of the JSON form ([`RequestHashKey::json_hash`]);
-//! [`crate::contract::ValidOrder::is_same_request`] still recognises them, so a retry across the
+//! [`crate::domain::contract::ValidOrder::is_same_request`] still recognises them, so a retry across the
 //! upgrade is replayed, not refused.
 //!
 //! **Forms between releases.** A stored hash says which form it was computed over: 64 hex digits
@@ -29,7 +29,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::Serialize;
 use sha2::Sha256;
 
-use crate::settings::{AppEnv, CommonSettings, DEVELOPMENT_HASH_KEY};
+use crate::plumbing::settings::{AppEnv, CommonSettings, DEVELOPMENT_HASH_KEY};
 
 #[derive(Clone)]
 pub struct RequestHashKey(Hmac<Sha256>);

@@ -13,11 +13,11 @@ use actix_web::web::{self, Bytes, BytesMut};
 use actix_web::{HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 
-use crate::contract::MAX_BODY_BYTES;
-use crate::error::{ApiError, ErrorCode};
-use crate::lifecycle::Lifecycle;
-use crate::metrics::Metrics;
-use crate::probe::{Probe, ProbeStatus};
+use crate::domain::contract::MAX_BODY_BYTES;
+use crate::domain::error::{ApiError, ErrorCode};
+use crate::plumbing::lifecycle::Lifecycle;
+use crate::plumbing::metrics::Metrics;
+use crate::plumbing::probe::{Probe, ProbeStatus};
 
 /// Reads a JSON request body: `application/json` only (415), at most 64 KiB (413, refused from
 /// `Content-Length` before reading when the client announces it), all of it within `timeout`
@@ -76,7 +76,7 @@ pub fn seller_token(req: &HttpRequest) -> Result<String, ApiError> {
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    crate::deps::token_from_header(value)
+    crate::domain::deps::token_from_header(value)
 }
 
 /// Counts every request by route pattern, method and status, times it, and tracks those in flight
@@ -217,7 +217,7 @@ pub fn shared_routes(cfg: &mut web::ServiceConfig) {
     )
     .route("/ready", web::get().to(ready))
     // Like `/health`, outside admission: a client reads the contract however loaded the API is.
-    .route("/openapi.json", web::get().to(crate::openapi::serve));
+    .route("/openapi.json", web::get().to(super::openapi::serve));
 }
 
 #[cfg(test)]

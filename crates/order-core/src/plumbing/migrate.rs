@@ -26,7 +26,7 @@ use anyhow::Context;
 use sqlx::migrate::{Migrate, Migrator};
 use sqlx::{Connection, PgConnection};
 
-use crate::settings::CommonSettings;
+use crate::plumbing::settings::CommonSettings;
 
 /// How the migrator waits: for the advisory lock, and for a table's lock in a migration.
 #[derive(Debug, Clone, Copy)]

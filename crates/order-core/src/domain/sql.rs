@@ -152,7 +152,7 @@ RETURNING k.seller_id, k.reference_id, k.attempt, k.gateway_key, k.amount, k.pen
 
 /// Recovery could not settle a claimed key now (the gateway or the database failed): its lease
 /// ends, and the next pass leaves it alone for `$4` seconds (a growing back-off,
-/// `order_core::recovery::backoff`), so that a pass always ends and an outage costs no CPU. A
+/// `order_core::domain::recovery::backoff`), so that a pass always ends and an outage costs no CPU. A
 /// client's retry may still take the key over at once. Fenced by the attempt.
 /// `$1` seller_id, `$2` reference_id, `$3` attempt, `$4` back-off in seconds (float8).
 pub const DEFER_KEY: &str = "\
@@ -253,7 +253,7 @@ pub const FIND_ORDER: &str = concat!(
  WHERE ord.id = $1 AND ord.seller_id = $2"
 );
 
-// ---- Retention (`KEY_RETENTION_DAYS`, `OUTBOX_RETENTION_HOURS`, `order_core::retention`) ----
+// ---- Retention (`KEY_RETENTION_DAYS`, `OUTBOX_RETENTION_HOURS`, `order_core::domain::retention`) ----
 
 /// Retention: drops the stored body of up to `$2` completed keys with an order whose completion
 /// is older than `$1` seconds (float8). The row stays — its hash, state, status and order id —
@@ -296,7 +296,7 @@ SELECT count(*) AS swept FROM deleted";
 /// The readiness probe.
 pub const PING: &str = "SELECT 1";
 
-// ---- Order events (`EVENTS_MODE`, `order_core::events`) ----
+// ---- Order events (`EVENTS_MODE`, `order_core::plumbing::events`) ----
 
 /// Outbox: the order's event, written in the order's transaction. `$1` event_id, `$2` order_id,
 /// `$3` subject, `$4` payload (JSON).

@@ -27,9 +27,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use prometheus::{Gauge, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
 use serde::{Deserialize, Serialize};
 
-use crate::order::OrderDocument;
+use crate::domain::order::OrderDocument;
 
-pub use crate::events_mode::EventsMode;
+pub use crate::plumbing::events_mode::EventsMode;
 
 /// The event's type, in its body.
 pub const EVENT_TYPE: &str = "order.created";
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn gids_accept_only_our_order_ids() {
-        let id = crate::order::new_order_id();
+        let id = crate::domain::order::new_order_id();
         let gid = prepared_gid(&id).unwrap();
         assert_eq!(order_of_gid(&gid), Some(id.as_str()));
         assert_eq!(prepare_sql(&gid), format!("PREPARE TRANSACTION '{gid}'"));

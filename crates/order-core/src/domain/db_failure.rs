@@ -27,7 +27,7 @@
 //! `CHARGING` for recovery, never voided; recovery re-asserts its claim, which reads the orders
 //! table, before any void.
 
-use crate::error::ApiError;
+use crate::domain::error::ApiError;
 
 /// What a failed statement means for the request and for recovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
