@@ -32,6 +32,7 @@
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
 mod batching;
+mod batching_ceiling;
 mod batching_plan;
 mod batching_table;
 pub mod capacity;
