@@ -68,7 +68,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     }
     drop(db);
     std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(&file)?)?;
-    let mut table = super::capacity_table::table(&file);
+    let mut table = lab_report::scenario::capacity_table::table(&file);
     for f in failed {
         table.notes.insert(0, format!("CHECK FAILED: {f}"));
     }

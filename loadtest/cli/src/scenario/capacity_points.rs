@@ -1,6 +1,6 @@
 //! How one lab run of `--scenario capacity` or `--scenario threads` becomes a row of its
 //! `scenario.json` (`lab_results::scenario::StepPoint`): what the runner (`capacity.rs`) records
-//! and the page (`capacity_table.rs`) reads.
+//! and the page (`lab_report::scenario::capacity_table`) reads.
 
 use lab_results::RunResults;
 use lab_results::numbers::MIB;

@@ -11,10 +11,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
+use lab_report::scenario::capacity_table::capacity_sentence;
 use lab_report::scenario::{ScenarioTable, capacity_charts};
 use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
 
-use super::capacity_table::capacity_sentence;
 use crate::cli::CrossoverArgs;
 
 pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {

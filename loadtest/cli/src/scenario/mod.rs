@@ -39,7 +39,6 @@ pub mod capacity;
 pub mod capacity_cause;
 pub mod capacity_points;
 pub mod capacity_search;
-mod capacity_table;
 mod conclusions;
 mod conditions;
 pub mod crossover;

@@ -2,7 +2,7 @@
 //! ([`ScenarioTable`]) with its conclusion, trust line, conditions and charts, written as
 //! `summary.md` ([`render_markdown`]) and as `scenario.html` ([`render_html`], in the style of
 //! report.html, `page.rs`); the charts drawn from a `scenario.json`'s rows ([`charts`],
-//! [`capacity_charts`]).
+//! [`capacity_charts`]), and capacity's whole page from its rows ([`capacity_table`]).
 //!
 //! Presentation only, and so here beside the report's: the scenario modules of `loadtest/cli`
 //! run the runs and work out what they mean — each row's cells, the conclusion, which rows were
@@ -12,6 +12,7 @@
 //! the report and every scenario page.
 
 pub mod capacity_charts;
+pub mod capacity_table;
 pub mod charts;
 mod page;
 mod shown;

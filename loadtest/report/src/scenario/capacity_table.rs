@@ -1,14 +1,17 @@
-//! The page of `--scenario capacity` and `--scenario threads`: one row per lab run, led by what
-//! was measured, and the conclusions computed from the rows (`capacity.rs` writes them).
+//! The page of `--scenario capacity` and `--scenario threads`, drawn from their `scenario.json`
+//! alone: one row per lab run, led by what was measured, the sentences the rows bear out and the
+//! charts (the lab's `scenario/capacity.rs` runs the search and writes the page).
 
 use lab_results::numbers::{fixed, ms_or_s};
-
-use lab_report::scenario::{ScenarioTable, capacity_charts as charts};
 use lab_results::scenario::{CapacityFile, CapacityPoint, StepPoint, StoppedBy};
+
+use super::ScenarioTable;
+use super::capacity_charts as charts;
 
 /// Rates a cluster user might plan for (the pods arithmetic on the page).
 const PLANNED_RATES: &[f64] = &[300.0, 750.0, 3000.0];
 
+/// The page's table, conclusion and charts.
 pub fn table(file: &CapacityFile) -> ScenarioTable {
     let steps: Vec<&StepPoint> = if file.scenario == "capacity" {
         file.capacities.iter().flat_map(|c| &c.steps).collect()
