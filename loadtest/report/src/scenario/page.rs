@@ -21,12 +21,7 @@ pub fn render_html(t: &ScenarioTable) -> String {
     let page = html! {
         (DOCTYPE) "\n"
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (t.title) }
-                style { (PreEscaped(crate::CSS)) (PreEscaped(TEXT_CELLS)) }
-            }
+            (crate::html::head(&t.title, TEXT_CELLS))
             body { main {
                 header { h1 { (t.title) } }
                 @if !t.conclusion.is_empty() {
