@@ -1,4 +1,4 @@
-//! The persist batch writer, as a thread fed by a bounded queue (see `order_core::batch` for what
+//! The persist batch writer, as a thread fed by a bounded queue (see `order_core::plumbing::batch` for what
 //! is batched and why). Step for step the same as reactive-api's `batch.rs`, where the writer is a
 //! task fed by a bounded channel.
 //!
@@ -9,14 +9,14 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
 use std::time::Instant;
 
-use order_core::batch::{
+use order_core::domain::error::ApiError;
+use order_core::domain::idempotency::KeyRef;
+use order_core::domain::order::{Outcome, Placed};
+use order_core::plumbing::batch::{
     self, BatchConfig, BatchMetrics, OnBatchError, PersistColumns, PersistRow,
 };
-use order_core::error::ApiError;
-use order_core::idempotency::KeyRef;
-use order_core::metrics::Metrics;
-use order_core::order::{Outcome, Placed};
-use order_core::settings::CommonSettings;
+use order_core::plumbing::metrics::Metrics;
+use order_core::plumbing::settings::CommonSettings;
 
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};

@@ -1,5 +1,5 @@
 //! blocking-api's connection pool: r2d2 with diesel's connection manager, and the rule both
-//! APIs share for testing a pooled connection (`order_core::connections`).
+//! APIs share for testing a pooled connection (`order_core::plumbing::connections`).
 //!
 //! r2d2 is told to test a connection as it is taken (`test_on_check_out`), and [`Manager`]
 //! makes that test a round trip only when a connection may have been lost since this one was
@@ -23,13 +23,13 @@ use std::time::Duration;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{self, ConnectionManager, ManageConnection};
 use diesel::result::Error;
-use order_core::connections;
-use order_core::db_failure::ClientDeadline;
+use order_core::domain::db_failure::ClientDeadline;
+use order_core::plumbing::connections;
 
 use crate::db_socket::{self, Target};
 use crate::watchdog;
 
-/// A pooled connection, and when it was last known good (`order_core::connections::mark`).
+/// A pooled connection, and when it was last known good (`order_core::plumbing::connections::mark`).
 pub struct PgConn {
     raw: PgConnection,
     tested_at: u64,

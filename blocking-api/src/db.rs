@@ -1,4 +1,4 @@
-//! blocking-api's database layer on diesel + r2d2: the SQL of `order_core::sql`, run with
+//! blocking-api's database layer on diesel + r2d2: the SQL of `order_core::domain::sql`, run with
 //! `sql_query`, each statement in autocommit (or in the request's held transaction with
 //! `DB_TX_SCOPE=request`), every acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting,
 //! wait time, timeouts). These functions block their thread; they only ever run on the blocking

@@ -36,7 +36,7 @@ pub struct Socket {
 /// Where libpq connects for a URL, as libpq reads it: the `hostaddr`, `host` and `port`
 /// parameters over the URL's authority, over `PGHOSTADDR`, `PGHOST` and `PGPORT`, over its
 /// defaults (a Unix socket, port 5432). Several hosts are refused at start-up
-/// (`order_core::database_url`), so this is one host.
+/// (`order_core::plumbing::database_url`), so this is one host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// A name or address, or a Unix socket's directory; `None`: libpq's default directories.

@@ -1,4 +1,4 @@
-//! The order event (`EVENTS_MODE`, see `order_core::events`), as plain blocking functions. Step for
+//! The order event (`EVENTS_MODE`, see `order_core::plumbing::events`), as plain blocking functions. Step for
 //! step the same as reactive-api's `events.rs`:
 //! - [`publish`]: one publication, counted and timed;
 //! - [`finish`]: a two-phase prepared transaction committed or rolled back, by the request that
@@ -16,10 +16,10 @@ use std::time::Instant;
 use diesel::sql_types::{Bool, Double, Text};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use event_broker::{Ack, Publication, PublishFailure, subject_of};
-use order_core::error::{ApiError, Dependency};
-use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
-use order_core::order::OrderDocument;
-use order_core::sql;
+use order_core::domain::error::{ApiError, Dependency};
+use order_core::domain::order::OrderDocument;
+use order_core::domain::sql;
+use order_core::plumbing::events::{self, EventsMode, InDoubt, OrderCreated};
 
 use crate::broker::BlockingBroker;
 use crate::connections::PgConn;

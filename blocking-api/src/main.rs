@@ -15,7 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[actix_web::main]
 async fn main() -> anyhow::Result<()> {
-    order_core::telemetry::init();
+    order_core::plumbing::telemetry::init();
     let settings = Settings::parse();
     Application::build(settings)
         .await?

@@ -1,4 +1,4 @@
-//! The outbox relay (`EVENTS_MODE=outbox`, see `order_core::events`), a thread of plain blocking
+//! The outbox relay (`EVENTS_MODE=outbox`, see `order_core::plumbing::events`), a thread of plain blocking
 //! calls. Step for step the same as reactive-api's `outbox.rs`.
 //!
 //! Why it holds no transaction while it publishes: a relay that does, under a broker whose
@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use diesel::sql_types::{Array, BigInt, Double, Text};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use event_broker::Publication;
-use order_core::error::{ApiError, Dependency};
-use order_core::events::{self, EventsMode};
-use order_core::sql;
+use order_core::domain::error::{ApiError, Dependency};
+use order_core::domain::sql;
+use order_core::plumbing::events::{self, EventsMode};
 
 use crate::db::Step;
 use crate::db::error::db_error;

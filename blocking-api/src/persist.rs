@@ -1,14 +1,14 @@
 //! The persist step (`service.rs`, step 5 of an order that was charged): the order's writes
 //! (`db::queries::persist_order`), tied to its event as `EVENTS_MODE` says (see
-//! `order_core::events`) — the statement alone (`off`, `after-commit`), with the outbox row in one
+//! `order_core::plumbing::events`) — the statement alone (`off`, `after-commit`), with the outbox row in one
 //! transaction (`outbox`), or prepared, published, then committed (`two-phase`: the connection is
 //! held until the broker answers). Step for step the same as reactive-api's `persist.rs`.
 
 use event_broker::{PublishFailure, subject_of};
-use order_core::error::{ApiError, Dependency};
-use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
-use order_core::idempotency::KeyRef;
-use order_core::order::{Outcome, Placed};
+use order_core::domain::error::{ApiError, Dependency};
+use order_core::domain::idempotency::KeyRef;
+use order_core::domain::order::{Outcome, Placed};
+use order_core::plumbing::events::{self, EventsMode, InDoubt, OrderCreated};
 
 use crate::broker::BlockingBroker;
 use crate::connections::PgConn;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use actix_web::web;
 use order_core::ApiError;
-use order_core::metrics::Metrics;
-use order_core::read_admission::ReadAdmission;
+use order_core::plumbing::metrics::Metrics;
+use order_core::plumbing::read_admission::ReadAdmission;
 
 /// Runs `work` on the blocking pool. While all threads are busy it waits in the pool's queue
 /// (counted as `blocking_pool_queued`), as a servlet container queues behind its thread pool.
@@ -34,7 +34,7 @@ struct Gauge(Option<prometheus::IntGauge>);
 impl Gauge {
     fn hold(
         metrics: &Metrics,
-        pick: impl Fn(&order_core::metrics::BlockingPoolMetrics) -> &prometheus::IntGauge,
+        pick: impl Fn(&order_core::plumbing::metrics::BlockingPoolMetrics) -> &prometheus::IntGauge,
     ) -> Gauge {
         let gauge = metrics.blocking.as_ref().map(|b| pick(b).clone());
         if let Some(g) = &gauge {
@@ -53,7 +53,7 @@ impl Drop for Gauge {
 }
 
 /// The pool of the reads, `GET /orders/{id}`: `READ_THREADS` threads of their own, behind the
-/// reads' admission (`order_core::read_admission`: a place per thread, at most `READ_QUEUE`
+/// reads' admission (`order_core::plumbing::read_admission`: a place per thread, at most `READ_QUEUE`
 /// waiting, each at most `QUEUE_TIMEOUT_MS`).
 ///
 /// Why not the order pool: with `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the default) every admitted
@@ -70,7 +70,7 @@ impl Drop for Gauge {
 /// long after nobody waits. A read waits for its place in the admission, where a client that goes
 /// away takes its wait with it; a job handed to a thread whose answer nobody waits for any more
 /// is skipped, not run. The probes never come here (`/ready` answers on the event loop, see
-/// `order_core::http::ready`).
+/// `order_core::plumbing::http::ready`).
 pub struct ReadPool {
     admission: ReadAdmission,
     jobs: mpsc::SyncSender<Job>,

@@ -1,16 +1,16 @@
 //! The recovery loop, as a plain thread: every `RECONCILE_INTERVAL_MS`, and once at start-up, it
 //! claims the keys left in `CHARGING` whose lease expired and whose back-off has passed, asks the
-//! gateway what became of each charge and settles it as `order_core::recovery::decide` says — an
+//! gateway what became of each charge and settles it as `order_core::domain::recovery::decide` says — an
 //! order, a stored decline, a released key, or a voided charge. A key it cannot settle now is put
 //! off for a growing pause, so a pass always ends. Voids are fenced and checked (see
-//! `order_core::recovery`). Step for step the same as reactive-api's `recovery.rs`.
+//! `order_core::domain::recovery`). Step for step the same as reactive-api's `recovery.rs`.
 
 use std::sync::Arc;
 
-use order_core::db_failure;
-use order_core::error::{ApiError, Dependency};
-use order_core::order::{Outcome, Placed};
-use order_core::recovery::{self, CLAIM_BATCH, ClaimedKey, Settle};
+use order_core::domain::db_failure;
+use order_core::domain::error::{ApiError, Dependency};
+use order_core::domain::order::{Outcome, Placed};
+use order_core::domain::recovery::{self, CLAIM_BATCH, ClaimedKey, Settle};
 
 use crate::db::Held;
 use crate::service;

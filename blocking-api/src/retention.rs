@@ -1,8 +1,8 @@
-//! The retention sweep (what it keeps and drops: `order_core::retention`), run on the recovery
+//! The retention sweep (what it keeps and drops: `order_core::domain::retention`), run on the recovery
 //! thread after each recovery pass, as plain blocking calls. Step for step the same as
 //! reactive-api's `retention.rs`.
 
-use order_core::retention::{self, SWEEP_BATCH, Swept};
+use order_core::domain::retention::{self, SWEEP_BATCH, Swept};
 
 use crate::state::AppState;
 

@@ -3,19 +3,19 @@
 //! `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (the default) an admitted order finds a thread at once; a
 //! closure whose request waited past its deadline anyway is never started. The reads run on a
 //! bounded pool of their own ([`pool::ReadPool`]); the probes on no pool at all
-//! (`order_core::http::ready`).
+//! (`order_core::plumbing::http::ready`).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
-use order_core::admission::LoopLag;
-use order_core::contract::CreateOrderRequest;
-use order_core::http::{self, metrics_response, read_json_body, seller_token};
+use order_core::domain::contract::CreateOrderRequest;
+use order_core::plumbing::admission::LoopLag;
+use order_core::plumbing::http::{self, metrics_response, read_json_body, seller_token};
 
 use crate::state::AppState;
 use crate::{pool, service};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    order_core::server::order_routes(cfg, create_order, get_order, metrics);
+    order_core::plumbing::server::order_routes(cfg, create_order, get_order, metrics);
 }
 
 async fn create_order(

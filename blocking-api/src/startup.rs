@@ -1,9 +1,9 @@
 //! Builds the server from [`Settings`]: migrations, pool, HTTP client, listener.
 
-use order_core::admission::Admission;
-use order_core::request_hash::RequestHashKey;
-use order_core::server::{Api, Running, start};
-use order_core::settings::CommonSettings;
+use order_core::domain::request_hash::RequestHashKey;
+use order_core::plumbing::admission::Admission;
+use order_core::plumbing::server::{Api, Running, start};
+use order_core::plumbing::settings::CommonSettings;
 
 use crate::pool::ReadPool;
 use crate::state::AppState;
@@ -47,7 +47,9 @@ impl Application {
             blocking_threads: Some(settings.blocking_threads),
         };
         let (running, state) = start(api, &settings.bind_addr, &common, |metrics| {
-            metrics.register(order_core::metrics::allocator_info(crate::ALLOCATOR));
+            metrics.register(order_core::plumbing::metrics::allocator_info(
+                crate::ALLOCATOR,
+            ));
             let db = Db::connect(&common, metrics.clone())?;
             Ok(AppState {
                 batch: batch::Writer::start(&common, db.clone(), &metrics)?,

@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use order_core::admission::Admission;
-use order_core::events::EventsMode;
-use order_core::metrics::Metrics;
-use order_core::request_hash::RequestHashKey;
-use order_core::settings::CommonSettings;
+use order_core::domain::request_hash::RequestHashKey;
+use order_core::plumbing::admission::Admission;
+use order_core::plumbing::events::EventsMode;
+use order_core::plumbing::metrics::Metrics;
+use order_core::plumbing::settings::CommonSettings;
 
 use crate::broker::BlockingBroker;
 use crate::pool::ReadPool;
@@ -37,7 +37,9 @@ pub struct Events {
 }
 
 impl Events {
-    pub async fn connect(s: &order_core::settings::EventsSettings) -> anyhow::Result<Self> {
+    pub async fn connect(
+        s: &order_core::plumbing::settings::EventsSettings,
+    ) -> anyhow::Result<Self> {
         let broker = match s.events_mode {
             EventsMode::Off => None,
             _ => Some(BlockingBroker::connect(&s.nats_url, s.nats_timeout()).await?),

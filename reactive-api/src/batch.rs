@@ -1,4 +1,4 @@
-//! The persist batch writer, as a task fed by a bounded channel (see `order_core::batch` for what
+//! The persist batch writer, as a task fed by a bounded channel (see `order_core::plumbing::batch` for what
 //! is batched and why). Step for step the same as blocking-api's `batch.rs`, where the writer is a
 //! thread fed by a bounded queue.
 //!
@@ -6,14 +6,14 @@
 //! own reply until the batch holding it has committed. The writer's connection is one of the
 //! pool's, so the database sees no more connections than `DB_POOL_SIZE`.
 
-use order_core::batch::{
+use order_core::domain::error::ApiError;
+use order_core::domain::idempotency::KeyRef;
+use order_core::domain::order::{Outcome, Placed};
+use order_core::plumbing::batch::{
     self, BatchConfig, BatchMetrics, OnBatchError, PersistColumns, PersistRow,
 };
-use order_core::error::ApiError;
-use order_core::idempotency::KeyRef;
-use order_core::metrics::Metrics;
-use order_core::order::{Outcome, Placed};
-use order_core::settings::CommonSettings;
+use order_core::plumbing::metrics::Metrics;
+use order_core::plumbing::settings::CommonSettings;
 use sqlx::Row;
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};

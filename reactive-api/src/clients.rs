@@ -1,17 +1,19 @@
 //! Calls to the seller, risk and payment services with one shared `reqwest::Client`.
 //!
-//! Mirrors blocking-api's `clients.rs`; what an answer means is decided in `order_core::deps`.
+//! Mirrors blocking-api's `clients.rs`; what an answer means is decided in `order_core::domain::deps`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use order_core::contract::ValidOrder;
-use order_core::deps::{self, GatewayPayment, PayRequest, PayResult, Recommendation, RiskRequest};
-use order_core::deps_client;
-use order_core::error::{ApiError, Dependency};
-use order_core::metrics::Metrics;
-use order_core::settings::CommonSettings;
+use order_core::domain::contract::ValidOrder;
+use order_core::domain::deps::{
+    self, GatewayPayment, PayRequest, PayResult, Recommendation, RiskRequest,
+};
+use order_core::domain::error::{ApiError, Dependency};
+use order_core::plumbing::deps_client;
+use order_core::plumbing::metrics::Metrics;
+use order_core::plumbing::settings::CommonSettings;
 
 pub struct Deps {
     http: reqwest::Client,
@@ -24,7 +26,7 @@ pub struct Deps {
 }
 
 impl Deps {
-    /// One client for the process, built by `order_core::deps_client::configure` (timeouts,
+    /// One client for the process, built by `order_core::plumbing::deps_client::configure` (timeouts,
     /// keep-alive reuse, `DEPS_HTTP`, no redirect followed).
     pub fn new(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
         let builder = deps_client::configure(reqwest::Client::builder(), settings);

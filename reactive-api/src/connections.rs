@@ -7,7 +7,7 @@
 //!
 //! What that ping was for is kept without a round trip on the normal path:
 //! - a connection whose server is gone is tested and replaced before it is lent again, by the
-//!   rule both APIs share (`order_core::connections`, applied in [`Manager::recycle`]);
+//!   rule both APIs share (`order_core::plumbing::connections`, applied in [`Manager::recycle`]);
 //! - a transaction dropped before its end is rolled back at once by `db::Tx` itself; anything else
 //!   left unsent in a connection's buffer is flushed by a ping at its next checkout.
 //!
@@ -27,15 +27,15 @@ use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult};
-use order_core::connections;
-use order_core::db_failure::{self, ClientDeadline, DbFailure};
+use order_core::domain::db_failure::{self, ClientDeadline, DbFailure};
+use order_core::plumbing::connections;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection};
 
 pub type Pool = managed::Pool<Manager>;
 pub type Pooled = managed::Object<Manager>;
 
-/// A pooled connection, and when it was last known good (`order_core::connections::mark`).
+/// A pooled connection, and when it was last known good (`order_core::plumbing::connections::mark`).
 pub struct PgConn {
     raw: PgConnection,
     tested_at: u64,

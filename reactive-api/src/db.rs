@@ -1,4 +1,4 @@
-//! reactive-api's database layer on sqlx: the SQL of `order_core::sql`, run on pooled
+//! reactive-api's database layer on sqlx: the SQL of `order_core::domain::sql`, run on pooled
 //! `PgConnection`s (`connections.rs`: deadpool, because sqlx's own pool adds a round trip to
 //! every checkout), each statement in autocommit (or in the request's held transaction with
 //! `DB_TX_SCOPE=request`), every acquire bounded by `DB_POOL_TIMEOUT_MS` and measured (waiting,

@@ -1,4 +1,4 @@
-//! The order event (`EVENTS_MODE`, see `order_core::events`), as `async fn`s on the async NATS
+//! The order event (`EVENTS_MODE`, see `order_core::plumbing::events`), as `async fn`s on the async NATS
 //! client. Step for step the same as blocking-api's `events.rs`:
 //! - [`publish`]: one publication, counted and timed;
 //! - [`finish`]: a two-phase prepared transaction committed or rolled back, by the request that
@@ -14,10 +14,10 @@
 use std::time::Instant;
 
 use event_broker::{Ack, Broker, Publication, PublishFailure, subject_of};
-use order_core::error::{ApiError, Dependency};
-use order_core::events::{self, EventsMode, InDoubt, OrderCreated};
-use order_core::order::OrderDocument;
-use order_core::sql;
+use order_core::domain::error::{ApiError, Dependency};
+use order_core::domain::order::OrderDocument;
+use order_core::domain::sql;
+use order_core::plumbing::events::{self, EventsMode, InDoubt, OrderCreated};
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::connections::PgConn;

@@ -1,4 +1,4 @@
-//! The outbox relay (`EVENTS_MODE=outbox`, see `order_core::events`), a task of `async fn`s.
+//! The outbox relay (`EVENTS_MODE=outbox`, see `order_core::plumbing::events`), a task of `async fn`s.
 //! Step for step the same as blocking-api's `outbox.rs`.
 //!
 //! Why it holds no transaction while it publishes: a relay that does, under a broker whose
@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use event_broker::Publication;
-use order_core::error::{ApiError, Dependency};
-use order_core::events::{self, EventsMode};
-use order_core::sql;
+use order_core::domain::error::{ApiError, Dependency};
+use order_core::domain::sql;
+use order_core::plumbing::events::{self, EventsMode};
 use sqlx::Row;
 
 use crate::db::Step;

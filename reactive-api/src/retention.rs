@@ -1,7 +1,7 @@
-//! The retention sweep (what it keeps and drops: `order_core::retention`), run by the recovery
+//! The retention sweep (what it keeps and drops: `order_core::domain::retention`), run by the recovery
 //! task after each recovery pass. Step for step the same as blocking-api's `retention.rs`.
 
-use order_core::retention::{self, SWEEP_BATCH, Swept};
+use order_core::domain::retention::{self, SWEEP_BATCH, Swept};
 
 use crate::state::AppState;
 

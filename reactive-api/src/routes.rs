@@ -6,15 +6,15 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use order_core::ApiError;
-use order_core::admission::LoopLag;
-use order_core::contract::CreateOrderRequest;
-use order_core::http::{self, metrics_response, read_json_body, seller_token};
+use order_core::domain::contract::CreateOrderRequest;
+use order_core::plumbing::admission::LoopLag;
+use order_core::plumbing::http::{self, metrics_response, read_json_body, seller_token};
 
 use crate::service;
 use crate::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    order_core::server::order_routes(cfg, create_order, get_order, metrics);
+    order_core::plumbing::server::order_routes(cfg, create_order, get_order, metrics);
 }
 
 async fn create_order(

@@ -9,14 +9,14 @@
 
 use std::time::{Duration, Instant};
 
-use order_core::admission::Ticket;
-use order_core::contract::ValidOrder;
-use order_core::db_failure;
-use order_core::deps::Recommendation;
-use order_core::error::ApiError;
-use order_core::idempotency::{self, ChargePlan, KeyRef, Reservation};
-use order_core::order::{self, Charging, Outcome, Placed};
-use order_core::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
+use order_core::domain::contract::ValidOrder;
+use order_core::domain::db_failure;
+use order_core::domain::deps::Recommendation;
+use order_core::domain::error::ApiError;
+use order_core::domain::idempotency::{self, ChargePlan, KeyRef, Reservation};
+use order_core::domain::order::{self, Charging, Outcome, Placed};
+use order_core::domain::recovery::{PERSIST_RETRY_BUDGET, PERSIST_RETRY_DELAYS_MS};
+use order_core::plumbing::admission::Ticket;
 
 use crate::db::{self, Held, queries};
 use crate::events;

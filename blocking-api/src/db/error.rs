@@ -1,8 +1,8 @@
-//! How a failed database call is classed: by its SQLSTATE (`order_core::db_failure`), a lost
+//! How a failed database call is classed: by its SQLSTATE (`order_core::domain::db_failure`), a lost
 //! connection noted for the pool (`connections.rs`), a call given up at the client deadline. The
 //! twin of reactive-api's `db/error.rs`.
 
-use order_core::error::ApiError;
+use order_core::domain::error::ApiError;
 
 use crate::connections;
 
@@ -26,7 +26,7 @@ pub(crate) fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>
     }
 }
 
-/// A server error is judged by its SQLSTATE (`order_core::db_failure`), never by its message
+/// A server error is judged by its SQLSTATE (`order_core::domain::db_failure`), never by its message
 /// text. diesel hides the SQLSTATE behind its error kinds, so [`sqlstate`] gives back the code of
 /// each kind it names; the others (`Unknown`: timeouts, shutdowns, deadlocks, bugs alike) are
 /// judged unknown — 503, never voided — and may have lost their connection, which is noted for
@@ -34,22 +34,22 @@ pub(crate) fn not_found_is_none<T>(e: diesel::result::Error) -> Result<Option<T>
 /// the client deadline is `db_failure::client_deadline`: unknown, never voided.
 pub(crate) fn db_error(e: diesel::result::Error) -> ApiError {
     use diesel::result::Error;
-    use order_core::db_failure::{self, DbFailure};
+    use order_core::domain::db_failure::{self, DbFailure};
     if connections::is_deadline(&e) {
         // The other pooled connections may share the frozen path: each tests itself once.
-        order_core::connections::note_possible_loss();
+        order_core::plumbing::connections::note_possible_loss();
         return db_failure::client_deadline();
     }
     let judged = match &e {
         Error::DatabaseError(kind, _) => {
             let code = sqlstate(kind);
-            if code.is_none_or(order_core::connections::sqlstate_may_lose) {
-                order_core::connections::note_possible_loss();
+            if code.is_none_or(order_core::plumbing::connections::sqlstate_may_lose) {
+                order_core::plumbing::connections::note_possible_loss();
             }
             db_failure::judge(code)
         }
         Error::BrokenTransactionManager => {
-            order_core::connections::note_possible_loss();
+            order_core::plumbing::connections::note_possible_loss();
             DbFailure::Transient
         }
         _ => DbFailure::Bug,

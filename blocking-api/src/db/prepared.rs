@@ -1,4 +1,4 @@
-//! diesel's statement cache opened to the fixed raw SQL of `order_core::sql` ([`Prepared`]), and
+//! diesel's statement cache opened to the fixed raw SQL of `order_core::domain::sql` ([`Prepared`]), and
 //! the order path's statements named by type ([`statement`]). blocking-api only: sqlx prepares
 //! and caches every statement itself.
 
@@ -9,7 +9,7 @@ use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::sql_types::Untyped;
 use diesel::{QueryResult, RunQueryDsl};
 
-/// A statement of `order_core::sql`, kept as a prepared statement on its connection. diesel
+/// A statement of `order_core::domain::sql`, kept as a prepared statement on its connection. diesel
 /// caches the statements its query builder makes, but never raw SQL (it cannot know that the
 /// text is fixed), so every `sql_query` would be parsed and planned again by PostgreSQL at each
 /// execution — about 0.9 ms of database CPU per order for the persist statement alone, where
@@ -108,14 +108,14 @@ pub(crate) mod statement {
     }
 
     named! {
-        RESERVE_KEY = order_core::sql::RESERVE_KEY;
-        FIND_KEY = order_core::sql::FIND_KEY;
-        MARK_CHARGING = order_core::sql::MARK_CHARGING;
-        RELEASE_KEY = order_core::sql::RELEASE_KEY;
-        COMPLETE_KEY = order_core::sql::COMPLETE_KEY;
-        PERSIST_ORDER = order_core::sql::PERSIST_ORDER;
-        FIND_ORDER = order_core::sql::FIND_ORDER;
-        PERSIST_ORDERS = order_core::batch::PERSIST_ORDERS;
+        RESERVE_KEY = order_core::domain::sql::RESERVE_KEY;
+        FIND_KEY = order_core::domain::sql::FIND_KEY;
+        MARK_CHARGING = order_core::domain::sql::MARK_CHARGING;
+        RELEASE_KEY = order_core::domain::sql::RELEASE_KEY;
+        COMPLETE_KEY = order_core::domain::sql::COMPLETE_KEY;
+        PERSIST_ORDER = order_core::domain::sql::PERSIST_ORDER;
+        FIND_ORDER = order_core::domain::sql::FIND_ORDER;
+        PERSIST_ORDERS = order_core::plumbing::batch::PERSIST_ORDERS;
     }
 }
 
@@ -124,7 +124,7 @@ mod tests {
     use super::{Prepare, statement};
     use diesel::sql_query;
     use diesel::sql_types::Text;
-    use order_core::sql;
+    use order_core::domain::sql;
 
     #[test]
     fn a_statement_name_goes_with_its_own_text_only() {

@@ -5,12 +5,12 @@
 use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Timestamptz};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
 use event_broker::subject_of;
-use order_core::contract::ValidOrder;
-use order_core::error::ApiError;
-use order_core::events::OrderCreated;
-use order_core::idempotency::{self, ExistingKey, KeyRef, Reservation, WonKey};
-use order_core::order::{Charging, Outcome, Placed, plain};
-use order_core::sql;
+use order_core::domain::contract::ValidOrder;
+use order_core::domain::error::ApiError;
+use order_core::domain::idempotency::{self, ExistingKey, KeyRef, Reservation, WonKey};
+use order_core::domain::order::{Charging, Outcome, Placed, plain};
+use order_core::domain::sql;
+use order_core::plumbing::events::OrderCreated;
 
 use super::Db;
 use super::error::{db_error, not_found_is_none};
@@ -69,7 +69,7 @@ struct KeyRow {
     order_id: Option<String>,
 }
 
-/// Reserves the key, or reads who holds it (see `order_core::idempotency`).
+/// Reserves the key, or reads who holds it (see `order_core::domain::idempotency`).
 pub fn reserve(
     conn: &mut PgConn,
     seller_id: &str,

@@ -3,9 +3,9 @@
 
 use diesel::sql_types::{BigInt, Bool, Double, Integer, Text};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
-use order_core::error::ApiError;
-use order_core::recovery::ClaimedKey;
-use order_core::sql;
+use order_core::domain::error::ApiError;
+use order_core::domain::recovery::ClaimedKey;
+use order_core::domain::sql;
 
 use super::Db;
 use super::error::db_error;

@@ -3,8 +3,8 @@
 
 use diesel::sql_types::{BigInt, Double};
 use diesel::{QueryableByName, RunQueryDsl, sql_query};
-use order_core::error::ApiError;
-use order_core::retention::Swept;
+use order_core::domain::error::ApiError;
+use order_core::domain::retention::Swept;
 
 use super::Db;
 use super::error::db_error;

@@ -10,11 +10,11 @@ use diesel::connection::{AnsiTransactionManager, TransactionManager};
 use diesel::r2d2::{Pool, PooledConnection};
 use diesel::sql_types::{Integer, Text};
 use diesel::{RunQueryDsl, sql_query};
-use order_core::error::ApiError;
-use order_core::idempotency::KeyRef;
-use order_core::metrics::Metrics;
-use order_core::settings::{CommonSettings, TxScope};
-use order_core::sql;
+use order_core::domain::error::ApiError;
+use order_core::domain::idempotency::KeyRef;
+use order_core::domain::sql;
+use order_core::plumbing::metrics::Metrics;
+use order_core::plumbing::settings::{CommonSettings, TxScope};
 use prometheus::HistogramTimer;
 
 use super::error::{begin_failed, db_error};

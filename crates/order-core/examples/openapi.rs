@@ -2,5 +2,5 @@
 //! `cargo run -p order-core --example openapi > docs/openapi.json`.
 
 fn main() {
-    print!("{}", order_core::openapi::json());
+    print!("{}", order_core::plumbing::openapi::json());
 }

@@ -1,13 +1,24 @@
 //! Everything the two order APIs share, so that they differ only in their execution model.
 //!
 //! The lab's claim is that `blocking-api` and `reactive-api` do exactly the same work. This crate
-//! holds the parts that must therefore exist once: the HTTP contract and its validation
-//! ([`contract`]), admission control and deadlines ([`admission`]), the error enum and its status mapping ([`error`]), the one server `DATABASE_URL` may name ([`database_url`]), how a database failure is judged by its SQLSTATE ([`db_failure`]), the dependencies' wire format and the one way their HTTP clients are built ([`deps`], [`deps_client`]), typed settings
-//! ([`settings`]), the SQL text both database layers run ([`sql`]; persist batching's in [`batch`]), the idempotency decision
-//! ([`idempotency`]), when a pooled connection is tested ([`connections`]), what recovery does with a charge left unfinished ([`recovery`]), the keyed
-//! request hash ([`request_hash`]), the order document returned and replayed ([`order`]), the actix-web glue,
-//! route table and server both use ([`http`], [`server`]; the bound between a kept-alive connection's requests, [`keep_alive`]; the cap on client connections, [`connection_cap`]), the Prometheus metrics with identical
-//! names ([`metrics`]), the order event and its modes ([`events`]; two-phase's need of prepared transactions, [`prepared`]) and the migrations, applied by one migrator ([`migrate`]); the OpenAPI document both serve ([`openapi`]).
+//! holds the parts that must therefore exist once, in two layers:
+//!
+//! - [`domain`]: what an order is and what may be done with it — the HTTP contract and its
+//!   validation, the error enum and its statuses, the dependencies' wire format, the order
+//!   document, the request hash, the idempotency and recovery decisions, how a database failure
+//!   is judged, what the retention sweep keeps, and the SQL text both database layers run. Pure
+//!   functions of their inputs, each tested beside its rule.
+//! - [`plumbing`]: what runs the domain as a service — the actix-web glue, route table and
+//!   server, admission and deadlines, typed settings, metrics, tracing, the migrations and their
+//!   one migrator, the dependencies' HTTP clients, the pooled connections' rule, persist batching
+//!   and the order event's modes, the OpenAPI document.
+//!
+//! Two module trees in one crate, not two crates: the plumbing's every file uses the domain's
+//! types and both APIs use both, so a second crate would split no build and no dependency — the
+//! domain's types implement actix-web's `ResponseError` and utoipa's `ToSchema` (the status and
+//! the schema are the contract's), so it would pull the same crates. The trees make the layer of
+//! a file visible in its path (`order_core::domain::idempotency`, `order_core::plumbing::server`);
+//! the domain reads of the plumbing only its settings (the hash key, the retention days).
 //!
 //! Part of the product (`crates/`), not of the lab. What is written twice is each API's twin
 //! files (`service`, `clients`, `db`, `connections`, `batch`, `events`, `outbox`, `recovery`,
@@ -15,36 +26,7 @@
 //! in `reactive-api`, with diesel in one and sqlx in the other; the README's table of twin files
 //! says what differs in each.
 
-pub mod admission;
-pub mod batch;
-pub mod connection_cap;
-pub mod connections;
-pub mod contract;
-pub mod database_url;
-pub mod db_failure;
-pub mod deps;
-pub mod deps_client;
-pub mod error;
-pub mod events;
-pub mod events_mode;
-pub mod http;
-pub mod idempotency;
-pub mod keep_alive;
-pub mod lifecycle;
-pub mod metrics;
-pub mod migrate;
-pub mod openapi;
-pub mod order;
-pub mod prepared;
-pub mod probe;
-pub mod read_admission;
-pub mod recovery;
-pub mod request_hash;
-pub mod retention;
-pub mod server;
-pub mod settings;
-pub mod sql;
-pub mod telemetry;
-pub mod throttling;
+pub mod domain;
+pub mod plumbing;
 
-pub use error::{ApiError, Dependency, ErrorCode};
+pub use domain::error::{ApiError, Dependency, ErrorCode};

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use event_broker::Broker;
 use mock_deps::{MockConfig, MockDeps};
-use order_core::events::EventsMode;
-use order_core::settings::CommonSettings;
+use order_core::plumbing::events::EventsMode;
+use order_core::plumbing::settings::CommonSettings;
 use sqlx::PgPool;
 use testbed::nats::EphemeralNats;
 use testbed::proxy::LatencyProxy;

@@ -1,6 +1,6 @@
 //! A fresh, migrated PostgreSQL database per test, dropped afterwards.
 
-use order_core::settings::CommonSettings;
+use order_core::plumbing::settings::CommonSettings;
 use sqlx::{Connection, Executor, PgConnection};
 use testbed::proxy::{LatencyProxy, proxied_url, upstream_of};
 
@@ -35,7 +35,7 @@ impl TestDatabase {
             .expect("creating the test database");
         admin.close().await.ok();
         let url = with_database(&admin_url, &name);
-        order_core::migrate::run(&url, Default::default())
+        order_core::plumbing::migrate::run(&url, Default::default())
             .await
             .expect("migrating");
         TestDatabase {

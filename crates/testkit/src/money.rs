@@ -1,7 +1,7 @@
 //! What the money tests share: settings under which recovery happens within a test, and the
 //! check that every charge ended as exactly one order.
 
-use order_core::settings::CommonSettings;
+use order_core::plumbing::settings::CommonSettings;
 
 use crate::TestApp;
 

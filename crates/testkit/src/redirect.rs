@@ -57,7 +57,7 @@ impl RedirectingDeps {
             if path.starts_with("/gateway/") {
                 let location = vec![("location".to_owned(), format!("{target}{path}"))];
                 (307, location, "{}".to_owned())
-            } else if path.starts_with(order_core::deps::SELLER_PATH) {
+            } else if path.starts_with(order_core::domain::deps::SELLER_PATH) {
                 (200, Vec::new(), r#"{"seller_id":"acme"}"#.to_owned())
             } else {
                 (

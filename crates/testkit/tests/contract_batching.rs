@@ -5,7 +5,7 @@
 
 use futures_util::future::join_all;
 use mock_deps::MockConfig;
-use order_core::settings::CommonSettings;
+use order_core::plumbing::settings::CommonSettings;
 use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
 contract_tests!(

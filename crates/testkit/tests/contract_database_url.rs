@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mock_deps::{MockConfig, MockDeps};
-use order_core::settings::CommonSettings;
+use order_core::plumbing::settings::CommonSettings;
 use testbed::proxy::{LatencyProxy, upstream_of};
 use testkit::{Api, TOKEN, TestDatabase, contract_tests, valid_order};
 

@@ -3,7 +3,7 @@
 //! that ignored the setting would show. And the gateway paths that carry a charge's key encode it.
 
 use mock_deps::MockConfig;
-use order_core::settings::DepsHttp;
+use order_core::plumbing::settings::DepsHttp;
 use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
 contract_tests!(

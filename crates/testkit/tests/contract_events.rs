@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use order_core::events::EventsMode;
-use order_core::settings::CommonSettings;
+use order_core::plumbing::events::EventsMode;
+use order_core::plumbing::settings::CommonSettings;
 use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
 contract_tests!(
@@ -175,20 +175,20 @@ async fn two_phase_rolls_back_when_the_broker_refuses_the_event(api: Api) {
 /// second, once they are older than a live publication could be.
 async fn two_phase_recovery_commits_or_rolls_back_what_was_left_prepared(api: Api) {
     let app = TestApp::spawn_with_events(api, EventsMode::TwoPhase, fast).await;
-    let published = order_core::order::new_order_id();
-    let lost = order_core::order::new_order_id();
+    let published = order_core::domain::order::new_order_id();
+    let lost = order_core::domain::order::new_order_id();
     for (order_id, name) in [(&published, "Published"), (&lost, "Lost")] {
         let mut tx = <sqlx::PgConnection as sqlx::Connection>::connect(&app.db.url)
             .await
             .unwrap();
-        let gid = order_core::events::prepared_gid(order_id).unwrap();
+        let gid = order_core::plumbing::events::prepared_gid(order_id).unwrap();
         for statement in [
             "BEGIN".to_owned(),
             format!(
                 "INSERT INTO customers (full_name, tax_id, street, number, state, city, locality, \
                  zip_code) VALUES ('{name}', '1', 's', '1', 'S', 'c', 'l', 'z')"
             ),
-            order_core::events::prepare_sql(&gid),
+            order_core::plumbing::events::prepare_sql(&gid),
         ] {
             sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
                 .execute(&mut tx)
@@ -199,7 +199,7 @@ async fn two_phase_recovery_commits_or_rolls_back_what_was_left_prepared(api: Ap
     }
     let event = event_broker::Publication {
         subject: event_broker::subject_of(&published),
-        msg_id: order_core::events::event_id(&published),
+        msg_id: order_core::plumbing::events::event_id(&published),
         payload: "{}".into(),
     };
     app.broker().publish(&event).await.unwrap();

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use order_core::events::EventsMode;
-use order_core::settings::CommonSettings;
+use order_core::plumbing::events::EventsMode;
+use order_core::plumbing::settings::CommonSettings;
 use testbed::pg::EphemeralPostgres;
 use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
 
@@ -117,7 +117,8 @@ async fn race_the_prepared_transaction(app: &TestApp, finish: fn(&str) -> String
 async fn two_phase_answers_201_when_its_prepared_transaction_was_committed_elsewhere(api: Api) {
     let app = TestApp::spawn_with_slow_broker(api, EventsMode::TwoPhase, slow_broker).await;
     let (status, body) =
-        race_the_prepared_transaction(&app, order_core::events::commit_prepared_sql).await;
+        race_the_prepared_transaction(&app, order_core::plumbing::events::commit_prepared_sql)
+            .await;
     assert_eq!(status, 201, "the order was made: {body}");
     let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
     let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM orders")
@@ -131,7 +132,8 @@ async fn two_phase_answers_201_when_its_prepared_transaction_was_committed_elsew
 async fn two_phase_answers_503_when_its_prepared_transaction_was_rolled_back_elsewhere(api: Api) {
     let app = TestApp::spawn_with_slow_broker(api, EventsMode::TwoPhase, slow_broker).await;
     let (status, body) =
-        race_the_prepared_transaction(&app, order_core::events::rollback_prepared_sql).await;
+        race_the_prepared_transaction(&app, order_core::plumbing::events::rollback_prepared_sql)
+            .await;
     assert_eq!(status, 503, "{body}");
     let error: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(error["error"], "dependency_unavailable", "{body}");

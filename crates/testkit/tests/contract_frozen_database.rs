@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use mock_deps::MockConfig;
-use order_core::settings::CommonSettings;
+use order_core::plumbing::settings::CommonSettings;
 use testkit::{
     Api, TOKEN, TestApp, assert_money_balances, contract_tests, eventually, fast_recovery,
     freezable_database, valid_order,

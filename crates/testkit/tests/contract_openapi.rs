@@ -1,7 +1,7 @@
 //! `GET /openapi.json`: the same bytes from both APIs, equal to the committed `docs/openapi.json`,
 //! and every route the APIs register is a path of the document (and routed by both).
 //!
-//! The document itself is built from order-core's types ([`order_core::openapi`]); whether each
+//! The document itself is built from order-core's types ([`order_core::plumbing::openapi`]); whether each
 //! stable code sits under its status is checked there, against `ErrorCode`.
 
 use std::collections::BTreeSet;
@@ -32,7 +32,7 @@ fn operations(document: &str) -> Vec<(String, String)> {
 
 #[test]
 fn the_committed_document_is_current() {
-    let built = order_core::openapi::json();
+    let built = order_core::plumbing::openapi::json();
     if std::env::var_os("UPDATE_OPENAPI").is_some() {
         std::fs::write(COMMITTED, built).expect("writing docs/openapi.json");
     }
@@ -86,8 +86,8 @@ fn registered_in(file: &str) -> BTreeSet<String> {
 /// Where the routes are registered: the shared route table and the shared `/health` and
 /// `/openapi.json`; each API's `routes.rs` and `startup.rs` only pass their handlers to it.
 const ROUTE_FILES: [&str; 2] = [
-    "crates/order-core/src/server.rs",
-    "crates/order-core/src/http.rs",
+    "crates/order-core/src/plumbing/server.rs",
+    "crates/order-core/src/plumbing/http.rs",
 ];
 const API_FILES: [&str; 4] = [
     "blocking-api/src/routes.rs",
@@ -107,7 +107,7 @@ fn every_registered_route_is_a_documented_path() {
             "{file} registers routes of its own: {own:?}"
         );
     }
-    let documented: BTreeSet<String> = operations(order_core::openapi::json())
+    let documented: BTreeSet<String> = operations(order_core::plumbing::openapi::json())
         .into_iter()
         .map(|(path, _)| path)
         .collect();
@@ -130,7 +130,7 @@ fn the_route_scan_sees_a_route_added() {
 /// count it under the path's own pattern, not as `unmatched`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_apis_route_every_documented_operation() {
-    let operations = operations(order_core::openapi::json());
+    let operations = operations(order_core::plumbing::openapi::json());
     for api in [Api::Blocking, Api::Reactive] {
         let app = TestApp::spawn(api).await;
         for (path, method) in &operations {

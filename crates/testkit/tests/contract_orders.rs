@@ -2,8 +2,8 @@
 
 use futures_util::future::join_all;
 use mock_deps::MockConfig;
-use order_core::request_hash::RequestHashKey;
-use order_core::settings::CommonSettings;
+use order_core::domain::request_hash::RequestHashKey;
+use order_core::plumbing::settings::CommonSettings;
 use testkit::{Api, OTHER_TOKEN, TOKEN, TestApp, contract_tests, valid_order};
 
 contract_tests!(
@@ -233,7 +233,7 @@ async fn a_key_hashed_before_the_canonical_form_changed_still_replays(api: Api) 
     assert_eq!(first.status(), 201);
     let first_body = first.bytes().await.unwrap();
     // The hash the earlier version stored: HMAC of the JSON form, the CVV emptied.
-    let mut request: order_core::contract::CreateOrderRequest =
+    let mut request: order_core::domain::contract::CreateOrderRequest =
         serde_json::from_value(valid_order("legacy-1")).unwrap();
     request.payment.payment_method.card.cvv.clear();
     let key = RequestHashKey::from_settings(&hash_settings).unwrap();

@@ -2,8 +2,8 @@
 //! brute-forced without the key, replays answered before the card's expiry is judged, and
 //! metric labels a client cannot invent.
 
-use order_core::contract::CreateOrderRequest;
-use order_core::request_hash::RequestHashKey;
+use order_core::domain::contract::CreateOrderRequest;
+use order_core::domain::request_hash::RequestHashKey;
 use sha2::{Digest, Sha256};
 use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};
 

@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use mock_deps::MockConfig;
-use order_core::contract::CreateOrderRequest;
-use order_core::order::PendingOrder;
-use order_core::request_hash::RequestHashKey;
-use order_core::settings::CommonSettings;
+use order_core::domain::contract::CreateOrderRequest;
+use order_core::domain::order::PendingOrder;
+use order_core::domain::request_hash::RequestHashKey;
+use order_core::plumbing::settings::CommonSettings;
 use testkit::{
     Api, StubGateway, TOKEN, TestApp, assert_money_balances, contract_tests, eventually,
     fast_recovery, valid_order,

@@ -1,11 +1,11 @@
-//! Data that does not grow for ever (`order_core::retention`): a completed order's key drops its
+//! Data that does not grow for ever (`order_core::domain::retention`): a completed order's key drops its
 //! stored answer after `KEY_RETENTION_DAYS` and a replay is then answered from the order's rows —
 //! the same bytes, never a second charge; a sent outbox event is deleted after
 //! `OUTBOX_RETENTION_HOURS`; the outbox's backlog gauge reads a bounded number of rows whatever
 //! the backlog. Run against both APIs (the last on the statement both run).
 
 use mock_deps::MockConfig;
-use order_core::sql;
+use order_core::domain::sql;
 use sqlx::{Connection, PgConnection};
 use testkit::{
     Api, TOKEN, TestApp, TestDatabase, contract_tests, eventually, fast_recovery, valid_order,

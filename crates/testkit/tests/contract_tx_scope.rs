@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use mock_deps::MockConfig;
-use order_core::settings::TxScope;
+use order_core::plumbing::settings::TxScope;
 use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};
 
 contract_tests!(

@@ -7,10 +7,10 @@
 use std::time::{Duration, Instant};
 
 use mock_deps::{MockConfig, MockDeps};
-use order_core::contract::CreateOrderRequest;
-use order_core::order::PendingOrder;
-use order_core::request_hash::RequestHashKey;
-use order_core::settings::CommonSettings;
+use order_core::domain::contract::CreateOrderRequest;
+use order_core::domain::order::PendingOrder;
+use order_core::domain::request_hash::RequestHashKey;
+use order_core::plumbing::settings::CommonSettings;
 use sqlx::{Connection, PgConnection};
 use testkit::{
     Api, StubGateway, TOKEN, TestApp, TestDatabase, build, contract_tests, eventually,
@@ -54,7 +54,7 @@ async fn a_release_starts_against_a_database_migrated_by_a_newer_one(api: Api) {
 async fn a_held_migration_lock_fails_the_start_within_its_bound(api: Api) {
     let db = TestDatabase::new().await;
     let mut holder = PgConnection::connect(&db.url).await.unwrap();
-    let lock_id = order_core::migrate::advisory_lock_id(db.name());
+    let lock_id = order_core::plumbing::migrate::advisory_lock_id(db.name());
     sqlx::query("SELECT pg_advisory_lock($1)")
         .bind(lock_id)
         .execute(&mut holder)

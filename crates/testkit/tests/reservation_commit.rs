@@ -4,7 +4,7 @@
 //! session's default. Checked on the statements themselves, both APIs running the same text; the
 //! session starts with `synchronous_commit = on` (the test server's default is off).
 
-use order_core::sql;
+use order_core::domain::sql;
 use sqlx::{ConnectOptions, Connection, PgConnection, Row};
 use testkit::TestDatabase;
 

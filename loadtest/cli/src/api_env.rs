@@ -2,7 +2,7 @@
 //!
 //! `loadtest lab`, a bench cell and an events run each fill one [`ApiSettings`] from their own
 //! rules (flags, the bench's admission control off, the events original's pool), and
-//! [`ApiSettings::to_env`] writes it under the names the APIs read: `order_core::settings`'
+//! [`ApiSettings::to_env`] writes it under the names the APIs read: `order_core::plumbing::settings`'
 //! `CommonSettings` and blocking-api's `BLOCKING_THREADS` (the tests hold every name against the
 //! product's own parser). A setting left `None` is not stated: the API runs its own default.
 //! What the runs record as their settings is this same map, so a setting recorded is a setting
@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use order_core::events_mode::EventsMode;
-use order_core::settings::{DepsHttp, TxScope};
+use order_core::plumbing::events_mode::EventsMode;
+use order_core::plumbing::settings::{DepsHttp, TxScope};
 
 /// The `REQUEST_HASH_KEY` of the APIs the lab starts (not a secret: lab data is thrown away, and
 /// one fixed key, the same across restarts, serves every run).

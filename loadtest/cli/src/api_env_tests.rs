@@ -3,7 +3,7 @@
 
 use super::*;
 use clap::{CommandFactory, FromArgMatches, Parser};
-use order_core::settings::CommonSettings;
+use order_core::plumbing::settings::CommonSettings;
 
 #[derive(Parser)]
 struct Product {
@@ -46,7 +46,7 @@ fn parsed_by_the_product(env: &BTreeMap<String, String>) -> CommonSettings {
         let arg = command
             .get_arguments()
             .find(|a| a.get_env().is_some_and(|e| e == name.as_str()))
-            .unwrap_or_else(|| panic!("{name} is not a setting of order_core::settings"));
+            .unwrap_or_else(|| panic!("{name} is not a setting of order_core::plumbing::settings"));
         argv.push(format!("--{}={value}", arg.get_long().unwrap()));
     }
     let matches = command.try_get_matches_from(&argv).unwrap();

@@ -23,7 +23,7 @@ pub enum Durability {
 }
 
 /// `DB_TX_SCOPE` of the APIs the lab starts (`--tx-scope`): the APIs' own setting.
-pub use order_core::settings::TxScope;
+pub use order_core::plumbing::settings::TxScope;
 
 /// The seed's mock-deps latencies, and what `--latency` leaves a dependency it does not name at.
 pub const SEED_LATENCIES: MockLatencies = MockLatencies {

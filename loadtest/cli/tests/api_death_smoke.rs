@@ -10,39 +10,21 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lab_results::RunResults;
-
 mod common;
-use common::{binaries_present, own_database};
+#[path = "common/smoke_run.rs"]
+mod smoke_run;
+use smoke_run::SmokeRun;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
-    binaries_present().expect("the service binaries (scripts/test.sh builds them)");
-    let out = std::env::temp_dir().join(format!("loadtest-death-smoke-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let db = match std::env::var("TEST_DATABASE_URL") {
-        Ok(server) => Some(own_database(&server, "loadtest_death_smoke").await),
-        Err(_) => None,
-    };
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
-    cmd.env_remove("CARGO")
-        .args([
-            "lab",
-            "--apis",
-            "reactive-api",
-            "--profile",
-            "constant-20-8",
-        ])
-        .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1500"])
+    let run = SmokeRun::new("death").await;
+    let mut cmd = run.lab(&["--profile", "constant-20-8", "--warmup-s", "1"]);
+    cmd.args(["--latency", "seller=1,risk=1,pay=1500"])
         .args(["--deps-timeout-ms", "3000", "--db-pool-timeout-ms", "1000"])
         .args(["--lease-ms", "8000", "--reconcile-interval-ms", "500"])
-        .args(["--request-timeout-s", "10", "--no-progress", "--out"])
-        .arg(&out)
+        .args(["--request-timeout-s", "10"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    if let Some((url, _, _)) = &db {
-        cmd.args(["--database-url", url]);
-    }
     let lab = cmd.spawn().expect("starting loadtest lab");
     // The API is the lab's child named reactive-api; kill it once the measured part has begun
     // (the lab's results folder gets the API's log at start; give the load 3 s more).
@@ -55,7 +37,7 @@ async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
     let output = lab.wait_with_output().expect("the lab ends");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "lab failed: {stderr}");
-    let r = RunResults::load(out.join("results-reactive-0.json")).unwrap();
+    let r = run.results();
     let exit = r
         .api_exit
         .as_ref()
@@ -83,7 +65,7 @@ async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
         "{:?}",
         r.events
     );
-    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary.md");
+    let summary = std::fs::read_to_string(run.out.join("summary.md")).expect("summary.md");
     assert!(
         summary.contains("reactive-api died mid-run") && summary.contains("an API DIED mid-run"),
         "{summary}"
@@ -92,10 +74,7 @@ async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
         summary.contains("started again for its recovery"),
         "{summary}"
     );
-    if let Some((_, server, name)) = &db {
-        common::drop_database(server, name).await;
-    }
-    let _ = std::fs::remove_dir_all(&out);
+    run.clean_up().await;
 }
 
 /// The pid of `parent`'s descendant whose command name is `name`, once it exists.

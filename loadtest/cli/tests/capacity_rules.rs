@@ -6,8 +6,9 @@
 
 use std::path::Path;
 
+use lab_results::scenario::StoppedBy;
 use lab_results::{ApiExit, OUTCOME_OVERLOADED, RunResults};
-use loadtest::scenario::capacity_cause::{StoppedBy, stopped_by};
+use loadtest::scenario::capacity_cause::{is_transient, stopped_by};
 
 fn fixture(api: &str) -> RunResults {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -201,7 +202,7 @@ fn a_burst_of_slow_transactions_is_postgres_and_transient() {
     assert_eq!(c.stopped_by, StoppedBy::Postgres, "{c:?}");
     assert!(c.evidence.contains("4.2 ms each"), "{c:?}");
     assert!(c.evidence.contains("against 1.0 ms"), "{c:?}");
-    assert!(c.is_transient());
+    assert!(is_transient(&c));
     // A second only a little slower is noise, and a run whose requests waited for a
     // connection is the pool's (rule 6), not this one.
     steady_transactions(&mut r, |t| if t == burst { 1.8 } else { 1.0 });
@@ -210,7 +211,7 @@ fn a_burst_of_slow_transactions_is_postgres_and_transient() {
     plateau_seconds(&mut pg_core, |s| {
         s.harness.postgres_cpu_percent = Some(96.0)
     });
-    assert!(!stopped_by(&pg_core).is_transient());
+    assert!(!is_transient(&stopped_by(&pg_core)));
 }
 
 #[test]

@@ -9,19 +9,19 @@
 //!
 //! Needs the service binaries like `lab_smoke.rs` (`scripts/test.sh` builds them).
 
-use std::process::Command;
-
 use lab_results::RunResults;
 use lab_results::faults::{
     BROKER_ACK_LABEL, DB_FREEZE_LABEL, GATEWAY_DOWN_LABEL, SLOW_UPLOADS_LABEL,
 };
 
 mod common;
-use common::{binaries_present, own_database};
+#[path = "common/smoke_run.rs"]
+mod smoke_run;
+use smoke_run::SmokeRun;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outages_begin_and_end_on_time_and_the_money_balances() {
-    let (run, r) = SmokeRun::lab(
+    let (run, r) = lab(
         "faults",
         &[
             "--request-timeout-s",
@@ -78,7 +78,7 @@ async fn a_slowed_broker_leaves_a_backlog_that_drains_into_the_stream() {
         ));
         return;
     }
-    let (run, r) = SmokeRun::lab("broker", &["--faults", "broker-ack=2000@2+3"]).await;
+    let (run, r) = lab("broker", &["--faults", "broker-ack=2000@2+3"]).await;
     assert_eq!(
         r.config.api_settings.get("EVENTS_MODE").map(String::as_str),
         Some("outbox")
@@ -105,59 +105,20 @@ async fn a_slowed_broker_leaves_a_backlog_that_drains_into_the_stream() {
     run.clean_up().await;
 }
 
-/// One smoke run of `loadtest lab`: reactive-api alone at a constant 10 orders/s for 8 s, 1 ms
-/// mocks, short timeouts and recovery, its own database (where `TEST_DATABASE_URL` names a
-/// server) and output folder; `extra` adds the faults and what they need.
-struct SmokeRun {
-    out: std::path::PathBuf,
-    /// The database's URL, its server and its name (dropped by [`SmokeRun::clean_up`]).
-    db: Option<(String, String, String)>,
-}
-
-impl SmokeRun {
-    async fn lab(name: &str, extra: &[&str]) -> (SmokeRun, RunResults) {
-        if let Err(e) = binaries_present() {
-            panic!(
-                "faults smoke test needs the service binaries ({e}); scripts/test.sh builds them"
-            );
-        }
-        let out =
-            std::env::temp_dir().join(format!("loadtest-{name}-smoke-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&out);
-        let db = match std::env::var("TEST_DATABASE_URL") {
-            Ok(server) => Some(own_database(&server, &format!("loadtest_{name}_smoke")).await),
-            Err(_) => None,
-        };
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadtest"));
-        cmd.env_remove("CARGO");
-        cmd.args([
-            "lab",
-            "--apis",
-            "reactive-api",
-            "--profile",
-            "constant-10-8",
-        ])
-        .args(["--warmup-s", "1", "--latency", "seller=1,risk=1,pay=1"])
+/// One smoke run: reactive-api at a constant 10 orders/s for 8 s, 1 ms mocks, short timeouts and
+/// recovery; `extra` adds the faults and what they need.
+async fn lab(name: &str, extra: &[&str]) -> (SmokeRun, RunResults) {
+    let run = SmokeRun::new(name).await;
+    let output = run
+        .lab(&["--profile", "constant-10-8", "--warmup-s", "1"])
+        .args(["--latency", "seller=1,risk=1,pay=1"])
         .args(["--deps-timeout-ms", "1000", "--db-pool-timeout-ms", "1000"])
         .args(["--lease-ms", "4000", "--reconcile-interval-ms", "500"])
         .args(extra)
-        .arg("--no-progress")
-        .arg("--out")
-        .arg(&out);
-        if let Some((url, _, _)) = &db {
-            cmd.args(["--database-url", url]);
-        }
-        let output = cmd.output().expect("running loadtest lab");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "lab failed: {stderr}");
-        let r = RunResults::load(out.join("results-reactive-0.json")).unwrap();
-        (SmokeRun { out, db }, r)
-    }
-
-    async fn clean_up(self) {
-        if let Some((_, server, name)) = &self.db {
-            common::drop_database(server, name).await;
-        }
-        let _ = std::fs::remove_dir_all(&self.out);
-    }
+        .output()
+        .expect("running loadtest lab");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "lab failed: {stderr}");
+    let r = run.results();
+    (run, r)
 }

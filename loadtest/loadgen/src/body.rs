@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use order_core::contract::{
+use order_core::domain::contract::{
     Address, Card, CreateOrderRequest, Customer, Item, Payment, PaymentMethod, luhn_valid,
 };
 use rand::rngs::SmallRng;

@@ -74,7 +74,7 @@ fn duplicates_resend_earlier_orders_byte_for_byte() {
 /// body generator promises: each request the lab sends is one the APIs must accept.
 #[test]
 fn orders_pass_the_contracts_validation() {
-    let key = order_core::request_hash::RequestHashKey::development();
+    let key = order_core::domain::request_hash::RequestHashKey::development();
     let today = chrono::Utc::now().date_naive();
     let g = BodyGen::new("t-valid", 4, 0.0, 7);
     for j in 0..500 {

@@ -28,13 +28,7 @@ pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun], slo: Option
     let page = html! {
         (DOCTYPE) "\n"
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (page_title(&groups)) }
-                // Our own stylesheet, included at build time.
-                style { (PreEscaped(CSS)) }
-            }
+            (head(&page_title(&groups), ""))
             body { main {
                 (header(&groups))
                 @if groups.is_empty() {
@@ -69,6 +63,19 @@ pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun], slo: Option
         "\n"
     };
     page.into_string()
+}
+
+/// A page's `<head>`: UTF-8, the phone's width, its title, and our own stylesheet (included at
+/// build time) with `more` after it. The report's and every scenario page's.
+pub(crate) fn head(title: &str, more: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            title { (title) }
+            style { (PreEscaped(CSS)) (PreEscaped(more)) }
+        }
+    }
 }
 
 fn page_title(groups: &[ApiRuns<'_>]) -> String {

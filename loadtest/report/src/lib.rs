@@ -1,4 +1,4 @@
-//! # lab-report — report.html and summary.md, from results only
+//! # lab-report — report.html, summary.md and the scenario pages, from results only
 //!
 //! Part of the lab (`loadtest/report`). Comparison reports from load-test results: a self-contained `report.html` (inline CSS and SVG
 //! charts, nothing fetched from anywhere, readable offline and on paper) and a `summary.md` to
@@ -41,7 +41,9 @@
 //! (who kept up, and why), `conditions` (what the result holds under), `slo` + `slo_verdict` (the objective and who met it), `trust` (the strip), `rich` (sentences laid out as HTML or Markdown),
 //! `charts`, `chart_specs`, `chart_errors` + `svg` (charts), `fairness` (settings that differ), `html`,
 //! `sections` and `method` (the page), `money` (the money line of each run), `shards` (the generators of a merged run), `goose` (goose's
-//! own reports beside ours), `markdown` (the PR summary).
+//! own reports beside ours), `markdown` (the PR summary), `markdown_table` (the lab's one Markdown
+//! table writer: the report's, the scenarios' and the bench's tables), `scenario` (the scenarios'
+//! pages, `summary.md` and `scenario.html`, and their charts, from what the scenario worked out).
 
 mod causes;
 mod chart_errors;
@@ -56,10 +58,12 @@ pub mod goose;
 mod html;
 mod littles;
 mod markdown;
+pub mod markdown_table;
 mod method;
 mod model;
 mod money;
 mod rich;
+pub mod scenario;
 mod sections;
 mod shards;
 pub mod slo;

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
+use crate::markdown_table::{Column, Table};
 use lab_results::RunResults;
-use lab_results::markdown::{Column, Table};
 
 use super::goose::GooseRun;
 use super::model::group;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use maud::{Markup, html};
 
-use lab_results::markdown::Table;
+use crate::markdown_table::Table;
 use lab_results::{RunResults, ShardRecord};
 
 use super::model::{ApiRuns, run_name};

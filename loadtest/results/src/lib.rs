@@ -8,8 +8,10 @@
 //! It is versioned by [`SCHEMA_VERSION`]; changes are additive only (new fields are `Option` or carry
 //! `#[serde(default)]`), so an older file still loads. `docs/results-format.md` describes it in prose.
 //!
-//! Beside the schema, the two things every reader of it writes the same way: a figure
-//! ([`numbers`]) and a Markdown table ([`markdown`]), for the report, the scenarios and the bench.
+//! Beside the schema, how every reader of it writes a figure ([`numbers`]), so that a number reads
+//! the same in the report, the scenarios and the bench. What a run means (verdicts, targets,
+//! conclusions) is worked out by the command that ran it (`loadtest/cli`) or by the report
+//! (`lab-report`, which also writes every table and chart); this crate is what they read.
 //!
 //! Counting rules, used everywhere below:
 //! - `offered` = arrivals the profile scheduled; `sent` = requests actually started;
@@ -33,12 +35,12 @@ mod db_activity;
 mod fate;
 pub mod faults;
 pub mod inject;
-pub mod markdown;
 mod measures;
 mod median;
 mod money;
 pub mod numbers;
 mod overload;
+pub mod scenario;
 mod shards;
 mod versioned;
 pub use api::ApiKind;

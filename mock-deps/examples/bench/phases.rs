@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use order_core::deps::{PAY_PATH, RISK_PATH};
+use order_core::domain::deps::{PAY_PATH, RISK_PATH};
 use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;

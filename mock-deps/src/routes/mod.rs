@@ -7,12 +7,12 @@ mod gateway;
 mod reconcile;
 
 use actix_web::web;
-use order_core::deps::{PAY_PATH, PAYMENTS_PATH, RISK_PATH, SELLER_PATH, VOID_SUFFIX};
+use order_core::domain::deps::{PAY_PATH, PAYMENTS_PATH, RISK_PATH, SELLER_PATH, VOID_SUFFIX};
 
 use crate::admin as paths;
 
 /// Registers every route. The dependencies' paths are the wire contract the APIs are written
-/// against, taken from the one copy of it (`order_core::deps`) that the APIs call.
+/// against, taken from the one copy of it (`order_core::domain::deps`) that the APIs call.
 pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     let payment = format!("{PAYMENTS_PATH}/{{idempotency_key}}");
     cfg.route(SELLER_PATH, web::get().to(deps::seller_authorization))

@@ -1,9 +1,9 @@
-//! How a failed database call is classed: by its SQLSTATE (`order_core::db_failure`), a lost
+//! How a failed database call is classed: by its SQLSTATE (`order_core::domain::db_failure`), a lost
 //! connection noted for the pool (`connections.rs`), a call given up at the client deadline. The
 //! twin of blocking-api's `db/error.rs`.
 
-use order_core::db_failure::{self, DbFailure};
-use order_core::error::ApiError;
+use order_core::domain::db_failure::{self, DbFailure};
+use order_core::domain::error::ApiError;
 
 use crate::connections;
 
@@ -18,7 +18,7 @@ pub(crate) fn begin_failed(e: sqlx::Error) -> ApiError {
 }
 
 /// Pool timeouts and lost connections are `database_unavailable`; a server error is judged by
-/// its SQLSTATE (`order_core::db_failure`: what may pass is 503, a refusal of the rows is marked
+/// its SQLSTATE (`order_core::domain::db_failure`: what may pass is 503, a refusal of the rows is marked
 /// for recovery); anything else is a bug. Every failure that may have lost its connection is
 /// noted for the pool (`connections.rs`). A call given up at the client deadline is
 /// `db_failure::client_deadline`: unknown, never voided.

@@ -3,12 +3,12 @@
 //! `db/queries.rs`.
 
 use event_broker::subject_of;
-use order_core::contract::ValidOrder;
-use order_core::error::ApiError;
-use order_core::events::OrderCreated;
-use order_core::idempotency::{self, ExistingKey, KeyRef, Reservation, WonKey};
-use order_core::order::{Charging, Outcome, Placed, plain};
-use order_core::sql;
+use order_core::domain::contract::ValidOrder;
+use order_core::domain::error::ApiError;
+use order_core::domain::idempotency::{self, ExistingKey, KeyRef, Reservation, WonKey};
+use order_core::domain::order::{Charging, Outcome, Placed, plain};
+use order_core::domain::sql;
+use order_core::plumbing::events::OrderCreated;
 use sqlx::Row;
 
 use super::Db;
@@ -34,7 +34,7 @@ impl Db {
     }
 }
 
-/// Reserves the key, or reads who holds it (see `order_core::idempotency`).
+/// Reserves the key, or reads who holds it (see `order_core::domain::idempotency`).
 pub async fn reserve(
     conn: &mut PgConn,
     seller_id: &str,

@@ -1,9 +1,9 @@
 //! The recovery loop's statements (`recovery.rs`), as methods of [`Db`]: each takes a connection
 //! of its own, in autocommit. The twin of blocking-api's `db/recovery_queries.rs`.
 
-use order_core::error::ApiError;
-use order_core::recovery::ClaimedKey;
-use order_core::sql;
+use order_core::domain::error::ApiError;
+use order_core::domain::recovery::ClaimedKey;
+use order_core::domain::sql;
 use sqlx::Row;
 
 use super::Db;

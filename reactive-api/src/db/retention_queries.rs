@@ -1,8 +1,8 @@
 //! The retention sweep's statement (`retention.rs`), as a method of [`Db`]: a connection of its
 //! own, in autocommit. The twin of blocking-api's `db/retention_queries.rs`.
 
-use order_core::error::ApiError;
-use order_core::retention::Swept;
+use order_core::domain::error::ApiError;
+use order_core::domain::retention::Swept;
 use sqlx::Row;
 
 use super::Db;

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use order_core::error::ApiError;
-use order_core::idempotency::KeyRef;
-use order_core::metrics::Metrics;
-use order_core::settings::{CommonSettings, TxScope};
-use order_core::sql;
+use order_core::domain::error::ApiError;
+use order_core::domain::idempotency::KeyRef;
+use order_core::domain::sql;
+use order_core::plumbing::metrics::Metrics;
+use order_core::plumbing::settings::{CommonSettings, TxScope};
 use prometheus::HistogramTimer;
 use sqlx::postgres::PgConnectOptions;
 

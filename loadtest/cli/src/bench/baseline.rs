@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use lab_report::markdown_table::{Column, Table};
 use lab_results::bench::{BenchCell, BenchResults};
-use lab_results::markdown::{Column, Table};
 use lab_results::numbers::{NONE, fixed};
 
 /// A figure the diff compares: its name, how to read it from a cell, whether less is better.
@@ -197,7 +197,7 @@ pub fn render(rows: &[DiffRow], baseline: Option<&Path>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lab_results::bench::{MemoryFigures, PerOrder, WindowCounts};
+    use lab_results::bench::{MemoryFigures, WindowCounts};
     use lab_results::{Environment, Limits, MockLatencies};
     use std::collections::BTreeMap;
 
@@ -229,7 +229,7 @@ mod tests {
                 note: String::new(),
                 pinning: None,
             },
-            per_order: PerOrder::from_window(&w),
+            per_order: crate::bench::analysis::per_order(&w),
             orders_per_s: w.orders_per_s(),
             api_cpu_share: w.api_cpu_share(),
             window: w,
@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn the_full_table_renders_every_section() {
         let mut r = bench(vec![cell("reactive-api", "0ms", 8000, 8.0)]);
-        r.targets = lab_results::bench::targets(&r.cells, &[]);
+        r.targets = crate::bench::analysis::targets(&r.cells, &[]);
         let md = super::super::render::markdown(&r);
         for section in [
             "## Per order",

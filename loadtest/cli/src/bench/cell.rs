@@ -13,18 +13,17 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::analysis;
 use super::probe::{self, Parts, Snapshot};
 use super::{BenchArgs, Harness, Mocks};
 use crate::api_env::ApiSettings;
 use crate::run::{new_run_id, reset_mock, set_mock_latencies};
 use crate::services::ApiProcess;
 use lab_results::ApiKind;
-use lab_results::bench::{
-    BenchCell, BoundContext, MemoryFigures, PerOrder, bound_reason, order_path_statements,
-};
+use lab_results::bench::{BenchCell, MemoryFigures};
 use loadgen::driver::{DriverConfig, LoopControl};
 use loadgen::profile::{Model, Profile};
-use order_core::settings::CommonSettings;
+use order_core::plumbing::settings::CommonSettings;
 
 /// How long the closed loop's clients may take to start.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -172,7 +171,7 @@ pub(super) async fn run(
         thread_stacks: stacks.map(|(n, _)| n),
         thread_stack_rss_bytes: stacks.map(|(_, rss)| rss),
     };
-    memory.rss_growth_per_busy_bytes = memory.growth_per_busy();
+    memory.rss_growth_per_busy_bytes = analysis::growth_per_busy(&memory);
     // The machine's CPUs (this process is pinned: its own affinity would say fewer).
     let cores = labkit::counters::online_cpus() as f64;
     let pool = kind.has_thread_pool().then_some(args.blocking_threads);
@@ -182,12 +181,12 @@ pub(super) async fn run(
         mock_latency_ms: latency,
         clients,
         limits,
-        per_order: PerOrder::from_window(&w),
+        per_order: analysis::per_order(&w),
         orders_per_s: w.orders_per_s(),
         api_cpu_share: w.api_cpu_share(),
-        bound: bound_reason(
+        bound: analysis::bound_reason(
             &w,
-            &BoundContext {
+            &analysis::BoundContext {
                 clients,
                 busy: mean_busy,
                 pool,
@@ -197,7 +196,7 @@ pub(super) async fn run(
         ),
         window: w,
         memory,
-        order_path_statements: order_path_statements(&statements),
+        order_path_statements: analysis::order_path_statements(&statements),
         statements,
         outcomes,
     })

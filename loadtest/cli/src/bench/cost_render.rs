@@ -5,8 +5,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use lab_results::bench::BenchResults;
-use lab_results::cost::{CostBaseline, GateLine, PgPerOrder};
-use lab_results::markdown::{Column, Table};
+use lab_results::cost::{CostBaseline, PgPerOrder};
+
+use super::cost_gate::GateLine;
+use lab_report::markdown_table::{Column, Table};
 use lab_results::numbers::{NONE, fixed, grouped};
 
 /// Instructions as thousands with no decimals: `1,234 k`.

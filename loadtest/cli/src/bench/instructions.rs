@@ -32,7 +32,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use lab_results::cost::{CostShare, FrameCost, InstructionCell, group_of};
+use lab_results::cost::{CostShare, FrameCost, InstructionCell};
+
+use super::cost_gate::group_of;
 use lab_results::{ApiKind, OUTCOME_CREATED};
 use loadgen::driver::LoopControl;
 
@@ -228,7 +230,7 @@ pub fn check(baseline_path: &Path, cells: &[InstructionCell]) -> Result<(bool, S
         .with_context(|| format!("reading {}", baseline_path.display()))?;
     let baseline: lab_results::cost::CostBaseline = serde_json::from_str(&text)
         .with_context(|| format!("parsing {}", baseline_path.display()))?;
-    let lines = lab_results::cost::gate(&baseline, cells);
+    let lines = super::cost_gate::gate(&baseline, cells);
     let ok = lines.iter().all(|l| l.passes());
     Ok((
         ok,

@@ -22,8 +22,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 use sqlx::Connection;
 
+pub mod analysis;
 pub mod baseline;
 mod cell;
+mod cost_gate;
 mod cost_render;
 pub mod harness;
 pub mod instructions;
@@ -36,7 +38,7 @@ use crate::lab_args::{HarnessArgs, SEED_LATENCIES, api_names};
 use crate::services::{Database, MockDepsProcess};
 use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};
 use lab_results::{ApiKind, MockLatencies};
-use order_core::settings::DepsHttp;
+use order_core::plumbing::settings::DepsHttp;
 
 /// A mock-deps latency setting of the bench.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -335,8 +337,8 @@ async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
     drop(harness.deps);
     drop(harness.db);
     notes.extend(contention_notes(&cells));
-    let slopes = lab_results::bench::memory_slopes(&cells);
-    let targets = lab_results::bench::targets(&cells, &slopes);
+    let slopes = analysis::memory_slopes(&cells);
+    let targets = analysis::targets(&cells, &slopes);
     let mut environment = crate::run::environment("");
     environment.build_profile = build_profile(apis.first().map_or("", String::as_str));
     Ok(BenchResults {

@@ -2,8 +2,10 @@
 
 use std::fmt::Write as _;
 
-use lab_results::bench::{BenchCell, BenchResults, busy_unit};
-use lab_results::markdown::{Column, Table};
+use lab_results::bench::{BenchCell, BenchResults};
+
+use super::analysis::busy_unit;
+use lab_report::markdown_table::{Column, Table};
 use lab_results::numbers::{NONE, fixed, kib, mib, percent};
 use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED};
 

@@ -31,7 +31,7 @@ const BATCH_METRICS: [&str; 3] = [
 ];
 
 /// pg_stat_statements of this database, in two groups: the persist batch writer's statement
-/// (`order_core::batch::PERSIST_ORDERS` begins `WITH b AS (`) and every other one.
+/// (`order_core::plumbing::batch::PERSIST_ORDERS` begins `WITH b AS (`) and every other one.
 const STATEMENTS: &str = "\
 SELECT coalesce(sum(calls) FILTER (WHERE query LIKE 'WITH b AS (%'), 0)::float8,
        coalesce(sum(total_exec_time) FILTER (WHERE query LIKE 'WITH b AS (%'), 0)::float8,

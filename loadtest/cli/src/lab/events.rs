@@ -28,15 +28,16 @@ use loadgen::driver::{DriverConfig, LoopControl, Sharding};
 use loadgen::profile::Profile;
 use loadgen::recorder::Acc;
 use loadgen::sampler::{Peaks, metrics_client, scrape_metrics};
-use order_core::error::ErrorCode;
+use order_core::domain::error::ErrorCode;
 use serde::Serialize;
 use sqlx::Connection;
 use strum::IntoEnumIterator;
 use tokio::sync::Mutex;
 
+use super::census::{Census, census};
 use crate::api_env::{ApiSettings, EventsEnv};
 use crate::services::{ApiProcess, Database, MockDepsProcess};
-use order_core::events_mode::EventsMode;
+use order_core::plumbing::events_mode::EventsMode;
 
 /// The longest wait, after the load, for the API to settle every order and event.
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(90);
@@ -282,17 +283,6 @@ impl EventsLab {
     }
 }
 
-/// Every order in the database at `database_url` against every subject in `broker`'s stream.
-pub(super) async fn census(broker: &Broker, database_url: &str) -> Result<Census> {
-    let subjects = broker.census().await?;
-    let mut conn = sqlx::PgConnection::connect(database_url).await?;
-    let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM orders")
-        .fetch_all(&mut conn)
-        .await?;
-    conn.close().await.ok();
-    Ok(Census::of(&ids, &subjects))
-}
-
 /// What remains to settle.
 pub(super) struct Pending {
     /// Outbox rows not yet sent.
@@ -316,36 +306,6 @@ pub(super) async fn pending(database_url: &str) -> Result<Pending> {
         prepared,
         charging,
     })
-}
-
-/// The stream against the orders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Census {
-    pub orders: u64,
-    /// Messages in the stream.
-    pub messages: u64,
-    /// Orders without an event.
-    pub lost: u64,
-    /// Messages beyond the first of a subject.
-    pub duplicated: u64,
-    /// Subjects of no order (an event whose order was rolled back).
-    pub orphaned: u64,
-}
-
-impl Census {
-    pub fn of(order_ids: &[String], subjects: &BTreeMap<String, u64>) -> Self {
-        let orders: std::collections::BTreeSet<String> = order_ids
-            .iter()
-            .map(|id| event_broker::subject_of(id))
-            .collect();
-        Census {
-            orders: orders.len() as u64,
-            messages: subjects.values().sum(),
-            lost: orders.iter().filter(|s| !subjects.contains_key(*s)).count() as u64,
-            duplicated: subjects.values().map(|n| n.saturating_sub(1)).sum(),
-            orphaned: subjects.keys().filter(|s| !orders.contains(*s)).count() as u64,
-        }
-    }
 }
 
 /// What the clients saw.
@@ -498,74 +458,5 @@ fn api_env(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_events_run_gives_its_api_the_originals_pool_and_no_shedding() {
-        let env = api_env(
-            "postgres://lab@127.0.0.1:5999/orders",
-            "http://127.0.0.1:9191",
-            "nats://127.0.0.1:4333",
-            "outbox",
-        )
-        .unwrap();
-        let expected: BTreeMap<String, String> = [
-            ("BLOCKING_THREADS", "200"),
-            ("DATABASE_URL", "postgres://lab@127.0.0.1:5999/orders"),
-            ("DB_POOL_SIZE", "10"),
-            ("DB_POOL_TIMEOUT_MS", "5000"),
-            ("DEPS_TIMEOUT_MS", "2000"),
-            ("DEPS_URL", "http://127.0.0.1:9191"),
-            ("EVENTS_MODE", "outbox"),
-            ("HTTP_WORKERS", "1"),
-            ("LEASE_MS", "9000"),
-            ("MAX_IN_FLIGHT", "0"),
-            ("MAX_LOOP_LAG_MS", "0"),
-            ("NATS_TIMEOUT_MS", "5000"),
-            ("NATS_URL", "nats://127.0.0.1:4333"),
-            ("RECONCILE_INTERVAL_MS", "1000"),
-            ("REQUEST_HASH_KEY", "order-lab-load-test-request-hash-key"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-        assert_eq!(env, expected);
-    }
-
-    #[test]
-    fn the_census_tells_lost_duplicated_and_orphaned_apart() {
-        let ids: Vec<String> = ["A", "B", "C"].map(String::from).to_vec();
-        let subjects: BTreeMap<String, u64> = [
-            (event_broker::subject_of("A"), 1),
-            (event_broker::subject_of("B"), 3),
-            (event_broker::subject_of("Z"), 1),
-        ]
-        .into_iter()
-        .collect();
-        assert_eq!(
-            Census::of(&ids, &subjects),
-            Census {
-                orders: 3,
-                messages: 5,
-                lost: 1,
-                duplicated: 2,
-                orphaned: 1
-            }
-        );
-    }
-
-    #[test]
-    fn errors_read_as_status_and_code_or_transport() {
-        for (kind, label) in [
-            ("database_unavailable", "503 database_unavailable"),
-            ("payment_declined", "402 payment_declined"),
-            ("http_502", "502 unknown"),
-            ("timeout", "timeout"),
-            ("connect_error", "connection"),
-            ("io_error", "connection"),
-        ] {
-            assert_eq!(error_label(kind), label, "{kind}");
-        }
-    }
-}
+#[path = "events_tests.rs"]
+mod tests;

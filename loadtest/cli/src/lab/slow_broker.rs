@@ -3,7 +3,7 @@
 //! fault sets the proxy's round trip to the fault's delay for its window, so every JetStream
 //! acknowledgement the relay waits for takes at least that long; orders themselves never wait on
 //! the broker in this mode. After the run the lab waits for the relay to drain the outbox and
-//! counts the orders against the stream (`events::census`, the events scenario's count).
+//! counts the orders against the stream (`census::census`, the events scenario's count).
 //!
 //! Between runs the outbox is drained before the tables are emptied and the stream is recreated
 //! after, so that no event of the warm-up or of the run before lands in the next run's stream.
@@ -17,14 +17,15 @@ use lab_results::faults::{BrokerAck, BrokerRecord};
 use labkit::nats::EphemeralNats;
 use latency_proxy::LatencyProxy;
 
-use super::events::{census, pending};
+use super::census::census;
+use super::events::pending;
 use crate::api_env::EventsEnv;
-use order_core::events_mode::EventsMode;
+use order_core::plumbing::events_mode::EventsMode;
 
 /// The API's `NATS_TIMEOUT_MS` in these runs: its default, so that the row says whether the
 /// default (10 s) outlasts the fault's acknowledgements (7 s in the scenario).
 fn nats_timeout_ms() -> u64 {
-    order_core::settings::EventsSettings::default().nats_timeout_ms
+    order_core::plumbing::settings::EventsSettings::default().nats_timeout_ms
 }
 /// The longest wait for the relay to empty the outbox (after the run, and between runs).
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(60);

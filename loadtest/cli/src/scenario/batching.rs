@@ -22,10 +22,9 @@ use sqlx::Connection;
 
 use super::batching_plan::{COMMIT_SIBLINGS, Cell, ServerSettings, cells, commit_delay_us};
 use super::fsync;
-use super::page::render_html;
-use super::render::{ScenarioTable, render_markdown};
 use crate::lab_args::{Durability, LabArgs};
 use crate::services::Database;
+use lab_report::scenario::{ScenarioTable, render_html, render_markdown};
 
 /// Runs the scenario: the flush figure, the database once for all runs, each run with its
 /// `commit_delay`, then `summary.md`, `scenario.html` and `scenario.json`.
@@ -76,7 +75,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         serde_json::to_string_pretty(&json)?,
     )?;
     super::findings::apply(&mut table, "batching", &json)?;
-    table.conditions = super::page::conditions();
+    table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), render_html(&table))?;
     Ok((table, out))

@@ -19,12 +19,12 @@ use anyhow::{Context, Result};
 
 use crate::lab_args::{BlockingThreads, LabArgs};
 use crate::services::Database;
+use lab_report::scenario::ScenarioTable;
 use lab_results::RunResults;
+use lab_results::scenario::{CapacityFile, CapacityPoint, Cause, StepPoint, StoppedBy};
 
-use super::capacity_cause::{Cause, StoppedBy};
-use super::capacity_points::{CapacityFile, CapacityPoint, StepPoint, step_point};
+use super::capacity_points::step_point;
 use super::capacity_search::{Search, Step};
-use super::render::ScenarioTable;
 
 /// The search's first rate, its resolution and its top rate, orders/s.
 pub const START_RPS: f64 = 100.0;
@@ -36,17 +36,8 @@ pub const SWEEP_RATES: &[u32] = &[300, 750];
 
 /// Runs `capacity` or `threads` in full; returns the table and the folder.
 pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
-    let out = base.out.clone().unwrap_or_else(|| {
-        Path::new("reports").join(format!(
-            "{}-scenario-{name}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
-        ))
-    });
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let url = base.database_url.clone();
-    let harness = base.harness.clone();
-    let db =
-        tokio::task::spawn_blocking(move || Database::open_for(url.as_deref(), &harness)).await??;
+    let out = super::output_folder(name, &base)?;
+    let db = super::shared_database(&base).await?;
     let mut file = CapacityFile {
         scenario: name.to_owned(),
         objective: String::new(),
@@ -77,11 +68,11 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     }
     drop(db);
     std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(&file)?)?;
-    let mut table = super::capacity_table::table(&file);
+    let mut table = lab_report::scenario::capacity_table::table(&file);
     for f in failed {
         table.notes.insert(0, format!("CHECK FAILED: {f}"));
     }
-    table.conditions = super::page::conditions();
+    table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), super::render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), super::render_html(&table))?;
     write_charts(&table, &out)?;
@@ -258,11 +249,14 @@ impl Runner<'_> {
 }
 
 /// A step that missed the objective with nothing at its limit, or on a burst that came and went
-/// (`Cause::is_transient`).
+/// (`capacity_cause::is_transient`).
 fn unexplained(step: &StepPoint) -> bool {
     !step.met_objective
         && step.harness_bound.is_none()
-        && step.cause.as_ref().is_some_and(|c| c.is_transient())
+        && step
+            .cause
+            .as_ref()
+            .is_some_and(super::capacity_cause::is_transient)
 }
 
 fn objective_text(base: &LabArgs, r: &RunResults) -> String {

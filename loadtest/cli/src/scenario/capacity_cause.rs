@@ -24,12 +24,12 @@
 //!    second reached [`SLOW_TX_FACTOR`] × the median second's (and [`SLOW_TX_MIN_MS`] more) while
 //!    the pool had no waiters — on a durable database, commits waiting for the disk's flush, the
 //!    tail a critical path of a few hundred ms cannot hide. Such a burst is transient
-//!    ([`Cause::is_transient`]), so the search measures the rate once more before it counts.
+//!    ([`is_transient`]), so the search measures the rate once more before it counts.
 //!
 //! None of these: **unidentified**, with the objective's figures as the evidence.
 
+use lab_results::scenario::{Cause, StoppedBy};
 use lab_results::{OUTCOME_OVERLOADED, RunResults, SecondSample};
-use serde::{Deserialize, Serialize};
 
 /// Peak RSS at this share of the memory limit counts as the memory limit reached.
 pub const MEMORY_SHARE: f64 = 0.90;
@@ -53,73 +53,10 @@ pub const SLOW_TX_MIN_MS: f64 = 1.0;
 /// `Cause::unit` of the slow-transaction rule.
 const SLOW_TX_UNIT: &str = "ms per transaction (slowest second)";
 
-/// The resource that stopped an API (`scenario.json`'s `stopped_by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StoppedBy {
-    Threads,
-    InFlightCap,
-    Cpu,
-    Memory,
-    DbPool,
-    Postgres,
-    Harness,
-    /// The API died mid-run, not for its memory.
-    Crashed,
-    /// No rule held: the objective was missed without a saturated resource in sight.
-    Unidentified,
-    /// The search's top rate still met the objective.
-    None,
-}
-
-impl StoppedBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoppedBy::Threads => "threads",
-            StoppedBy::InFlightCap => "in_flight_cap",
-            StoppedBy::Cpu => "cpu",
-            StoppedBy::Memory => "memory",
-            StoppedBy::DbPool => "db_pool",
-            StoppedBy::Postgres => "postgres",
-            StoppedBy::Harness => "harness",
-            StoppedBy::Crashed => "crashed",
-            StoppedBy::Unidentified => "unidentified",
-            StoppedBy::None => "none",
-        }
-    }
-}
-
-/// A cause with what was measured against what threshold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cause {
-    pub stopped_by: StoppedBy,
-    /// The figure the rule read, in `unit`.
-    pub measured: Option<f64>,
-    /// The rule's threshold, in `unit`.
-    pub threshold: Option<f64>,
-    pub unit: String,
-    /// The sentence for the page.
-    pub evidence: String,
-}
-
-impl Cause {
-    fn new(by: StoppedBy, measured: f64, threshold: f64, unit: &str, evidence: String) -> Cause {
-        Cause {
-            stopped_by: by,
-            measured: Some(measured),
-            threshold: Some(threshold),
-            unit: unit.to_owned(),
-            evidence,
-        }
-    }
-}
-
-impl Cause {
-    /// A cause that comes and goes within a run (a burst of slow commits, or nothing seen at its
-    /// limit): the rate is worth measuring once more before the miss counts.
-    pub fn is_transient(&self) -> bool {
-        self.stopped_by == StoppedBy::Unidentified || self.unit == SLOW_TX_UNIT
-    }
+/// A cause that comes and goes within a run (a burst of slow commits, or nothing seen at its
+/// limit): the rate is worth measuring once more before the miss counts.
+pub fn is_transient(c: &Cause) -> bool {
+    c.stopped_by == StoppedBy::Unidentified || c.unit == SLOW_TX_UNIT
 }
 
 /// Per plateau second with transactions: the API's mean transaction time, ms (from the

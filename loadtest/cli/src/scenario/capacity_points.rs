@@ -1,66 +1,12 @@
-//! The rows of `--scenario capacity` and `--scenario threads` as `scenario.json` holds them,
-//! and how one lab run becomes one: what the runner (`capacity.rs`) records and the page
-//! (`capacity_table.rs`) reads.
-
-use serde::{Deserialize, Serialize};
+//! How one lab run of `--scenario capacity` or `--scenario threads` becomes a row of its
+//! `scenario.json` (`lab_results::scenario::StepPoint`): what the runner (`capacity.rs`) records
+//! and the page (`lab_report::scenario::capacity_table`) reads.
 
 use lab_results::RunResults;
 use lab_results::numbers::MIB;
+use lab_results::scenario::StepPoint;
 
-use super::capacity_cause::{Cause, StoppedBy, stopped_by};
-
-/// One lab run of either scenario, as `scenario.json` holds it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepPoint {
-    pub api: String,
-    /// `BLOCKING_THREADS` (blocking-api only).
-    pub blocking_threads: Option<u32>,
-    pub allocator: Option<String>,
-    pub rate_rps: f64,
-    pub met_objective: bool,
-    pub harness_bound: Option<String>,
-    /// Over the plateau: fresh orders per second, 2xx share of the arrivals, p99 of every answer.
-    pub orders_rps: f64,
-    pub ok_share_pct: f64,
-    pub p99_ms: f64,
-    pub peak_rss_mib: Option<f64>,
-    pub peak_threads: Option<u64>,
-    /// RSS above the idle process (the run's first sample) per thread above its first count.
-    pub rss_per_thread_kib: Option<f64>,
-    pub cpu_s_per_1000: Option<f64>,
-    pub money_balanced: Option<bool>,
-    /// How the API died mid-run, if it did.
-    pub died: Option<String>,
-    /// What stopped it, for a step that missed the objective.
-    pub cause: Option<Cause>,
-}
-
-/// One API (and thread count) searched.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CapacityPoint {
-    pub api: String,
-    pub blocking_threads: Option<u32>,
-    pub allocator: Option<String>,
-    /// The highest rate that met the objective (`None`: not even the lowest tried).
-    pub capacity_rps: Option<f64>,
-    pub resolution_rps: f64,
-    /// The first rate that did not, and what stopped the API there.
-    pub first_failing_rps: Option<f64>,
-    pub stopped_by: StoppedBy,
-    pub evidence: Option<Cause>,
-    pub steps: Vec<StepPoint>,
-}
-
-/// What the scenario writes to `scenario.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CapacityFile {
-    pub scenario: String,
-    pub objective: String,
-    pub critical_path_ms: u64,
-    pub capacities: Vec<CapacityPoint>,
-    /// `threads`: every run of the sweep.
-    pub sweep: Vec<StepPoint>,
-}
+use super::capacity_cause::stopped_by;
 
 /// The figures of one run, over its plateau.
 pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {

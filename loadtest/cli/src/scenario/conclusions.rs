@@ -4,8 +4,8 @@
 
 use lab_results::numbers::ms_or_s;
 
-use super::points::apis;
-use super::points::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
+use lab_report::scenario::apis;
+use lab_results::scenario::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
 
 /// `None`: go on. `Some(lines)`: the conclusion starts with these — all of it when there are no
 /// rows, a warning when every row was harness-bound.

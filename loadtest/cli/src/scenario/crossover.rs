@@ -11,10 +11,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use super::capacity_charts;
-use super::capacity_points::{CapacityFile, CapacityPoint};
-use super::capacity_table::capacity_sentence;
-use super::render::ScenarioTable;
+use lab_report::scenario::capacity_table::capacity_sentence;
+use lab_report::scenario::{ScenarioTable, capacity_charts};
+use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
+
 use crate::cli::CrossoverArgs;
 
 pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
@@ -55,7 +55,7 @@ pub fn table(files: &[CapacityFile]) -> ScenarioTable {
     for f in files {
         for c in &f.capacities {
             rows.push(row(f, c));
-            harness_bound.push(c.stopped_by == super::capacity_cause::StoppedBy::Harness);
+            harness_bound.push(c.stopped_by == StoppedBy::Harness);
         }
     }
     ScenarioTable {
@@ -100,7 +100,6 @@ fn row(f: &CapacityFile, c: &CapacityPoint) -> Vec<String> {
 
 /// `250 ± 25`, `≥ 400` (the search's top or a harness-bound stop), or `none met`.
 fn capacity_text(c: &CapacityPoint) -> String {
-    use super::capacity_cause::StoppedBy;
     match (c.capacity_rps, c.stopped_by) {
         (None, _) => "none met".to_owned(),
         (Some(r), StoppedBy::Harness | StoppedBy::None) => format!("≥ {r:.0}"),
@@ -120,7 +119,6 @@ fn rate_text(c: &CapacityPoint) -> String {
 /// the resolution, or that it cannot be said (a lower bound above the other's figure is still a
 /// win; two lower bounds are not compared).
 fn conclusion(f: &CapacityFile) -> Option<String> {
-    use super::capacity_cause::StoppedBy;
     let best = |api: &str| {
         f.capacities.iter().filter(|c| c.api == api).max_by(|a, b| {
             a.capacity_rps
@@ -168,7 +166,6 @@ fn conclusion(f: &CapacityFile) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::capacity_cause::StoppedBy;
 
     fn cap(api: &str, threads: Option<u32>, rps: Option<f64>, by: StoppedBy) -> CapacityPoint {
         CapacityPoint {

@@ -22,8 +22,7 @@ use lab_results::numbers::{fixed, ms_or_s};
 use crate::lab::events::{EventsLab, EventsRow, EventsRun};
 use crate::lab_args::LabArgs;
 
-use super::page::render_html;
-use super::render::{ScenarioTable, render_markdown};
+use lab_report::scenario::{ScenarioTable, render_html, render_markdown};
 
 /// Round trip the proxy adds to the broker in the slowed runs.
 pub const SLOW_BROKER_MS: u64 = 3000;
@@ -133,7 +132,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     }
     let mut table = table(&rows);
     super::findings::apply(&mut table, "events", &serde_json::to_value(&rows)?)?;
-    table.conditions = super::page::conditions();
+    table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), render_html(&table))?;
     Ok((table, out))

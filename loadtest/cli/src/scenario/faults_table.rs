@@ -4,15 +4,13 @@
 //! (for the retrying clients' row) how the clients ended and how long each fault kept the API from
 //! answering 201.
 
-use lab_results::faults::{
-    BrokerRecord, DB_RESTART_LABEL, FaultPlan, KILL_LABEL, answered_within_deadline,
-    api_cpu_during, p99_during_and_before,
-};
+use lab_results::faults::{BrokerRecord, DB_RESTART_LABEL, FaultPlan, KILL_LABEL};
 use lab_results::numbers::ms_or_s;
 use lab_results::{MoneyRecord, RetryRecord, RunResults};
 
 use super::Variant;
-use super::render::ScenarioTable;
+use super::faults_figures::{answered_within_deadline, api_cpu_during, p99_during_and_before};
+use lab_report::scenario::ScenarioTable;
 
 /// The rate both APIs get, orders/s: a third of blocking-api's Little's-law ceiling with the seed
 /// latencies (200 threads ÷ 2.2 s ≈ 91/s), so that retries after a fault find room.

@@ -7,10 +7,9 @@
 use serde_json::Value;
 
 use super::conclusions;
-use super::findings_charts as charts;
-use super::points::{
-    BatchPoint, DbLatencyPoint, EventsPoint, FaultsPoint, OverloadPoint, RemotecallPoint, apis,
-    points,
+use lab_report::scenario::{apis, charts};
+use lab_results::scenario::{
+    BatchPoint, DbLatencyPoint, EventsPoint, FaultsPoint, OverloadPoint, RemotecallPoint, points,
 };
 
 /// `3.4–3.5` or `9.9`: the range of a figure over the APIs.

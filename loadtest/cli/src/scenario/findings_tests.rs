@@ -21,16 +21,18 @@ fn page(name: &str) -> (ScenarioTable, String) {
         .as_array()
         .expect("rows")
         .clone();
+    // What was measured first, then what tells the rows apart; a column a scenario's rows do
+    // not have (`—` in every row) is left out of its page.
     let columns = [
         "api",
-        "mode",
-        "broker",
-        "batch_max",
-        "db_rtt_ms",
         "req_per_s",
         "orders_per_s",
         "events_lost",
         "errors",
+        "mode",
+        "broker",
+        "batch_max",
+        "db_rtt_ms",
     ];
     let mut t = ScenarioTable {
         title: format!("{name} (committed result)"),
@@ -49,7 +51,7 @@ fn page(name: &str) -> (ScenarioTable, String) {
                     .collect()
             })
             .collect(),
-        main_columns: 4,
+        main_columns: 3,
         conditions: vec!["Written by loadtest lab --scenario … on the test machine.".into()],
         ..ScenarioTable::default()
     };
@@ -77,7 +79,7 @@ fn events_conclusion_names_the_slow_broker_and_the_crash() {
     assert_eq!(html.matches("<rect ").count(), 12, "6 slowed + 6 crashed");
     assert!(html.contains("<p class=\"lead\">With the broker slowed"));
     // Events runs record no harness verdict: the trust line says so rather than nothing.
-    let trust = crate::scenario::render::trust_line(&t).expect("a trust line");
+    let trust = lab_report::scenario::trust_line(&t).expect("a trust line");
     assert!(trust.contains("was not recorded"), "{trust}");
     assert!(html.contains(&trust));
 }
@@ -98,7 +100,7 @@ fn batching_conclusion_compares_each_best_batch_with_none() {
     // The trust line and the marks agree with the rows.
     let bound = t.harness_bound.iter().filter(|b| **b).count();
     assert_eq!(bound, 19);
-    let trust = crate::scenario::render::trust_line(&t).expect("recorded");
+    let trust = lab_report::scenario::trust_line(&t).expect("recorded");
     assert!(
         trust.starts_with("19 of 26 rows were harness-bound"),
         "{trust}"
@@ -116,15 +118,17 @@ fn batching_conclusion_compares_each_best_batch_with_none() {
 }
 
 #[test]
-fn the_page_is_offline_folds_secondary_columns_and_shows_its_conditions() {
-    for name in ["events", "batching"] {
+fn the_page_is_offline_leads_with_what_was_measured_and_shows_its_conditions() {
+    for (name, measured, more) in [("events", "req_per_s", 3), ("batching", "orders_per_s", 1)] {
         let (t, html) = page(name);
         let lower = html.to_lowercase();
         for forbidden in ["<script", "src=", "<link", "url(", "@import"] {
             assert!(!lower.contains(forbidden), "{name}: {forbidden}");
         }
         assert!(
-            html.contains("<details><summary>Every column (5 more)</summary>"),
+            html.contains(&format!(
+                "<details><summary>Every column ({more} more)</summary>"
+            )),
             "{name}"
         );
         assert!(html.contains(
@@ -135,5 +139,15 @@ fn the_page_is_offline_folds_secondary_columns_and_shows_its_conditions() {
         let main = &html[html.find("<h2>Results</h2>").expect("results")
             ..html.find("<details>").expect("details")];
         assert_eq!(main.matches("<th>").count(), t.main_columns);
+        assert!(main.contains(&format!("<th>{measured}</th>")), "{name}");
+        // A column with one value in every row is left out, and said once if it has a value.
+        assert!(!html.contains("<th>batch_max</th>") || name == "batching");
+        assert!(!html.contains("<th>orders_per_s</th>") || name == "batching");
+        // Text cells line up left, like their headers; figures right.
+        assert!(html.contains("<td class=\"text\">"), "{name}");
+        assert!(html.contains("table.summary td.text { text-align:left; }"));
+        if name == "batching" {
+            assert!(html.contains("In every row: errors 0."), "{name}");
+        }
     }
 }

@@ -31,27 +31,24 @@
 //! which the page's conclusion and chart are computed). PostgreSQL is started once for all variants,
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
-mod bars;
 mod batching;
+mod batching_ceiling;
 mod batching_plan;
 mod batching_table;
 pub mod capacity;
 pub mod capacity_cause;
-mod capacity_charts;
 pub mod capacity_points;
 pub mod capacity_search;
-mod capacity_table;
 mod conclusions;
+mod conditions;
 pub mod crossover;
 mod events;
+mod faults_figures;
 mod faults_table;
 mod findings;
-mod findings_charts;
 mod fsync;
 mod overload;
-mod page;
 mod points;
-mod render;
 pub mod soak;
 mod tables;
 
@@ -65,9 +62,7 @@ use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{MockLatencies, RunResults};
 
-pub use page::render_html;
-pub use render::ScenarioTable;
-pub use render::render_markdown;
+pub use lab_report::scenario::{ScenarioTable, render_html, render_markdown};
 pub use tables::build as build_table;
 
 /// The scenarios and one line on each, for `--help` and error messages.
@@ -265,21 +260,12 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         return capacity::run(name, base).await;
     }
     let variants = variants(name, &base)?;
-    let out = base.out.clone().unwrap_or_else(|| {
-        Path::new("reports").join(format!(
-            "{}-scenario-{name}",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
-        ))
-    });
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let out = output_folder(name, &base)?;
     // One database for every variant (the lab empties its tables before each run) — unless a
     // fault plan restarts it: the lab then starts its own, with the settings the plan needs.
     let shared = variants.iter().all(|v| v.args.faults.is_none());
-    let url = base.database_url.clone();
     let db = if shared {
-        let harness = base.harness.clone();
-        let open = move || Database::open_for(url.as_deref(), &harness);
-        Some(tokio::task::spawn_blocking(open).await??)
+        Some(shared_database(&base).await?)
     } else {
         None
     };
@@ -316,8 +302,29 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(&rows)?)?;
         findings::apply(&mut table, name, &rows)?;
     }
-    table.conditions = page::conditions();
+    table.conditions = conditions::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), render_html(&table))?;
     Ok((table, out))
+}
+
+/// The scenario's folder, created: `--out`, else `reports/<UTC time>-scenario-<name>`.
+fn output_folder(name: &str, base: &LabArgs) -> Result<PathBuf> {
+    let out = base.out.clone().unwrap_or_else(|| {
+        Path::new("reports").join(format!(
+            "{}-scenario-{name}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        ))
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    Ok(out)
+}
+
+/// The database the scenario's runs share (`--database-url`, else an ephemeral cluster), with
+/// `--db-durability`; the lab empties its tables before each run.
+async fn shared_database(base: &LabArgs) -> Result<Database> {
+    let url = base.database_url.clone();
+    let harness = base.harness.clone();
+    let open = move || Database::open_for(url.as_deref(), &harness);
+    tokio::task::spawn_blocking(open).await?
 }

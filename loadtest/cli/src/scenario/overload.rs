@@ -12,7 +12,7 @@ use lab_results::numbers::{MIB, fixed, ms_or_s};
 use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
 use super::Variant;
-use super::render::ScenarioTable;
+use lab_report::scenario::ScenarioTable;
 
 /// The load: the seed's peak rate (its Gatling injection reached 750 arrivals/s).
 pub const PROFILE: &str = "ramp-750";

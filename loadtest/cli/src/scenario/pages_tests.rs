@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::scenario::ScenarioTable;
 use crate::scenario::findings::apply;
-use crate::scenario::render::trust_line;
+use lab_report::scenario::trust_line;
 
 fn fixture(name: &str) -> Value {
     let text = match name {
@@ -290,6 +290,9 @@ fn the_pages_show_their_conditions_and_hide_nothing_in_comments() {
         for forbidden in ["<script", "src=", "<link", "url(", "@import"] {
             assert!(!lower.contains(forbidden), "{name}: {forbidden}");
         }
-        assert!(html.contains("<details><summary>Every column ("), "{name}");
+        // The fold holds what does not fit above it: nothing, when the columns that vary from row
+        // to row fit (faults' fixture: its clients and gave-up are the same in both rows).
+        let folded = html.contains("<details><summary>Every column (");
+        assert_eq!(folded, name != "faults", "{name}");
     }
 }

@@ -4,7 +4,7 @@ use lab_results::numbers::{MIB, fixed, ms_or_s};
 use lab_results::{RunResults, SecondSample, Summary};
 
 use super::Variant;
-use super::render::ScenarioTable;
+use lab_report::scenario::ScenarioTable;
 
 /// Experiment B's published figures: (remote ms, mode, req/s, mean, max, errors).
 const SEED_B: &[(u64, &str, &str, &str, &str, &str)] = &[

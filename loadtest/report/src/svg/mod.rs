@@ -1,4 +1,5 @@
-//! A small, dependency-free SVG line chart for the report: nice axes with units, several overlaid
+//! A small, dependency-free SVG line chart for the report (and, in `bars`, horizontal bars for the
+//! scenario pages): nice axes with units, several overlaid
 //! series told apart by colour *and* dash pattern (readable in greyscale and by colour-blind
 //! readers), vertical markers for phase boundaries and injected events, horizontal reference lines
 //! (e.g. the Little's-law bound), and an optional log scale for latencies.
@@ -7,10 +8,12 @@
 //! points that cannot be drawn (NaN, ±∞, ≤ 0 on a log axis) break the line instead of reaching the
 //! SVG, so the output never contains `NaN` or `inf`.
 
+mod bars;
 mod draw;
 mod legend;
 pub mod ticks;
 
+pub use bars::{Bar, Panel, bars};
 pub use ticks::{Scale, TickFormat};
 
 /// Okabe–Ito palette: distinguishable for the common forms of colour blindness.

@@ -1,0 +1,456 @@
+//! Admission control and deadlines, the same for both APIs: shed early instead of queueing to
+//! death.
+//!
+//! At most `MAX_IN_FLIGHT` orders are admitted at once; a request waits at most
+//! `QUEUE_TIMEOUT_MS` for a place, then gets 503 `overloaded` — before authentication,
+//! reservation or charge. It does not wait at all when the queue ahead of it cannot drain within
+//! half of `QUEUE_TIMEOUT_MS` at the rate places are being given back (`MAX_IN_FLIGHT` ÷ the mean time an
+//! order holds its place): under sustained overload a refusal takes microseconds, not the
+//! queue timeout. Neither waits when the CPU is saturated: the event loop that received the request
+//! then runs the tasks it wakes later than `MAX_LOOP_LAG_MS` (see [`LoopLag`]), and an order
+//! admitted now would only slow down those in flight — in reactive-api, whose `MAX_IN_FLIGHT` is
+//! a bound on memory far above what one CPU serves, this is the limit that binds. An admitted order carries a [`Ticket`]: its deadline
+//! (`REQUEST_DEADLINE_MS` from arrival: work that has not reached the charge by then stops) and
+//! whether its client is still there (a client gone before the reservation cancels the work;
+//! after it, the work runs to completion so that no reserved key or charge is abandoned).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::domain::error::ApiError;
+use crate::plumbing::metrics::Metrics;
+use crate::plumbing::settings::CommonSettings;
+
+pub struct Admission {
+    /// `None`: no limit (`MAX_IN_FLIGHT=0`, the original experiment's behaviour).
+    permits: Option<Arc<Semaphore>>,
+    max: usize,
+    queue: Arc<Queue>,
+    queue_timeout: Duration,
+    /// `Duration::ZERO`: no refusal on loop lag.
+    max_lag: Duration,
+    deadline: Duration,
+    metrics: Arc<Metrics>,
+}
+
+impl Admission {
+    /// `default_max` is the API's own default for an unset `MAX_IN_FLIGHT`.
+    pub fn new(settings: &CommonSettings, default_max: usize, metrics: Arc<Metrics>) -> Self {
+        let max = settings.max_in_flight.unwrap_or(default_max);
+        metrics.admission_limit.set(max as i64);
+        Admission {
+            permits: (max > 0).then(|| Arc::new(Semaphore::new(max))),
+            max,
+            queue: Arc::new(Queue::default()),
+            queue_timeout: settings.queue_timeout(),
+            max_lag: Duration::from_millis(settings.max_loop_lag_ms),
+            deadline: settings.request_deadline(),
+            metrics,
+        }
+    }
+
+    /// Refuses at once while `lag` (the event loop this request arrived on) is above
+    /// `MAX_LOOP_LAG_MS`, else waits up to `QUEUE_TIMEOUT_MS` for a place. The [`ClientGuard`]
+    /// stays with the handler; the [`Ticket`] goes with the work.
+    pub async fn admit(&self, lag: &LoopLag) -> Result<(Ticket, ClientGuard), ApiError> {
+        let arrived = Instant::now();
+        if !self.max_lag.is_zero() && lag.smoothed() > self.max_lag {
+            self.metrics
+                .shed
+                .with_label_values(&["overloaded_loop_lag"])
+                .inc();
+            return Err(ApiError::Overloaded);
+        }
+        let permit = match &self.permits {
+            None => None,
+            Some(permits) => match permits.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    let ahead = self.queue.waiting.load(Ordering::Relaxed);
+                    // Half the timeout: a waiter that expects to need all of it times out about
+                    // as often as not, and then its refusal took the whole timeout.
+                    if self.queue.expected_wait(ahead + 1, self.max) > self.queue_timeout / 2 {
+                        return Err(self.shed(ApiError::Overloaded));
+                    }
+                    let _waiting = Waiting::enter(&self.queue);
+                    let wait = permits.clone().acquire_owned();
+                    match tokio::time::timeout(self.queue_timeout, wait).await {
+                        Ok(Ok(permit)) => Some(permit),
+                        // Timed out (or the semaphore closed, which never happens): refuse.
+                        _ => return Err(self.shed(ApiError::Overloaded)),
+                    }
+                }
+            },
+        };
+        self.metrics.admitted.inc();
+        let client_gone = Arc::new(AtomicBool::new(false));
+        let ticket = Ticket {
+            place: permit.map(|permit| (permit, Instant::now(), self.queue.clone())),
+            deadline: arrived + self.deadline,
+            client_gone: client_gone.clone(),
+            metrics: self.metrics.clone(),
+        };
+        let guard = ClientGuard {
+            client_gone,
+            answered: false,
+        };
+        Ok((ticket, guard))
+    }
+
+    fn shed(&self, error: ApiError) -> ApiError {
+        self.metrics.shed.with_label_values(&[error.code()]).inc();
+        error
+    }
+}
+
+/// How late an event loop runs the tasks it wakes: a probe task on the loop sleeps one tick and
+/// measures how much later than asked it runs again, smoothed (weight 1/8, so that one
+/// descheduling of the process on a shared machine does not read as saturation). On an idle
+/// loop that is the timer's granularity, under 1 ms; when the CPU is saturated, every woken task
+/// waits behind all the others that are ready, and so does the probe.
+#[derive(Debug, Default)]
+pub struct LoopLag {
+    smoothed_us: AtomicU64,
+}
+
+impl LoopLag {
+    const TICK: Duration = Duration::from_millis(10);
+
+    /// Starts a probe on the current Tokio runtime — call it on the event loop to watch (each
+    /// actix worker builds its app on its own loop). The probe stops with the runtime or once
+    /// the returned handle is dropped.
+    pub fn spawn(metrics: Arc<Metrics>) -> Arc<LoopLag> {
+        let lag = Arc::new(LoopLag::default());
+        tokio::spawn(Self::probe(Arc::downgrade(&lag), metrics));
+        lag
+    }
+
+    async fn probe(lag: Weak<LoopLag>, metrics: Arc<Metrics>) {
+        loop {
+            let asked = Instant::now();
+            tokio::time::sleep(Self::TICK).await;
+            let late = asked.elapsed().saturating_sub(Self::TICK);
+            let Some(lag) = lag.upgrade() else { return };
+            lag.record(late);
+            metrics.loop_lag.set(lag.smoothed().as_secs_f64());
+        }
+    }
+
+    fn record(&self, late: Duration) {
+        let sample = u64::try_from(late.as_micros()).unwrap_or(u64::MAX);
+        let old = self.smoothed_us.load(Ordering::Relaxed);
+        self.smoothed_us
+            .store(moving_average(old, sample, 8), Ordering::Relaxed);
+    }
+
+    /// The smoothed lateness (zero for a loop without a probe).
+    pub fn smoothed(&self) -> Duration {
+        Duration::from_micros(self.smoothed_us.load(Ordering::Relaxed))
+    }
+}
+
+/// The wait for a place: how many wait now, and how long an order holds its place (a moving
+/// average, µs; 0 until the first order gave its place back).
+#[derive(Default)]
+struct Queue {
+    waiting: AtomicUsize,
+    mean_hold_us: AtomicU64,
+}
+
+impl Queue {
+    /// How long the `position`-th waiter should expect to wait for one of `max` places; zero while
+    /// nothing is known yet (then it waits up to the queue timeout).
+    fn expected_wait(&self, position: usize, max: usize) -> Duration {
+        let hold = self.mean_hold_us.load(Ordering::Relaxed);
+        Duration::from_micros(hold.saturating_mul(position as u64) / max.max(1) as u64)
+    }
+
+    /// Folds one order's holding time into the average (weight 1/16; a lost race between two
+    /// updates only drops a sample).
+    fn record_hold(&self, held: Duration) {
+        let sample = u64::try_from(held.as_micros()).unwrap_or(u64::MAX);
+        let old = self.mean_hold_us.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            sample
+        } else {
+            moving_average(old, sample, 16)
+        };
+        self.mean_hold_us.store(new, Ordering::Relaxed);
+    }
+}
+
+/// `old` moved towards `sample` by 1/`weight` of the difference (integer, never overflows).
+fn moving_average(old: u64, sample: u64, weight: u64) -> u64 {
+    old - old / weight + sample / weight
+}
+
+/// Counts a request among the waiters for as long as it waits (also when its handler is dropped).
+struct Waiting<'a>(&'a Queue);
+
+impl<'a> Waiting<'a> {
+    fn enter(queue: &'a Queue) -> Self {
+        queue.waiting.fetch_add(1, Ordering::Relaxed);
+        Waiting(queue)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// An admitted order's place, deadline and client; the place is given back when it is dropped.
+pub struct Ticket {
+    /// The place (none without a limit), when it was taken, and the queue to tell how long it was
+    /// held.
+    place: Option<(OwnedSemaphorePermit, Instant, Arc<Queue>)>,
+    deadline: Instant,
+    client_gone: Arc<AtomicBool>,
+    metrics: Arc<Metrics>,
+}
+
+impl Ticket {
+    /// Before work that precedes the charge: stop if the deadline has passed.
+    pub fn check_deadline(&self) -> Result<(), ApiError> {
+        if Instant::now() >= self.deadline {
+            return Err(self.shed(ApiError::DeadlineExceeded));
+        }
+        Ok(())
+    }
+
+    /// Just before the key is reserved: the last point where the work may simply stop.
+    pub fn before_reservation(&self) -> Result<(), ApiError> {
+        if self.client_gone.load(Ordering::Acquire) {
+            return Err(self.shed(ApiError::ClientGone));
+        }
+        self.check_deadline()
+    }
+
+    /// A failed call made before the charge whose timeout the deadline cut short is reported as
+    /// the deadline, not as the dependency.
+    pub fn explain(&self, error: ApiError) -> ApiError {
+        match error {
+            ApiError::DependencyUnavailable { .. } if Instant::now() >= self.deadline => {
+                self.shed(ApiError::DeadlineExceeded)
+            }
+            other => other,
+        }
+    }
+
+    /// The timeout of a call made before the charge: `cap`, or less if the deadline is nearer.
+    pub fn timeout(&self, cap: Duration) -> Duration {
+        cap.min(self.deadline.saturating_duration_since(Instant::now()))
+    }
+
+    fn shed(&self, error: ApiError) -> ApiError {
+        self.metrics.shed.with_label_values(&[error.code()]).inc();
+        error
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.metrics.admitted.dec();
+        if let Some((_permit, since, queue)) = &self.place {
+            queue.record_hold(since.elapsed());
+        }
+    }
+}
+
+/// Held by the handler while the work runs: dropped unanswered (actix drops a handler whose client
+/// disconnected), it tells the work that nobody waits for it any more.
+pub struct ClientGuard {
+    client_gone: Arc<AtomicBool>,
+    answered: bool,
+}
+
+impl ClientGuard {
+    /// The work finished and its answer is on its way.
+    pub fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for ClientGuard {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.client_gone.store(true, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loop without a probe: no lag.
+    static IDLE: LoopLag = LoopLag {
+        smoothed_us: AtomicU64::new(0),
+    };
+
+    fn admission(max: usize, queue_ms: u64, deadline_ms: u64) -> Admission {
+        let mut s = CommonSettings::new("postgres://x", "http://y");
+        s.max_in_flight = Some(max);
+        s.queue_timeout_ms = queue_ms;
+        s.request_deadline_ms = deadline_ms;
+        Admission::new(&s, 1, Arc::new(Metrics::new(1, None)))
+    }
+
+    #[tokio::test]
+    async fn beyond_the_limit_is_overloaded_after_the_queue_timeout() {
+        let a = admission(1, 20, 30_000);
+        let first = a.admit(&IDLE).await.unwrap();
+        let start = Instant::now();
+        let err = a.admit(&IDLE).await.err().unwrap();
+        assert!(matches!(err, ApiError::Overloaded));
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        drop(first);
+        assert!(a.admit(&IDLE).await.is_ok(), "the place is given back");
+        assert!(
+            a.metrics
+                .render()
+                .contains(r#"orders_shed_total{reason="overloaded"} 1"#)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_queue_that_cannot_drain_in_time_is_refused_at_once() {
+        let a = admission(2, 100, 30_000);
+        let held = (a.admit(&IDLE).await.unwrap(), a.admit(&IDLE).await.unwrap());
+        // Orders have been holding their place for 1 s each: with 2 places, the first waiter
+        // would wait ~0.5 s, more than the 100 ms queue timeout.
+        a.queue.record_hold(Duration::from_secs(1));
+        let start = Instant::now();
+        assert!(matches!(
+            a.admit(&IDLE).await.err(),
+            Some(ApiError::Overloaded)
+        ));
+        assert!(
+            start.elapsed() < Duration::from_millis(50),
+            "refused without waiting out the queue timeout: {:?}",
+            start.elapsed()
+        );
+        // Orders that hold their place 80 ms: a waiter expects 40 ms and does wait for a place.
+        a.queue.mean_hold_us.store(0, Ordering::Relaxed);
+        a.queue.record_hold(Duration::from_millis(80));
+        let waiter = a.admit(&IDLE);
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            drop(held);
+        };
+        let (admitted, ()) = tokio::join!(waiter, release);
+        assert!(admitted.is_ok(), "admitted once a place came back");
+        assert_eq!(a.queue.waiting.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn the_hold_time_is_a_moving_average() {
+        let q = Queue::default();
+        assert_eq!(q.expected_wait(10, 2), Duration::ZERO, "nothing known yet");
+        q.record_hold(Duration::from_millis(1600));
+        assert_eq!(q.expected_wait(1, 2), Duration::from_millis(800));
+        q.record_hold(Duration::ZERO);
+        assert_eq!(q.mean_hold_us.load(Ordering::Relaxed), 1_500_000);
+    }
+
+    #[tokio::test]
+    async fn zero_means_no_limit() {
+        let a = admission(0, 1, 30_000);
+        let held: Vec<_> = futures_util::future::join_all((0..100).map(|_| a.admit(&IDLE))).await;
+        assert!(held.iter().all(Result::is_ok));
+    }
+
+    #[tokio::test]
+    async fn a_gone_client_stops_the_work_before_the_reservation_only() {
+        let a = admission(2, 1, 30_000);
+        let (ticket, guard) = a.admit(&IDLE).await.unwrap();
+        assert!(ticket.before_reservation().is_ok());
+        drop(guard); // the handler was dropped: the client disconnected
+        assert!(matches!(
+            ticket.before_reservation(),
+            Err(ApiError::ClientGone)
+        ));
+        assert!(
+            ticket.check_deadline().is_ok(),
+            "past the reservation, work goes on"
+        );
+        let (answered, guard) = a.admit(&IDLE).await.unwrap();
+        guard.answered();
+        assert!(answered.before_reservation().is_ok());
+    }
+
+    #[tokio::test]
+    async fn the_deadline_counts_from_arrival() {
+        let a = admission(1, 1, 0);
+        let (ticket, guard) = a.admit(&IDLE).await.unwrap();
+        assert!(matches!(
+            ticket.check_deadline(),
+            Err(ApiError::DeadlineExceeded)
+        ));
+        assert_eq!(ticket.timeout(Duration::from_secs(10)), Duration::ZERO);
+        guard.answered();
+    }
+
+    #[test]
+    fn a_saturated_loop_refuses_at_once_and_admits_again_when_it_recovers() {
+        // A current-thread runtime, as an actix worker's; tasks that hog it stand in for orders
+        // that keep its only CPU busy.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut s = CommonSettings::new("postgres://x", "http://y");
+            s.max_loop_lag_ms = 20;
+            let metrics = Arc::new(Metrics::new(1, None));
+            let a = Admission::new(&s, 1000, metrics.clone());
+            let lag = LoopLag::spawn(metrics.clone());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert!(lag.smoothed() < Duration::from_millis(20), "{lag:?}");
+            assert!(a.admit(&lag).await.is_ok(), "an idle loop admits");
+
+            let hog = tokio::spawn(async {
+                loop {
+                    std::thread::sleep(Duration::from_millis(60));
+                    tokio::task::yield_now().await;
+                }
+            });
+            // Each probe tick now waits ~60 ms behind the hog: after a few, the smoothed lag
+            // is past 20 ms.
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            assert!(lag.smoothed() > Duration::from_millis(20), "{lag:?}");
+            let start = Instant::now();
+            assert!(matches!(
+                a.admit(&lag).await.err(),
+                Some(ApiError::Overloaded)
+            ));
+            assert!(
+                start.elapsed() < Duration::from_millis(5),
+                "refused at once"
+            );
+            assert!(
+                metrics
+                    .render()
+                    .contains(r#"orders_shed_total{reason="overloaded_loop_lag"} 1"#)
+            );
+
+            hog.abort();
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            assert!(lag.smoothed() < Duration::from_millis(20), "{lag:?}");
+            assert!(
+                a.admit(&lag).await.is_ok(),
+                "admits again once it recovered"
+            );
+
+            // MAX_LOOP_LAG_MS=0: lag never refuses.
+            s.max_loop_lag_ms = 0;
+            let unlimited = Admission::new(&s, 1000, metrics.clone());
+            lag.record(Duration::from_secs(10));
+            assert!(unlimited.admit(&lag).await.is_ok());
+        });
+    }
+}

@@ -1,0 +1,77 @@
+//! How both APIs build their one HTTP client to the dependencies: the settings are applied here,
+//! once, to reqwest's async builder (reactive-api) and to its blocking one (blocking-api), so that
+//! the two clients cannot differ in a timeout, a pool setting or the redirect rule.
+//!
+//! No dependency call follows a redirect. reqwest follows up to ten by default, and a 307 or 308
+//! re-sends the method and the whole body — for the charge, the card number and CVV — to wherever
+//! `Location` points. A 3xx is therefore an answer like any other status, read by
+//! `order_core::domain::deps` (for the charge: an unknown outcome, see `deps::pay_outcome`), and a card body
+//! is never sent to any host but `DEPS_URL`'s.
+
+use std::time::Duration;
+
+use reqwest::redirect::Policy;
+
+use crate::plumbing::settings::{CommonSettings, DepsHttp};
+
+/// How long an idle keep-alive connection to a dependency is kept for reuse.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The builder methods [`configure`] needs, on both of reqwest's client builders.
+pub trait DepsClientBuilder: Sized {
+    fn timeout(self, timeout: Duration) -> Self;
+    fn connect_timeout(self, timeout: Duration) -> Self;
+    fn pool_idle_timeout(self, timeout: Duration) -> Self;
+    fn redirect(self, policy: Policy) -> Self;
+    fn http2_prior_knowledge(self) -> Self;
+}
+
+/// Applies the dependency settings to `builder`: every call bounded by `DEPS_TIMEOUT_MS` (connect
+/// and whole response), idle connections kept for reuse, `DEPS_HTTP`, and no redirect followed.
+pub fn configure<B: DepsClientBuilder>(builder: B, settings: &CommonSettings) -> B {
+    let builder = builder
+        .timeout(settings.deps_timeout())
+        .connect_timeout(settings.deps_timeout())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .redirect(Policy::none());
+    match settings.deps_http {
+        DepsHttp::Http1 => builder,
+        DepsHttp::H2c => builder.http2_prior_knowledge(),
+    }
+}
+
+impl DepsClientBuilder for reqwest::ClientBuilder {
+    fn timeout(self, timeout: Duration) -> Self {
+        reqwest::ClientBuilder::timeout(self, timeout)
+    }
+    fn connect_timeout(self, timeout: Duration) -> Self {
+        reqwest::ClientBuilder::connect_timeout(self, timeout)
+    }
+    fn pool_idle_timeout(self, timeout: Duration) -> Self {
+        reqwest::ClientBuilder::pool_idle_timeout(self, timeout)
+    }
+    fn redirect(self, policy: Policy) -> Self {
+        reqwest::ClientBuilder::redirect(self, policy)
+    }
+    fn http2_prior_knowledge(self) -> Self {
+        reqwest::ClientBuilder::http2_prior_knowledge(self)
+    }
+}
+
+impl DepsClientBuilder for reqwest::blocking::ClientBuilder {
+    fn timeout(self, timeout: Duration) -> Self {
+        reqwest::blocking::ClientBuilder::timeout(self, timeout)
+    }
+    fn connect_timeout(self, timeout: Duration) -> Self {
+        reqwest::blocking::ClientBuilder::connect_timeout(self, timeout)
+    }
+    fn pool_idle_timeout(self, timeout: Duration) -> Self {
+        reqwest::blocking::ClientBuilder::pool_idle_timeout(self, timeout)
+    }
+    fn redirect(self, policy: Policy) -> Self {
+        reqwest::blocking::ClientBuilder::redirect(self, policy)
+    }
+    fn http2_prior_knowledge(self) -> Self {
+        reqwest::blocking::ClientBuilder::http2_prior_knowledge(self)
+    }
+}

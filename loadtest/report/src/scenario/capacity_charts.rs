@@ -1,0 +1,286 @@
+//! The charts of `--scenario threads`, `--scenario capacity` and `loadtest crossover`, drawn only
+//! from the rows of `scenario.json`: blocking-api's orders/s and peak RSS against its thread
+//! count (a line per offered rate, Little's-law bound dashed, reactive-api at the same rate as a
+//! reference line), each API's capacity as a bar, and capacity against the dependencies' critical
+//! path (a line per API). Drawn with the report's SVG module, like every scenario chart.
+
+use lab_results::numbers::fixed;
+use lab_results::scenario::{CapacityFile, StepPoint, StoppedBy};
+
+use crate::svg::{Bar, Dash, LineChart, PALETTE, Panel, RefLine, Scale, Series, TickFormat, bars};
+
+use super::ScenarioChart;
+
+/// The offered rates of the sweep, ascending.
+fn rates(sweep: &[StepPoint]) -> Vec<f64> {
+    let mut rates: Vec<f64> = sweep.iter().map(|s| s.rate_rps).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    rates
+}
+
+/// blocking-api's points at `rate`, by thread count, as (log10 threads, y).
+fn line(sweep: &[StepPoint], rate: f64, y: impl Fn(&StepPoint) -> Option<f64>) -> Vec<(f64, f64)> {
+    let mut pts: Vec<(f64, f64)> = sweep
+        .iter()
+        .filter(|s| s.rate_rps == rate)
+        .filter_map(|s| Some((f64::from(s.blocking_threads?).log10(), y(s)?)))
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    pts
+}
+
+/// `threads`: orders/s against `BLOCKING_THREADS`, one solid line per offered rate, the
+/// Little's-law bound min(threads ÷ critical path, rate) dashed beside it, and reactive-api's
+/// orders/s at each rate as a reference line.
+pub fn threads_orders(file: &CapacityFile) -> ScenarioChart {
+    let path_s = file.critical_path_ms as f64 / 1000.0;
+    let mut series = Vec::new();
+    let mut ref_lines = Vec::new();
+    for (i, rate) in rates(&file.sweep).into_iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        let measured = line(&file.sweep, rate, |s| Some(s.orders_rps));
+        let bound = measured
+            .iter()
+            .map(|&(x, _)| (x, (10f64.powf(x) / path_s).min(rate)))
+            .collect();
+        let mut s = Series::new(
+            format!("blocking-api at {rate:.0}/s"),
+            measured,
+            colour,
+            Dash::Solid,
+        );
+        s.dots = true;
+        series.push(s);
+        series.push(Series::new(
+            format!("Little's-law bound at {rate:.0}/s"),
+            bound,
+            colour,
+            Dash::Dashed,
+        ));
+        if let Some(r) = file
+            .sweep
+            .iter()
+            .find(|s| s.rate_rps == rate && s.blocking_threads.is_none())
+        {
+            ref_lines.push(RefLine {
+                y: r.orders_rps,
+                label: format!("{} at {rate:.0}/s: {}", r.api, fixed(Some(r.orders_rps), 1)),
+            });
+        }
+    }
+    let chart = LineChart {
+        title: "Orders per second against blocking-api's threads".to_owned(),
+        x_label: "BLOCKING_THREADS (log spacing)".to_owned(),
+        y_label: "orders per second (plateau)".to_owned(),
+        x_format: TickFormat::PowersOfTen,
+        y_format: TickFormat::Number,
+        y_scale: Scale::Linear,
+        series,
+        ref_lines,
+        ..LineChart::default()
+    };
+    ScenarioChart {
+        title: chart.title.clone(),
+        caption: format!(
+            "A solid line per offered rate (each dot one run), the Little's-law bound \
+             (threads ÷ {path_s:.2} s, at most the rate) dashed in the same colour; the \
+             horizontal lines are reactive-api at the same rates. Where a solid line leaves its \
+             dashed one, something other than the thread count stopped blocking-api (the table \
+             says what)."
+        ),
+        svg: chart.to_svg(),
+    }
+}
+
+/// `threads`: peak RSS against `BLOCKING_THREADS`, one line per offered rate.
+pub fn threads_rss(file: &CapacityFile) -> ScenarioChart {
+    let series = rates(&file.sweep)
+        .into_iter()
+        .enumerate()
+        .map(|(i, rate)| {
+            let mut s = Series::new(
+                format!("blocking-api at {rate:.0}/s"),
+                line(&file.sweep, rate, |s| s.peak_rss_mib),
+                PALETTE[i % PALETTE.len()],
+                Dash::ALL[i % 4],
+            );
+            s.dots = true;
+            s
+        })
+        .collect();
+    let chart = LineChart {
+        title: "Peak RSS against blocking-api's threads".to_owned(),
+        x_label: "BLOCKING_THREADS (log spacing)".to_owned(),
+        y_label: "peak RSS (MiB)".to_owned(),
+        x_format: TickFormat::PowersOfTen,
+        y_format: TickFormat::Number,
+        y_scale: Scale::Linear,
+        series,
+        ..LineChart::default()
+    };
+    ScenarioChart {
+        title: chart.title.clone(),
+        caption: "A line per offered rate, each dot one run; the limit is 1,024 MiB. RSS follows \
+                  the threads the load made busy (the table's peak threads), not the pool's size."
+            .to_owned(),
+        svg: chart.to_svg(),
+    }
+}
+
+/// `capacity`: a bar per API searched, its capacity (a harness-bound one marked as a lower bound).
+pub fn capacities(file: &CapacityFile) -> ScenarioChart {
+    let bar_list = file
+        .capacities
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let who = match c.blocking_threads {
+                Some(t) => format!("{} · {t} threads", c.api),
+                None => c.api.clone(),
+            };
+            let note = match c.stopped_by {
+                StoppedBy::Harness | StoppedBy::None => " (at least)",
+                _ => "",
+            };
+            Bar {
+                label: format!("{who}{note}"),
+                tip: format!("{who}: stopped by {}", c.stopped_by.as_str()),
+                colour: PALETTE[i % PALETTE.len()],
+                value: c.capacity_rps.unwrap_or(0.0),
+            }
+        })
+        .collect();
+    ScenarioChart {
+        title: "Capacity within the objective".to_owned(),
+        caption: format!(
+            "The highest rate each API met the objective at, ± {:.0}/s; \"at least\" where the \
+             rig, not the API, stopped the search.",
+            file.capacities.first().map_or(0.0, |c| c.resolution_rps)
+        ),
+        svg: bars(
+            "Capacity within the objective",
+            &[Panel {
+                title: "orders per second",
+                unit: "/s",
+                bars: bar_list,
+            }],
+        ),
+    }
+}
+
+/// `crossover`: capacity against the critical path (log spacing), one line per API (and thread
+/// count), from capacity runs at several dependency latencies.
+pub fn crossover(files: &[CapacityFile]) -> ScenarioChart {
+    let mut who: Vec<(String, Option<u32>)> = Vec::new();
+    for c in files.iter().flat_map(|f| &f.capacities) {
+        if !who.contains(&(c.api.clone(), c.blocking_threads)) {
+            who.push((c.api.clone(), c.blocking_threads));
+        }
+    }
+    let series = who
+        .iter()
+        .enumerate()
+        .map(|(i, (api, threads))| {
+            let mut pts: Vec<(f64, f64)> = files
+                .iter()
+                .filter_map(|f| {
+                    let c = f
+                        .capacities
+                        .iter()
+                        .find(|c| &c.api == api && &c.blocking_threads == threads)?;
+                    Some((
+                        (f.critical_path_ms as f64).log10(),
+                        c.capacity_rps.unwrap_or(0.0),
+                    ))
+                })
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let name = match threads {
+                Some(t) => format!("{api}, {t} threads"),
+                None => api.clone(),
+            };
+            let mut s = Series::new(name, pts, PALETTE[i % PALETTE.len()], Dash::ALL[i % 4]);
+            s.dots = true;
+            s
+        })
+        .collect();
+    let chart = LineChart {
+        title: "Capacity against the dependencies' critical path".to_owned(),
+        x_label: "critical path of the dependencies, ms (log spacing)".to_owned(),
+        y_label: "capacity within the objective (orders/s)".to_owned(),
+        x_format: TickFormat::PowersOfTen,
+        y_format: TickFormat::Number,
+        y_scale: Scale::Linear,
+        series,
+        ..LineChart::default()
+    };
+    ScenarioChart {
+        title: chart.title.clone(),
+        caption: "A line per API, each dot one capacity search (its objective in the table: the \
+                  derived one, or the one given with --slo); 0 where no rate tried met it; a \
+                  harness-bound search is a lower bound."
+            .to_owned(),
+        svg: chart.to_svg(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(api: &str, threads: Option<u32>, rate: f64, orders: f64, rss: f64) -> StepPoint {
+        StepPoint {
+            api: api.to_owned(),
+            blocking_threads: threads,
+            allocator: None,
+            rate_rps: rate,
+            met_objective: true,
+            harness_bound: None,
+            orders_rps: orders,
+            ok_share_pct: 100.0,
+            p99_ms: 2300.0,
+            peak_rss_mib: Some(rss),
+            peak_threads: threads.map(u64::from),
+            rss_per_thread_kib: None,
+            cpu_s_per_1000: None,
+            money_balanced: Some(true),
+            died: None,
+            cause: None,
+        }
+    }
+
+    fn sweep() -> CapacityFile {
+        CapacityFile {
+            scenario: "threads".to_owned(),
+            objective: String::new(),
+            critical_path_ms: 2000,
+            capacities: Vec::new(),
+            sweep: vec![
+                step("blocking-api", Some(1000), 300.0, 290.0, 130.0),
+                step("blocking-api", Some(100), 300.0, 49.0, 40.0),
+                step("reactive-api", None, 300.0, 296.1, 90.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_thread_chart_draws_the_bound_each_rate_and_reactive_api_beside_it() {
+        let file = sweep();
+        let chart = threads_orders(&file);
+        for text in [
+            "blocking-api at 300/s",
+            "Little&#39;s-law bound at 300/s",
+            "reactive-api at 300/s: 296.1",
+        ] {
+            assert!(
+                chart.svg.contains(text) || chart.svg.contains(&text.replace("&#39;", "'")),
+                "{text} missing"
+            );
+        }
+        // The bound: 100 threads ÷ 2 s = 50/s; 1,000 threads ÷ 2 s = 500/s, capped at the rate.
+        let pts = line(&file.sweep, 300.0, |s| Some(s.orders_rps));
+        assert_eq!(pts, vec![(2.0, 49.0), (3.0, 290.0)]);
+        assert!(!threads_rss(&file).svg.contains("reactive-api"));
+    }
+}

@@ -1,0 +1,166 @@
+//! The pages of `loadtest lab --scenario NAME` (and `loadtest crossover`): a scenario's table
+//! ([`ScenarioTable`]) with its conclusion, trust line, conditions and charts, written as
+//! `summary.md` ([`render_markdown`]) and as `scenario.html` ([`render_html`], in the style of
+//! report.html, `page.rs`); the charts drawn from a `scenario.json`'s rows ([`charts`],
+//! [`capacity_charts`]), and capacity's whole page from its rows ([`capacity_table`]).
+//!
+//! Presentation only, and so here beside the report's: the scenario modules of `loadtest/cli`
+//! run the runs and work out what they mean — each row's cells, the conclusion, which rows were
+//! harness-bound — and hand this module a [`ScenarioTable`]; the charts read only the rows
+//! (`lab_results::scenario`), so a committed result is drawn again the same way. One table
+//! writer ([`crate::markdown_table`]), one chart module ([`crate::svg`], its bars included) for
+//! the report and every scenario page.
+
+pub mod capacity_charts;
+pub mod capacity_table;
+pub mod charts;
+mod page;
+mod shown;
+
+pub use page::render_html;
+
+use crate::markdown_table::Table;
+
+/// A table with the words around it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScenarioTable {
+    pub title: String,
+    pub intro: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub notes: Vec<String>,
+    /// (variant, relative path of its full report).
+    pub links: Vec<(String, String)>,
+    /// What the scenario found, in one or two sentences computed from its rows (empty: none
+    /// computed for this scenario).
+    pub conclusion: Vec<String>,
+    /// Per row: was the run harness-bound? Empty when the scenario does not record it.
+    pub harness_bound: Vec<bool>,
+    /// The scenario's charts, in page order (empty: none).
+    pub charts: Vec<ScenarioChart>,
+    /// How many leading columns the page shows above the fold (0: all); the rest are under a
+    /// `<details>` element.
+    pub main_columns: usize,
+    /// How, when and where the rows were measured (command, commit, build, machine): on the page.
+    pub conditions: Vec<String>,
+}
+
+/// The scenario's chart: an SVG drawn by [`crate::svg`] (every string in it escaped there).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScenarioChart {
+    pub title: String,
+    pub caption: String,
+    pub svg: String,
+}
+
+/// `3 of 26 rows were harness-bound …`; for a scenario whose runs record no such verdict (events'
+/// own closed-model runs), that it was not recorded; `None` without rows.
+pub fn trust_line(t: &ScenarioTable) -> Option<String> {
+    if t.rows.is_empty() {
+        return None;
+    }
+    if t.harness_bound.is_empty() {
+        return Some(
+            "Whether the rig kept up was not recorded for these runs (no harness-bound verdict): \
+             a rate here may be the machine's as much as the API's."
+                .to_owned(),
+        );
+    }
+    let (n, of) = (t.harness_bound.iter().filter(|b| **b).count(), t.rows.len());
+    Some(match n {
+        0 => format!(
+            "None of the {of} rows was harness-bound: the APIs, not the rig, set every figure."
+        ),
+        n if n == of => format!(
+            "All {of} rows were harness-bound (marked ⚠): the machine, not only the API, may have \
+             set every figure — compare them with care, and rerun on a quieter machine."
+        ),
+        n => format!(
+            "{n} of {of} rows were harness-bound (marked ⚠): for those, the machine, not only the \
+             API, may have set the figure."
+        ),
+    })
+}
+
+/// APIs (or any names) in the order they first appear: the order of a chart's legend and of a
+/// conclusion's sentences.
+pub fn apis<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for n in names {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// `summary.md`: the page's words and its table as Markdown.
+pub fn render_markdown(t: &ScenarioTable) -> String {
+    let mut md = format!("# {}\n\n", t.title);
+    if !t.conclusion.is_empty() {
+        md.push_str(&format!("**{}**\n\n", t.conclusion.join(" ")));
+    }
+    if let Some(trust) = trust_line(t) {
+        md.push_str(&format!("{trust}\n\n"));
+    }
+    md.push_str(&format!("{}\n\n", t.intro));
+    if !t.conditions.is_empty() {
+        md.push_str(&format!("Run conditions: {}\n\n", t.conditions.join(" ")));
+    }
+    let shown = shown::Shown::of(t);
+    let mut table = Table::left(shown.columns.iter().map(|&c| &t.columns[c]));
+    for (i, row) in t.rows.iter().enumerate() {
+        let mut row: Vec<String> = shown
+            .columns
+            .iter()
+            .filter_map(|&c| row.get(c).cloned())
+            .collect();
+        if let Some(first) = row.first_mut()
+            && t.harness_bound.get(i).copied().unwrap_or(false)
+        {
+            first.insert_str(0, "⚠ ");
+        }
+        table.push_row(row);
+    }
+    md.push_str(&format!("{table}\n"));
+    if let Some(same) = shown.same_line() {
+        md.push_str(&format!("{same}\n\n"));
+    }
+    for note in &t.notes {
+        md.push_str(&format!("- {note}\n"));
+    }
+    if !t.links.is_empty() {
+        md.push_str("\nFull report of each run:\n");
+        for (name, path) in &t.links {
+            md.push_str(&format!("- [{name}]({path})\n"));
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_escapes_every_value_from_the_results() {
+        let t = ScenarioTable {
+            title: "a <b>".into(),
+            intro: "x & y".into(),
+            columns: vec!["<th>".into()],
+            rows: vec![vec!["<script>alert(1)</script>".into()]],
+            notes: vec!["n\"q".into()],
+            links: vec![("r".into(), "\" onmouseover=\"x".into())],
+            conclusion: vec!["<i>found</i>".into()],
+            conditions: vec!["<b>".into()],
+            ..ScenarioTable::default()
+        };
+        let page = render_html(&t);
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(page.contains("<title>a &lt;b&gt;</title>"));
+        assert!(page.contains("href=\"&quot; onmouseover=&quot;x\""));
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        assert!(page.contains("&lt;i&gt;found&lt;/i&gt;") && page.contains("&lt;b&gt;"));
+    }
+}

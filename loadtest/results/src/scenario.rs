@@ -1,0 +1,245 @@
+//! `scenario.json`: the rows of a scenario (`loadtest lab --scenario NAME`, `loadtest crossover`),
+//! one typed row per run, as the lab writes them beside the scenario's page. The page's
+//! conclusion and charts are computed from these rows, not from the live runs, so a committed
+//! result (`docs/results/*-scenario.json`) is rendered again the same way: the lab computes the
+//! rows (`loadtest/cli/src/scenario/`), the report draws them (`lab_report::scenario`).
+//!
+//! Like the results files, the rows change additively only (new fields `Option` or
+//! `#[serde(default)]`), so an older `scenario.json` still loads.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::MoneyRecord;
+
+/// `remotecall`: one transaction scope × payment latency × API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemotecallPoint {
+    pub api: String,
+    pub payment_ms: u64,
+    /// `request` (a connection held across the remote calls) or `short`.
+    pub tx_scope: String,
+    /// Completed ÷ time from first send to last answer, median over the repeats.
+    pub req_per_s: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+    pub errors: u64,
+    pub sent: u64,
+    pub harness_bound: Option<String>,
+}
+
+/// `db-latency`: one added database RTT × API, over the plateau.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DbLatencyPoint {
+    pub api: String,
+    pub db_rtt_ms: f64,
+    pub orders_per_s: f64,
+    /// Connections in use over the constant phase's seconds: mean and max (`None`: not scraped).
+    pub connections_mean: Option<f64>,
+    pub connections_max: Option<f64>,
+    pub p99_ms: f64,
+    pub errors: u64,
+    pub sent: u64,
+    pub harness_bound: Option<String>,
+}
+
+/// `overload`: one API with shedding off or on, over the whole schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverloadPoint {
+    pub api: String,
+    pub shedding: String,
+    /// Fresh 201s ÷ the schedule's length.
+    pub ok_per_s: f64,
+    pub ok_p99_ms: Option<f64>,
+    /// 503 `overloaded` answers, and their p99.
+    pub overloaded: u64,
+    pub overloaded_p99_ms: Option<f64>,
+    /// Requests the client gave up on (its timeout).
+    pub timeouts: u64,
+    pub sent: u64,
+    pub harness_bound: Option<String>,
+}
+
+/// `faults`: one API through the fault plan; what the retrying clients saw and the money.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultsPoint {
+    pub api: String,
+    pub clients: Option<u64>,
+    pub ended_created: Option<u64>,
+    pub gave_up: Option<u64>,
+    /// The money census (`None`: it was not counted — which the page says first).
+    pub money: Option<MoneyRecord>,
+    pub harness_bound: Option<String>,
+}
+
+/// An events row, the fields the conclusion reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventsPoint {
+    pub api: String,
+    pub mode: String,
+    pub broker: String,
+    pub crash: bool,
+    pub req_per_s: f64,
+    pub pool_timeouts: Option<u64>,
+    pub events_lost: u64,
+    #[serde(default)]
+    pub broker_rtt_ms: u64,
+}
+
+/// A batching row, the fields the conclusion and the chart read.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BatchPoint {
+    pub api: String,
+    pub batch_max: usize,
+    pub db_rtt_ms: f64,
+    pub commit_delay_us: Option<u64>,
+    pub load: String,
+    pub orders_per_s: f64,
+    pub reason: Option<String>,
+    pub predicted: Predicted,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Predicted {
+    pub bound: String,
+    pub orders_per_s: f64,
+}
+
+impl BatchPoint {
+    pub fn harness_bound(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("harness-bound"))
+    }
+    /// A saturating (closed-model) run without `commit_delay`: the batch-size sweep.
+    pub fn swept(&self) -> bool {
+        self.load == "closed" && self.commit_delay_us.is_none()
+    }
+}
+
+/// The rows of a `scenario.json` (`[...]`, or `{"rows": [...]}`).
+pub fn points<T: for<'de> Deserialize<'de>>(json: &Value) -> serde_json::Result<Vec<T>> {
+    let rows = json.get("rows").unwrap_or(json);
+    serde_json::from_value(rows.clone())
+}
+
+/// The resource that stopped an API (`scenario.json`'s `stopped_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoppedBy {
+    Threads,
+    InFlightCap,
+    Cpu,
+    Memory,
+    DbPool,
+    Postgres,
+    Harness,
+    /// The API died mid-run, not for its memory.
+    Crashed,
+    /// No rule held: the objective was missed without a saturated resource in sight.
+    Unidentified,
+    /// The search's top rate still met the objective.
+    None,
+}
+
+impl StoppedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoppedBy::Threads => "threads",
+            StoppedBy::InFlightCap => "in_flight_cap",
+            StoppedBy::Cpu => "cpu",
+            StoppedBy::Memory => "memory",
+            StoppedBy::DbPool => "db_pool",
+            StoppedBy::Postgres => "postgres",
+            StoppedBy::Harness => "harness",
+            StoppedBy::Crashed => "crashed",
+            StoppedBy::Unidentified => "unidentified",
+            StoppedBy::None => "none",
+        }
+    }
+}
+
+/// A cause with what was measured against what threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    pub stopped_by: StoppedBy,
+    /// The figure the rule read, in `unit`.
+    pub measured: Option<f64>,
+    /// The rule's threshold, in `unit`.
+    pub threshold: Option<f64>,
+    pub unit: String,
+    /// The sentence for the page.
+    pub evidence: String,
+}
+
+impl Cause {
+    /// A cause with the figure its rule read and the rule's threshold.
+    pub fn new(
+        by: StoppedBy,
+        measured: f64,
+        threshold: f64,
+        unit: &str,
+        evidence: String,
+    ) -> Cause {
+        Cause {
+            stopped_by: by,
+            measured: Some(measured),
+            threshold: Some(threshold),
+            unit: unit.to_owned(),
+            evidence,
+        }
+    }
+}
+
+/// One lab run of either scenario, as `scenario.json` holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPoint {
+    pub api: String,
+    /// `BLOCKING_THREADS` (blocking-api only).
+    pub blocking_threads: Option<u32>,
+    pub allocator: Option<String>,
+    pub rate_rps: f64,
+    pub met_objective: bool,
+    pub harness_bound: Option<String>,
+    /// Over the plateau: fresh orders per second, 2xx share of the arrivals, p99 of every answer.
+    pub orders_rps: f64,
+    pub ok_share_pct: f64,
+    pub p99_ms: f64,
+    pub peak_rss_mib: Option<f64>,
+    pub peak_threads: Option<u64>,
+    /// RSS above the idle process (the run's first sample) per thread above its first count.
+    pub rss_per_thread_kib: Option<f64>,
+    pub cpu_s_per_1000: Option<f64>,
+    pub money_balanced: Option<bool>,
+    /// How the API died mid-run, if it did.
+    pub died: Option<String>,
+    /// What stopped it, for a step that missed the objective.
+    pub cause: Option<Cause>,
+}
+
+/// One API (and thread count) searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityPoint {
+    pub api: String,
+    pub blocking_threads: Option<u32>,
+    pub allocator: Option<String>,
+    /// The highest rate that met the objective (`None`: not even the lowest tried).
+    pub capacity_rps: Option<f64>,
+    pub resolution_rps: f64,
+    /// The first rate that did not, and what stopped the API there.
+    pub first_failing_rps: Option<f64>,
+    pub stopped_by: StoppedBy,
+    pub evidence: Option<Cause>,
+    pub steps: Vec<StepPoint>,
+}
+
+/// What the scenario writes to `scenario.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityFile {
+    pub scenario: String,
+    pub objective: String,
+    pub critical_path_ms: u64,
+    pub capacities: Vec<CapacityPoint>,
+    /// `threads`: every run of the sweep.
+    pub sweep: Vec<StepPoint>,
+}
