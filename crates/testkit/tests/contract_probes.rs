@@ -15,6 +15,7 @@ contract_tests!(
     an_id_no_order_can_have_is_refused_before_any_work,
     reads_whose_clients_left_are_not_run,
     reads_beyond_their_places_wait_a_bounded_time_in_a_bounded_queue,
+    an_order_is_admitted_while_reads_fill_their_places_and_queue,
 );
 
 /// How fast a probe must answer.
@@ -243,4 +244,40 @@ async fn reads_beyond_their_places_wait_a_bounded_time_in_a_bounded_queue(api: A
     let timed_out = app.metric(&refused("queue_timeout")).await.unwrap_or(0.0);
     assert_eq!(full as usize, count - READ_PLACES - READ_QUEUE, "{api:?}");
     assert_eq!(timed_out as usize, READ_QUEUE, "{api:?}");
+}
+
+/// Reads never take the orders' places: with every read place taken and the reads' queue full,
+/// an order is admitted at once under an admission of one place and a 200 ms queue timeout.
+async fn an_order_is_admitted_while_reads_fill_their_places_and_queue(api: Api) {
+    let seller = Duration::from_millis(1000);
+    let app = TestApp::spawn_with(api, slow_seller(seller.as_millis() as u64), |s| {
+        s.max_in_flight = Some(1);
+        s.queue_timeout_ms = 200;
+    })
+    .await;
+    let reads = flood(&app, READ_PLACES + READ_QUEUE + 20, Duration::from_secs(10));
+    let full = r#"reads_refused_total{reason="queue_full"}"#;
+    eventually(10, "the reads' queue to be full", || async {
+        app.metric(full).await.unwrap_or(0.0) > 0.0
+    })
+    .await;
+    let started = Instant::now();
+    let order = app
+        .post_order(TOKEN, &testkit::valid_order("beside-reads-1"))
+        .await;
+    let took = started.elapsed();
+    assert_eq!(
+        order.status(),
+        201,
+        "{api:?}: {}",
+        order.text().await.unwrap()
+    );
+    // Its own seller call, and no read's.
+    assert!(
+        took < seller + Duration::from_millis(1500),
+        "{api:?}: the order took {took:?}"
+    );
+    for read in reads {
+        read.await.unwrap();
+    }
 }
