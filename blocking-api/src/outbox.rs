@@ -118,15 +118,17 @@ pub fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
         #[diesel(sql_type = Double)]
         oldest_age_s: f64,
     }
-    let backlog: Backlog = step
-        .conn()
-        .run(|pg| sql_query(sql::OUTBOX_BACKLOG).get_result(pg))
-        .map_err(db_error)?;
-    app.metrics.events.outbox_backlog.set(backlog.backlog);
-    app.metrics
-        .events
-        .outbox_oldest_unsent
-        .set(backlog.oldest_age_s);
+    if app.metrics.events.outbox_gauges_due() {
+        let backlog: Backlog = step
+            .conn()
+            .run(|pg| sql_query(sql::OUTBOX_BACKLOG).get_result(pg))
+            .map_err(db_error)?;
+        app.metrics.events.outbox_backlog.set(backlog.backlog);
+        app.metrics
+            .events
+            .outbox_oldest_unsent
+            .set(backlog.oldest_age_s);
+    }
     if unacknowledged > 0 {
         return Err(ApiError::dependency(
             Dependency::Broker,

@@ -102,13 +102,15 @@ pub async fn relay_pass(app: &AppState) -> Result<usize, ApiError> {
             .map_err(db_error)?;
         unacknowledged = batch.len() - sent.len();
     }
-    let (backlog, oldest_age_s): (i64, f64) = step
-        .conn()
-        .run(|pg| sqlx::query_as(sql::OUTBOX_BACKLOG).fetch_one(pg))
-        .await
-        .map_err(db_error)?;
-    app.metrics.events.outbox_backlog.set(backlog);
-    app.metrics.events.outbox_oldest_unsent.set(oldest_age_s);
+    if app.metrics.events.outbox_gauges_due() {
+        let (backlog, oldest_age_s): (i64, f64) = step
+            .conn()
+            .run(|pg| sqlx::query_as(sql::OUTBOX_BACKLOG).fetch_one(pg))
+            .await
+            .map_err(db_error)?;
+        app.metrics.events.outbox_backlog.set(backlog);
+        app.metrics.events.outbox_oldest_unsent.set(oldest_age_s);
+    }
     if unacknowledged > 0 {
         return Err(ApiError::dependency(
             Dependency::Broker,

@@ -44,17 +44,25 @@ impl Trap {
     }
 }
 
-/// Seller and risk answered, every `/gateway/…` call redirected to `target` (same path).
+/// Seller and risk answered, every `/gateway/…` call redirected to `target` (same path); or,
+/// with [`RedirectingDeps::redirecting`], the calls to another dependency.
 pub struct RedirectingDeps {
     server: Canned,
 }
 
 impl RedirectingDeps {
     pub async fn start(target: &str) -> Self {
+        Self::redirecting(target, "/gateway/").await
+    }
+
+    /// Every call whose path starts with `prefix` (`order_core::deps::SELLER_PATH`,
+    /// `RISK_PATH`, `/gateway/`) redirected to `target`, the seller's and the risk analysis's
+    /// others answered (an order stopped by the redirect never reaches the gateway).
+    pub async fn redirecting(target: &str, prefix: &'static str) -> Self {
         let target = target.to_owned();
         let answer: Answer = Arc::new(move |head| {
             let path = head.split(' ').nth(1).unwrap_or("/");
-            if path.starts_with("/gateway/") {
+            if path.starts_with(prefix) {
                 let location = vec![("location".to_owned(), format!("{target}{path}"))];
                 (307, location, "{}".to_owned())
             } else if path.starts_with(order_core::domain::deps::SELLER_PATH) {

@@ -1,6 +1,8 @@
 //! The API holds at most `MAX_CONNECTIONS` client connections: a request on a connection above
 //! the cap is answered 503 `too_many_connections` with `Connection: close` and the connection is
 //! closed, while the connections under the cap keep being served; a closed one frees its place.
+//! The probes are answered above the cap too (then the connection is closed), so a replica at its
+//! cap is neither restarted nor taken out of its Service.
 
 use std::time::Duration;
 
@@ -9,7 +11,13 @@ use testkit::{Api, TestApp, contract_tests, eventually};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-contract_tests!(connections_above_max_connections_are_refused_and_the_others_keep_working);
+contract_tests!(
+    connections_above_max_connections_are_refused_and_the_others_keep_working,
+    probes_on_a_connection_above_max_connections_are_answered_then_closed,
+);
+
+/// A request that is not a probe (any such request is refused above the cap).
+const READ: &str = "/orders/ORDER_1";
 
 const CAP: usize = 4;
 const EXTRA: usize = 3;
@@ -78,7 +86,8 @@ async fn closed_by_server(socket: &mut TcpStream) -> bool {
     )
 }
 
-async fn connections_above_max_connections_are_refused_and_the_others_keep_working(api: Api) {
+/// The API with `MAX_CONNECTIONS` = [`CAP`], its address and [`CAP`] connections held open.
+async fn at_the_cap(api: Api) -> (TestApp, String, Vec<TcpStream>) {
     let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
         s.max_connections = Some(CAP);
         s.keep_alive_s = 60;
@@ -91,9 +100,14 @@ async fn connections_above_max_connections_are_refused_and_the_others_keep_worki
         assert_eq!(exchange(&mut socket).await.status(), "200");
         held.push(socket);
     }
+    (app, address, held)
+}
+
+async fn connections_above_max_connections_are_refused_and_the_others_keep_working(api: Api) {
+    let (_app, address, mut held) = at_the_cap(api).await;
     for i in 0..EXTRA {
         let mut extra = TcpStream::connect(&address).await.unwrap();
-        let answer = exchange(&mut extra).await;
+        let answer = get(&mut extra, READ).await;
         assert_eq!(
             answer.status(),
             "503",
@@ -129,4 +143,35 @@ async fn connections_above_max_connections_are_refused_and_the_others_keep_worki
     })
     .await;
     drop(held);
+}
+
+async fn probes_on_a_connection_above_max_connections_are_answered_then_closed(api: Api) {
+    let (_app, address, mut held) = at_the_cap(api).await;
+    for path in ["/health", "/ready"] {
+        let mut extra = TcpStream::connect(&address).await.unwrap();
+        let answer = get(&mut extra, path).await;
+        assert_eq!(
+            answer.status(),
+            "200",
+            "{path} above the cap: {}",
+            answer.head
+        );
+        assert!(answer.head.contains("connection: close"), "{}", answer.head);
+        assert!(
+            closed_by_server(&mut extra).await,
+            "{path}'s connection above the cap left open"
+        );
+    }
+    let text = get(&mut held[0], "/metrics").await.body;
+    assert_eq!(
+        testbed::prometheus::value_of(&text, "http_connections_refused_total"),
+        Some(0.0),
+        "a probe counted as refused"
+    );
+    // The held connections, and the cap, are as they were.
+    let mut extra = TcpStream::connect(&address).await.unwrap();
+    assert_eq!(get(&mut extra, READ).await.status(), "503");
+    for socket in &mut held {
+        assert_eq!(exchange(socket).await.status(), "200");
+    }
 }

@@ -14,6 +14,9 @@ contract_tests!(
     an_idle_kept_alive_connection_is_closed_after_keep_alive_s,
 );
 
+/// How often actix-http updates the clock its keep-alive deadline is read from.
+const ACTIX_CLOCK_STEP_MS: u64 = 500;
+
 const REQUEST: &[u8] = b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n";
 
 async fn app(api: Api) -> TestApp {
@@ -102,8 +105,10 @@ async fn an_idle_kept_alive_connection_is_closed_after_keep_alive_s(api: Api) {
         "{api:?} kept an idle connection open"
     );
     let elapsed = started.elapsed();
+    // actix-http sets the deadline from a clock it updates every 500 ms, so it may close up to
+    // 500 ms before KEEP_ALIVE_S (docs/contract.md says so), never earlier.
     assert!(
-        elapsed >= Duration::from_millis(900),
-        "closed before KEEP_ALIVE_S: {elapsed:?}"
+        elapsed >= Duration::from_millis(1000 - ACTIX_CLOCK_STEP_MS),
+        "closed more than {ACTIX_CLOCK_STEP_MS} ms before KEEP_ALIVE_S: {elapsed:?}"
     );
 }

@@ -7,14 +7,15 @@
 use std::time::{Duration, Instant};
 
 use mock_deps::{EndpointConfig, MockConfig};
-use testkit::{Api, TOKEN, TestApp, contract_tests, freezable_database};
+use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, freezable_database};
 
 contract_tests!(
     probes_answer_within_100ms_while_reads_flood,
-    ready_answers_within_100ms_while_the_database_is_frozen,
+    probes_answer_within_100ms_with_the_pool_saturated,
     an_id_no_order_can_have_is_refused_before_any_work,
     reads_whose_clients_left_are_not_run,
     reads_beyond_their_places_wait_a_bounded_time_in_a_bounded_queue,
+    an_order_is_admitted_while_reads_fill_their_places_and_queue,
 );
 
 /// How fast a probe must answer.
@@ -82,27 +83,95 @@ async fn probes_answer_within_100ms_while_reads_flood(api: Api) {
     }
 }
 
-async fn ready_answers_within_100ms_while_the_database_is_frozen(api: Api) {
+/// Database connections of the API in [`probes_answer_within_100ms_with_the_pool_saturated`].
+const SATURATED_POOL: u32 = 2;
+
+/// Requests kept going at once against the saturated pool: orders and reads, half each.
+const PRESSING: usize = 16;
+
+/// Keeps [`PRESSING`] requests going (orders under fresh keys, reads of `location`) until
+/// `stop`: each loop sends its next request when the last one is answered.
+fn press(
+    app: &TestApp,
+    location: &str,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    use std::sync::atomic::Ordering;
+    (0..PRESSING)
+        .map(|n| {
+            let (client, address) = (app.client.clone(), app.address.clone());
+            let (location, stop) = (location.to_owned(), stop.clone());
+            tokio::spawn(async move {
+                let mut sent = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let request = if n % 2 == 0 {
+                        let body = testkit::valid_order(&format!("pressing-{n}-{sent}"));
+                        client.post(format!("{address}/orders")).json(&body)
+                    } else {
+                        client.get(format!("{address}{location}"))
+                    };
+                    let started = Instant::now();
+                    let _ = request.header("Authorization", TOKEN).send().await;
+                    sent += 1;
+                    // A fast refusal (admission, a read queue) is paced, not spun on.
+                    if started.elapsed() < Duration::from_millis(50) {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Whether every pooled connection is held and requests wait for one.
+async fn pool_saturated(app: &TestApp) -> bool {
+    let in_use = app.metric("db_pool_connections_in_use").await;
+    let waiting = app.metric("db_pool_waiting").await.unwrap_or(0.0);
+    in_use == Some(f64::from(SATURATED_POOL)) && waiting > 0.0
+}
+
+/// The database slow (500 ms a round trip), then frozen, with every pooled connection held and
+/// orders and reads waiting for one: the probes answer within [`PROBE_BOUND`] in both phases.
+async fn probes_answer_within_100ms_with_the_pool_saturated(api: Api) {
     let mut proxy = None;
     let app = TestApp::spawn_with(api, MockConfig::instant(), |s| {
+        s.db_pool_size = SATURATED_POOL;
         proxy = Some(freezable_database(s));
     })
     .await;
     let proxy = proxy.unwrap();
+    let made = app
+        .post_order(TOKEN, &testkit::valid_order("saturated-0"))
+        .await;
+    assert_eq!(made.status(), 201);
+    let location = made.headers()["location"].to_str().unwrap().to_owned();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+
+    proxy.set_rtt(Duration::from_millis(500));
+    let pressing = press(&app, &location, &stop);
+    let what = "saturated pool on a slow database";
+    eventually(20, what, || pool_saturated(&app)).await;
+    assert_probes_fast(&app, &format!("with a {what}")).await;
+    assert!(
+        pool_saturated(&app).await,
+        "{api:?}: the {what} did not last"
+    );
+
     proxy.set_frozen(true);
-    // An order waits on the frozen database meanwhile.
-    let order = {
-        let (client, url) = (app.client.clone(), format!("{}/orders", app.address));
-        let body = testkit::valid_order("frozen-ready-1");
-        tokio::spawn(async move {
-            let request = client.post(url).header("Authorization", TOKEN).json(&body);
-            request.send().await.map(|r| r.status().as_u16()).ok()
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_probes_fast(&app, "with the database frozen").await;
+    let what = "saturated pool on a frozen database";
+    eventually(20, what, || pool_saturated(&app)).await;
+    assert_probes_fast(&app, &format!("with a {what}")).await;
+    assert!(
+        pool_saturated(&app).await,
+        "{api:?}: the {what} did not last"
+    );
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
     proxy.set_frozen(false);
-    let _ = order.await;
+    proxy.set_rtt(Duration::ZERO);
+    for request in pressing {
+        request.await.unwrap();
+    }
 }
 
 async fn an_id_no_order_can_have_is_refused_before_any_work(api: Api) {
@@ -175,4 +244,40 @@ async fn reads_beyond_their_places_wait_a_bounded_time_in_a_bounded_queue(api: A
     let timed_out = app.metric(&refused("queue_timeout")).await.unwrap_or(0.0);
     assert_eq!(full as usize, count - READ_PLACES - READ_QUEUE, "{api:?}");
     assert_eq!(timed_out as usize, READ_QUEUE, "{api:?}");
+}
+
+/// Reads never take the orders' places: with every read place taken and the reads' queue full,
+/// an order is admitted at once under an admission of one place and a 200 ms queue timeout.
+async fn an_order_is_admitted_while_reads_fill_their_places_and_queue(api: Api) {
+    let seller = Duration::from_millis(1000);
+    let app = TestApp::spawn_with(api, slow_seller(seller.as_millis() as u64), |s| {
+        s.max_in_flight = Some(1);
+        s.queue_timeout_ms = 200;
+    })
+    .await;
+    let reads = flood(&app, READ_PLACES + READ_QUEUE + 20, Duration::from_secs(10));
+    let full = r#"reads_refused_total{reason="queue_full"}"#;
+    eventually(10, "the reads' queue to be full", || async {
+        app.metric(full).await.unwrap_or(0.0) > 0.0
+    })
+    .await;
+    let started = Instant::now();
+    let order = app
+        .post_order(TOKEN, &testkit::valid_order("beside-reads-1"))
+        .await;
+    let took = started.elapsed();
+    assert_eq!(
+        order.status(),
+        201,
+        "{api:?}: {}",
+        order.text().await.unwrap()
+    );
+    // Its own seller call, and no read's.
+    assert!(
+        took < seller + Duration::from_millis(1500),
+        "{api:?}: the order took {took:?}"
+    );
+    for read in reads {
+        read.await.unwrap();
+    }
 }

@@ -130,7 +130,7 @@ fn nodes(plan: &serde_json::Value, out: &mut Vec<serde_json::Value>) {
     }
 }
 
-/// The relay runs `sql::OUTBOX_BACKLOG` after every pass: with 12,000 unsent and 60,000 sent
+/// The relay runs `sql::OUTBOX_BACKLOG` at most once a second: with 12,000 unsent and 60,000 sent
 /// events, no step of its plan reads more rows than the cap, and it reports the cap and the
 /// oldest unsent event's age.
 #[tokio::test]

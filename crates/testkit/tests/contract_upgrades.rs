@@ -1,7 +1,8 @@
 //! Rolling upgrades and rollbacks: a release starts against a database a newer release migrated
 //! (its unknown migrations are logged, not fatal), and a start-up whose migration lock is held by
 //! another session fails within `MIGRATION_LOCK_WAIT_MS`, naming the holder, instead of hanging
-//! before its port is bound. Recovery never voids a charge because this release cannot read its
+//! before its port is bound; so does a migration that waits for a table's lock, within its
+//! `lock_timeout`. Recovery never voids a charge because this release cannot read its
 //! pending order (a newer release's): the key waits, counted and logged, for a release that can.
 
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ use testkit::{
 contract_tests!(
     a_release_starts_against_a_database_migrated_by_a_newer_one,
     a_held_migration_lock_fails_the_start_within_its_bound,
+    a_migration_behind_a_held_table_lock_fails_the_start_within_the_lock_timeout,
     a_pending_order_this_release_cannot_read_is_deferred_never_voided,
 );
 
@@ -84,6 +86,60 @@ async fn a_held_migration_lock_fails_the_start_within_its_bound(api: Api) {
         error.contains(&format!("pid {pid}")),
         "the holder is named: {error}"
     );
+}
+
+/// A migration that must wait for a table's lock (a long query holds it) gives up after
+/// `lock_timeout` = `DB_STATEMENT_TIMEOUT_MS` and fails the start, saying so, rather than queue
+/// every request for that table behind its own wait; the next start, the query gone, applies it.
+async fn a_migration_behind_a_held_table_lock_fails_the_start_within_the_lock_timeout(api: Api) {
+    let db = TestDatabase::new().await;
+    let mut conn = PgConnection::connect(&db.url).await.unwrap();
+    // The last migration, not yet applied: its ALTER TABLE needs idempotency_keys to itself.
+    for undo in [
+        "ALTER TABLE idempotency_keys DROP COLUMN unreadable_since",
+        "DELETE FROM _sqlx_migrations WHERE description = 'unreadable pending'",
+    ] {
+        let done = sqlx::query(undo).execute(&mut conn).await.unwrap();
+        assert!(
+            undo.starts_with("ALTER") || done.rows_affected() == 1,
+            "{undo}"
+        );
+    }
+    // A long query's lock, held in an open transaction.
+    let mut reader = PgConnection::connect(&db.url).await.unwrap();
+    let mut query = sqlx::Connection::begin(&mut reader).await.unwrap();
+    sqlx::query("SELECT count(*) FROM idempotency_keys")
+        .execute(&mut *query)
+        .await
+        .unwrap();
+    let deps = MockDeps::spawn(MockConfig::instant()).await.unwrap();
+    let mut settings = CommonSettings::new(&db.url, deps.base_url());
+    settings.db_statement_timeout_ms = 1000;
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), build(api, settings.clone())).await;
+    let elapsed = started.elapsed();
+    let error = match outcome {
+        Err(_) => panic!("{api:?}'s migration still waiting for a table lock after 20 s"),
+        Ok(Ok(_)) => panic!("{api:?} started while its migration could not have run"),
+        Ok(Err(e)) => format!("{e:#}"),
+    };
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "gave up after {elapsed:?}"
+    );
+    assert!(error.contains("lock timeout"), "{error}");
+    query.rollback().await.unwrap();
+    build(api, settings)
+        .await
+        .unwrap_or_else(|e| panic!("{api:?} did not start once the lock was free: {e:#}"));
+    let applied: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM information_schema.columns \
+         WHERE table_name = 'idempotency_keys' AND column_name = 'unreadable_since')",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert!(applied, "the migration was not applied on the next start");
 }
 
 /// The pending order `valid_order(reference_id)` makes, as this release stores it (JSON).

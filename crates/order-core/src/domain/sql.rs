@@ -334,7 +334,8 @@ UPDATE order_outbox
 /// Outbox backlog, at a cost bounded whatever its size: the unsent events counted up to
 /// [`OUTBOX_BACKLOG_CAP`] (a larger backlog reads as the cap), and the age in seconds of the
 /// oldest (0 when none), both read from the unsent rows' partial index
-/// (`order_outbox_unsent_idx`), never a scan of the table.
+/// (`order_outbox_unsent_idx`), never a scan of the table. A relay reads it at most once a second,
+/// not per pass (`events::EventMetrics::outbox_gauges_due` says why).
 pub const OUTBOX_BACKLOG: &str = "\
 SELECT (SELECT count(*) FROM (SELECT 1 FROM order_outbox WHERE sent_at IS NULL LIMIT 10000) capped)
            AS backlog,

@@ -88,8 +88,18 @@ impl Cap {
     }
 }
 
+/// The probes, answered on a connection above the cap too.
+const PROBES: [&str; 2] = ["/health", "/ready"];
+
 /// Middleware: a request on a connection above the cap is answered 503 `too_many_connections`,
 /// and its connection closed.
+///
+/// The probes ([`PROBES`]) are the exception: answered as under the cap, then the connection is
+/// closed. The kubelet opens a connection per probe, so at the cap a refused `/health` would
+/// have the replica restarted (dropping every connection it holds) and a refused `/ready` would
+/// take it out of its Service, every replica at once under a flood of connections — while each
+/// still serves the connections it holds and refuses the others clearly. Ready means this
+/// process can serve, as with a slow database (`http::ready`).
 pub async fn refuse(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -99,6 +109,14 @@ pub async fn refuse(
             .call(req)
             .await
             .map(ServiceResponse::map_into_left_body);
+    }
+    if PROBES.contains(&req.path()) {
+        let mut response = next.call(req).await?;
+        response
+            .response_mut()
+            .head_mut()
+            .set_connection_type(ConnectionType::Close);
+        return Ok(response.map_into_left_body());
     }
     if let Some(metrics) = req.app_data::<web::Data<Arc<crate::plumbing::metrics::Metrics>>>() {
         metrics.connections_refused.inc();
