@@ -10,6 +10,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sqlx::Connection;
+
 mod common;
 #[path = "common/smoke_run.rs"]
 mod smoke_run;
@@ -18,6 +20,10 @@ use smoke_run::SmokeRun;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
     let run = SmokeRun::new("death").await;
+    // The kill waits for orders in flight, read in the run's own database.
+    let Some(url) = run.database_url() else {
+        return labkit::skip::unless_ci("TEST_DATABASE_URL is not set (scripts/test.sh sets it)");
+    };
     let mut cmd = run.lab(&["--profile", "constant-20-8", "--warmup-s", "1"]);
     cmd.args(["--latency", "seller=1,risk=1,pay=1500"])
         .args(["--deps-timeout-ms", "3000", "--db-pool-timeout-ms", "1000"])
@@ -26,10 +32,12 @@ async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let lab = cmd.spawn().expect("starting loadtest lab");
-    // The API is the lab's child named reactive-api; kill it once the measured part has begun
-    // (the lab's results folder gets the API's log at start; give the load 3 s more).
+    // The API is the lab's child named reactive-api; kill it once the measured part has begun and
+    // orders are between their charge and their persist: 30 keys in the database (at 20/s, a
+    // second or more into the measured part whether or not the warm-up's are still there), some
+    // of them CHARGING.
     let api = wait_for_child(lab.id(), "reactive-api", Duration::from_secs(120));
-    std::thread::sleep(Duration::from_secs(4));
+    wait_for_charging(url, 30, Duration::from_secs(120)).await;
     Command::new("kill")
         .args(["-9", &api.to_string()])
         .status()
@@ -75,6 +83,31 @@ async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
         "{summary}"
     );
     run.clean_up().await;
+}
+
+/// Returns once the database at `url` holds at least `keys` idempotency keys, one of them
+/// `CHARGING`; panics past `within`.
+async fn wait_for_charging(url: &str, keys: i64, within: Duration) {
+    let start = Instant::now();
+    loop {
+        let counts: Option<(i64, i64)> = match sqlx::PgConnection::connect(url).await {
+            Ok(mut conn) => sqlx::query_as(
+                "SELECT count(*), count(*) FILTER (WHERE state = 'CHARGING') FROM idempotency_keys",
+            )
+            .fetch_one(&mut conn)
+            .await
+            .ok(),
+            Err(_) => None,
+        };
+        if counts.is_some_and(|(all, charging)| all >= keys && charging > 0) {
+            return;
+        }
+        assert!(
+            start.elapsed() < within,
+            "no {keys} keys with one CHARGING within {within:?}: {counts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The pid of `parent`'s descendant whose command name is `name`, once it exists.

@@ -2,7 +2,9 @@
 //! into the `k8s-openapi` type of its kind (Kubernetes 1.32, kubectl's) with no field left unread
 //! (`serde_ignored`: a misspelt or misplaced field would otherwise vanish silently), and the lab's
 //! rules hold: both APIs Guaranteed (requests = limits) with the same resources, probes on `/ready`
-//! and `/health`, a grace period above `SHUTDOWN_GRACE_MS`, the generator an Indexed Job with as
+//! and `/health` with timings that fit them (timeouts of 1 s or more, liveness giving up later than
+//! readiness, a startup window above `MIGRATION_LOCK_WAIT_MS`), a grace period above
+//! `SHUTDOWN_GRACE_MS`, the generator an Indexed Job with as
 //! many shards as its settings say, and the `local` overlay within what `podman kube play` runs.
 //! Needs kubectl (the machine's image has it); without it the test says so and passes, or fails
 //! under CI (`labkit::skip`).
@@ -128,4 +130,38 @@ fn a_misspelt_field_or_an_unequal_api_is_caught() {
         "{bad:?}"
     );
     assert!(bad.iter().any(|b| b.contains("same resources")), "{bad:?}");
+}
+
+#[test]
+fn probe_timings_that_would_restart_a_serving_or_starting_replica_are_caught() {
+    let Some(yaml) = render("ci") else {
+        labkit::skip::unless_ci("kubectl is not installed, deploy/k8s was not rendered");
+        return;
+    };
+    let mut docs = documents(&yaml);
+    let is_api = |v: &Value| v["metadata"]["name"] == "blocking-api" && v["kind"] == "Deployment";
+    let api = docs.iter_mut().find(|v| is_api(v)).unwrap();
+    let container = &mut api["spec"]["template"]["spec"]["containers"][0];
+    // Liveness as quick to give up as readiness, a startup window of 10 s against a 30 s lock wait.
+    container["livenessProbe"]["periodSeconds"] =
+        container["readinessProbe"]["periodSeconds"].clone();
+    container["livenessProbe"]["failureThreshold"] =
+        container["readinessProbe"]["failureThreshold"].clone();
+    container["startupProbe"]["failureThreshold"] = 5.into();
+    let objects: Vec<Object> = docs.into_iter().map(|v| object(v).unwrap()).collect();
+    let bad = violations(&objects, false);
+    assert!(
+        bad.iter()
+            .any(|b| b.starts_with("blocking-api: liveness gives up")),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter()
+            .any(|b| b.starts_with("blocking-api: a startup probe must wait")),
+        "{bad:?}"
+    );
+    assert!(
+        !bad.iter().any(|b| b.starts_with("reactive-api")),
+        "{bad:?}"
+    );
 }

@@ -48,6 +48,12 @@ impl SmokeRun {
         cmd
     }
 
+    /// The URL of the run's own database, where `TEST_DATABASE_URL` named a server.
+    #[allow(dead_code)] // each test binary compiles this file; not every one reads the database
+    pub fn database_url(&self) -> Option<&str> {
+        self.db.as_ref().map(|(url, _, _)| url.as_str())
+    }
+
     /// The run's results file.
     pub fn results(&self) -> RunResults {
         RunResults::load(self.out.join("results-reactive-0.json")).unwrap()

@@ -44,12 +44,55 @@ fn probe_path(p: Option<&Probe>) -> Option<&str> {
     p?.http_get.as_ref()?.path.as_deref()
 }
 
+/// How long a probe lets a container fail before acting: period × failure threshold, seconds
+/// (Kubernetes' defaults: 10 s, 3).
+fn failing_window_s(p: &Probe) -> i32 {
+    p.period_seconds.unwrap_or(10) * p.failure_threshold.unwrap_or(3)
+}
+
+/// The probes' timings against the rules they serve (docs/contract.md, "Probes and readiness"):
+/// `/ready` and `/health` answer within 100 ms, so a timeout of 1 s or more is never the probe's
+/// own doing; liveness gives up later than readiness, so a replica leaves its Service before it
+/// is restarted; a start may wait `MIGRATION_LOCK_WAIT_MS` for the migration lock with its port
+/// not yet bound, so the startup probe's window must be longer than that.
+fn probe_timings(api: &str, c: &Container, lock_wait_ms: Option<i64>, bad: &mut Vec<String>) {
+    let (Some(ready), Some(live)) = (c.readiness_probe.as_ref(), c.liveness_probe.as_ref()) else {
+        return; // no probe: said by the path rules
+    };
+    for (what, p) in [("readiness", ready), ("liveness", live)] {
+        if p.timeout_seconds.unwrap_or(1) < 1 {
+            bad.push(format!("{api}: {what} probe's timeout below 1 s"));
+        }
+    }
+    if failing_window_s(live) <= failing_window_s(ready) {
+        bad.push(format!(
+            "{api}: liveness gives up after {} s, not later than readiness ({} s)",
+            failing_window_s(live),
+            failing_window_s(ready)
+        ));
+    }
+    match (c.startup_probe.as_ref(), lock_wait_ms) {
+        (Some(start), Some(ms)) if i64::from(failing_window_s(start)) * 1000 > ms => {
+            if probe_path(Some(start)) != Some("/health") {
+                bad.push(format!("{api}: startup probe is not GET /health"));
+            }
+        }
+        (start, ms) => bad.push(format!(
+            "{api}: a startup probe must wait longer than MIGRATION_LOCK_WAIT_MS {ms:?} ms: {:?} s",
+            start.map(failing_window_s)
+        )),
+    }
+}
+
 /// Every rule broken, as sentences; empty when the manifests keep them. `local`: the overlay for
 /// `podman kube play`, which runs only some kinds.
 pub fn violations(objects: &[Object], local: bool) -> Vec<String> {
     let mut bad = Vec::new();
     let grace_ms: Option<i64> =
         setting(config(objects, "order-api-env"), "SHUTDOWN_GRACE_MS").and_then(|v| v.parse().ok());
+    let lock_wait_ms: Option<i64> =
+        setting(config(objects, "order-api-env"), "MIGRATION_LOCK_WAIT_MS")
+            .and_then(|v| v.parse().ok());
     let mut resources: Vec<(&str, Option<&ResourceRequirements>)> = Vec::new();
     for api in APIS {
         let Some(d) = objects.iter().find_map(|o| match o {
@@ -85,6 +128,7 @@ pub fn violations(objects: &[Object], local: bool) -> Vec<String> {
         if probe_path(c.liveness_probe.as_ref()) != Some("/health") {
             bad.push(format!("{api}: liveness probe is not GET /health"));
         }
+        probe_timings(api, c, lock_wait_ms, &mut bad);
         match (spec.termination_grace_period_seconds, grace_ms) {
             (Some(s), Some(ms)) if s * 1000 > ms => {}
             (s, ms) => bad.push(format!(
