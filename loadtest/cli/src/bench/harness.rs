@@ -12,7 +12,6 @@
 //! CPU time, so they hold on a busy machine better than latency does; the run's harness-bound
 //! verdict is printed with them, since a harness at its limit is what this measures.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -21,7 +20,6 @@ use serde::{Deserialize, Serialize};
 use lab_results::{PostgresJobs, RunResults, SecondSample};
 
 use super::BenchArgs;
-use crate::lab_args::LabArgs;
 
 /// The open-model plan of each run.
 pub const PROFILE: &str = "hold-750";
@@ -54,18 +52,10 @@ pub struct HarnessFigure {
 
 /// Runs each API, prints and writes `harness.json` and `harness.md`.
 pub async fn command(args: &BenchArgs) -> Result<ExitCode> {
-    let out = args.out.clone().unwrap_or_else(|| {
-        Path::new("reports").join(format!(
-            "{}-bench-harness",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
-        ))
-    });
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let plan = ["--profile", PROFILE, "--blocking-threads", "auto"];
+    let (out, runs) = super::lab_runs(args, "harness", &plan).await?;
     let mut figures = Vec::new();
-    for api in &args.apis {
-        let lab = lab_args(api, &out.join(api), args)?;
-        let (runs, _) = crate::lab::lab(lab).await?;
-        let r = runs.first().context("the harness run made no results")?;
+    for (api, r) in &runs {
         figures.push(figure(r).with_context(|| format!("{api}: no plateau measured"))?);
     }
     std::fs::write(
@@ -80,30 +70,6 @@ pub async fn command(args: &BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn lab_args(api: &str, out: &Path, args: &BenchArgs) -> Result<LabArgs> {
-    let mut argv: Vec<String> = [
-        "--apis",
-        api,
-        "--profile",
-        PROFILE,
-        "--blocking-threads",
-        "auto",
-        "--no-progress",
-    ]
-    .map(String::from)
-    .to_vec();
-    argv.extend(["--db-pool-size".to_owned(), args.db_pool_size.to_string()]);
-    if args.no_limits {
-        argv.push("--no-limits".to_owned());
-    }
-    if args.no_pin {
-        argv.push("--no-pin".to_owned());
-    }
-    let mut lab = LabArgs::from_flags(argv)?;
-    lab.out = Some(out.to_owned());
-    Ok(lab)
 }
 
 /// Per-order figures over the run's plateau (the `constant` phase); `None` without orders there.

@@ -10,7 +10,6 @@
 //! (exit 1) when the gated figure ([`MemoryFigure::gated_kib`]) rose more than
 //! [`TOLERANCE`] against the committed baseline (`docs/bench/memory-baseline.json`).
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -20,7 +19,6 @@ use lab_results::RunResults;
 use lab_results::numbers::MIB;
 
 use super::BenchArgs;
-use crate::lab_args::LabArgs;
 
 /// The open-model plan of each run.
 pub const PROFILE: &str = "hold-250";
@@ -67,18 +65,17 @@ pub struct MemoryBaseline {
 
 /// Runs each API, prints and writes `memory.json`, and checks or saves the baseline.
 pub async fn command(args: &BenchArgs) -> Result<ExitCode> {
-    let out = args.out.clone().unwrap_or_else(|| {
-        Path::new("reports").join(format!(
-            "{}-bench-memory",
-            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
-        ))
-    });
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let plan = [
+        "--profile",
+        PROFILE,
+        "--duration-scale",
+        DURATION_SCALE,
+        "--blocking-threads",
+        BLOCKING_THREADS,
+    ];
+    let (out, runs) = super::lab_runs(args, "memory", &plan).await?;
     let mut figures = Vec::new();
-    for api in &args.apis {
-        let lab = lab_args(api, &out.join(api), args)?;
-        let (runs, _) = crate::lab::lab(lab).await?;
-        let r = runs.first().context("the memory run made no results")?;
+    for (api, r) in &runs {
         figures.push(figure(r).with_context(|| format!("{api}: no RSS slope measured"))?);
     }
     std::fs::write(
@@ -116,33 +113,6 @@ pub async fn command(args: &BenchArgs) -> Result<ExitCode> {
         eprintln!("bench: RSS per order in flight rose past the baseline's tolerance");
         ExitCode::FAILURE
     })
-}
-
-fn lab_args(api: &str, out: &Path, args: &BenchArgs) -> Result<LabArgs> {
-    let out: PathBuf = out.to_owned();
-    let mut argv: Vec<String> = [
-        "--apis",
-        api,
-        "--profile",
-        PROFILE,
-        "--duration-scale",
-        DURATION_SCALE,
-        "--blocking-threads",
-        BLOCKING_THREADS,
-        "--no-progress",
-    ]
-    .map(String::from)
-    .to_vec();
-    argv.extend(["--db-pool-size".to_owned(), args.db_pool_size.to_string()]);
-    if args.no_limits {
-        argv.push("--no-limits".to_owned());
-    }
-    if args.no_pin {
-        argv.push("--no-pin".to_owned());
-    }
-    let mut lab = LabArgs::from_flags(argv)?;
-    lab.out = Some(out);
-    Ok(lab)
 }
 
 /// The slopes of one run (least squares of RSS on the count, over every sampled second of the
