@@ -385,7 +385,7 @@ pub fn table(
             fixed(r.wal_syncs_per_s, 0)
         ));
     }
-    notes.extend(super::tables::checks_and_limits(
+    notes.extend(lab_report::scenario::tables::checks_and_limits(
         done.iter().flat_map(|(_, runs)| runs),
     ));
     ScenarioTable {

@@ -13,8 +13,8 @@ use lab_results::numbers::{MIB, ms_or_s};
 use lab_results::{RunResults, SecondSample};
 
 use super::Variant;
-use super::tables::constant_seconds;
 use lab_report::scenario::ScenarioTable;
+use lab_report::scenario::figures::constant_seconds;
 
 /// The steady rate, orders/s.
 pub const RATE: u64 = 75;
