@@ -34,7 +34,7 @@
 mod batching;
 mod batching_ceiling;
 mod batching_plan;
-mod batching_table;
+mod batching_rows;
 pub mod capacity;
 pub mod capacity_cause;
 pub mod capacity_points;
