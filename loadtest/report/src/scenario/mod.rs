@@ -5,7 +5,7 @@
 //! [`capacity_charts`]), and capacity's whole page from its rows ([`capacity_table`]). Each
 //! scenario's table is built here from its runs' results, handed over as plain data
 //! ([`VariantRuns`]: a slug and the runs): [`tables`] (remotecall, db-latency, slow-dependency,
-//! and every table's links and checks), [`faults`], [`overload`], [`batching`], [`events`].
+//! and every table's links and checks), [`faults`], [`overload`], [`batching`], [`events`], [`soak`].
 //!
 //! Presentation only, and so here beside the report's: the scenario modules of `loadtest/cli`
 //! run the runs and work out what they mean — the conclusion, which rows were harness-bound —
@@ -25,6 +25,7 @@ pub mod figures;
 pub mod overload;
 mod page;
 mod shown;
+pub mod soak;
 pub mod tables;
 
 pub use page::render_html;
