@@ -5,7 +5,8 @@
 //! [`capacity_charts`]), and capacity's whole page from its rows ([`capacity_table`]). Each
 //! scenario's table is built here from its runs' results, handed over as plain data
 //! ([`VariantRuns`]: a slug and the runs): [`tables`] (remotecall, db-latency, slow-dependency,
-//! and every table's links and checks), [`faults`], [`overload`], [`batching`], [`events`], [`soak`].
+//! and every table's links and checks), [`faults`], [`overload`], [`batching`], [`events`], [`soak`]; `loadtest crossover`'s page
+//! ([`crossover`]).
 //!
 //! Presentation only, and so here beside the report's: the scenario modules of `loadtest/cli`
 //! run the runs and work out what they mean — the conclusion, which rows were harness-bound —
@@ -18,6 +19,7 @@ pub mod batching;
 pub mod capacity_charts;
 pub mod capacity_table;
 pub mod charts;
+pub mod crossover;
 pub mod events;
 pub mod faults;
 mod faults_figures;
