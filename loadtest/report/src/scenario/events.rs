@@ -166,3 +166,83 @@ fn original(broker: &str, mode: &str) -> &'static str {
         _ => "—",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(broker: &str, mode: &str, crash: bool) -> EventsRow {
+        EventsRow {
+            api: "blocking-api".to_owned(),
+            mode: mode.to_owned(),
+            broker: broker.to_owned(),
+            crash,
+            req_per_s: 18.04,
+            mean_ms: 1500.0,
+            max_ms: 3200.0,
+            errors: 2,
+            orders: 298,
+            events_in_stream: 298,
+            events_lost: 0,
+            events_duplicated: 0,
+            requests: 300,
+            broker_rtt_ms: 3000,
+            errors_by_kind: [("503 database_unavailable".to_owned(), 2)].into(),
+            pool_timeouts: Some(2),
+            peak_connections_in_use: 10,
+            events_orphaned: 0,
+            outbox_backlog_peak: 0,
+            outbox_drain_s: None,
+            settled: !crash,
+        }
+    }
+
+    #[test]
+    fn a_slowed_two_phase_row_stands_beside_the_original_and_an_unsettled_run_is_noted() {
+        let plan = Plan {
+            clients: 30,
+            requests: 3000,
+            slow_broker_ms: 3000,
+        };
+        let t = table(
+            &[
+                row("slowed", "two-phase", false),
+                row("healthy", "outbox", true),
+            ],
+            &plan,
+        );
+        assert_eq!(t.columns.len(), t.rows[0].len());
+        assert_eq!(
+            t.rows[0][..8],
+            [
+                "blocking-api",
+                "two-phase",
+                "slowed (+3000 ms)",
+                "—",
+                "18.0",
+                "1.50 s",
+                "2 (2 503 database_unavailable)",
+                "2"
+            ]
+        );
+        assert_eq!(t.rows[0][16], "18 req/s, 1204 ms median, 23 pool timeouts");
+        assert_eq!(
+            (t.rows[1][3].as_str(), t.rows[1][16].as_str()),
+            ("kill -9", "—")
+        );
+        assert_eq!(t.rows[1][15], "0 / —", "an outbox row shows its backlog");
+        assert!(
+            t.notes[0].starts_with("Closed model: 30 clients"),
+            "{}",
+            t.notes[0]
+        );
+        assert!(t.notes[0].contains("slowed runs 300 (a fixed 3000 ms round trip"));
+        assert!(
+            t.notes.last().is_some_and(
+                |n| n.starts_with("blocking-api outbox (healthy, crash): did not settle")
+            ),
+            "{:?}",
+            t.notes
+        );
+    }
+}
