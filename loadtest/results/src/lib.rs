@@ -29,6 +29,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 pub mod api;
+pub mod batching;
 pub mod bench;
 pub mod cost;
 mod db_activity;

@@ -7,6 +7,8 @@
 //! Like the results files, the rows change additively only (new fields `Option` or
 //! `#[serde(default)]`), so an older `scenario.json` still loads.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -84,6 +86,35 @@ pub struct EventsPoint {
     pub events_lost: u64,
     #[serde(default)]
     pub broker_rtt_ms: u64,
+}
+
+/// One row of the scenario's table and of `scenario.json` (the keys first).
+#[derive(Debug, Clone, Serialize)]
+pub struct EventsRow {
+    pub api: String,
+    pub mode: String,
+    pub broker: String,
+    pub crash: bool,
+    pub req_per_s: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
+    pub errors: u64,
+    pub orders: u64,
+    pub events_in_stream: u64,
+    pub events_lost: u64,
+    pub events_duplicated: u64,
+    pub requests: u64,
+    pub broker_rtt_ms: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Acquire timeouts the API counted (`None` after a crash: its counters restarted).
+    pub pool_timeouts: Option<u64>,
+    pub peak_connections_in_use: u64,
+    pub events_orphaned: u64,
+    pub outbox_backlog_peak: u64,
+    /// From the end of the load until no outbox row was unsent.
+    pub outbox_drain_s: Option<f64>,
+    /// `true` when the API settled within the lab's wait.
+    pub settled: bool,
 }
 
 /// A batching row, the fields the conclusion and the chart read.

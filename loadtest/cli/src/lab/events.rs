@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use event_broker::Broker;
+use lab_results::scenario::EventsRow;
 use lab_results::{OUTCOME_CONNECT_ERROR, OUTCOME_IO_ERROR};
 use labkit::nats::EphemeralNats;
 use latency_proxy::LatencyProxy;
@@ -29,7 +30,6 @@ use loadgen::profile::Profile;
 use loadgen::recorder::Acc;
 use loadgen::sampler::{Peaks, metrics_client, scrape_metrics};
 use order_core::domain::error::ErrorCode;
-use serde::Serialize;
 use sqlx::Connection;
 use strum::IntoEnumIterator;
 use tokio::sync::Mutex;
@@ -68,35 +68,6 @@ pub struct EventsRun {
     pub crash_after: Option<u64>,
     /// (start s, duration s, rtt ms): the broker slowed mid-run (`--inject broker=…`).
     pub inject: Option<(f64, f64, u64)>,
-}
-
-/// One row of the scenario's table and of `scenario.json` (the keys first).
-#[derive(Debug, Clone, Serialize)]
-pub struct EventsRow {
-    pub api: String,
-    pub mode: String,
-    pub broker: String,
-    pub crash: bool,
-    pub req_per_s: f64,
-    pub mean_ms: f64,
-    pub max_ms: f64,
-    pub errors: u64,
-    pub orders: u64,
-    pub events_in_stream: u64,
-    pub events_lost: u64,
-    pub events_duplicated: u64,
-    pub requests: u64,
-    pub broker_rtt_ms: u64,
-    pub errors_by_kind: BTreeMap<String, u64>,
-    /// Acquire timeouts the API counted (`None` after a crash: its counters restarted).
-    pub pool_timeouts: Option<u64>,
-    pub peak_connections_in_use: u64,
-    pub events_orphaned: u64,
-    pub outbox_backlog_peak: u64,
-    /// From the end of the load until no outbox row was unsent.
-    pub outbox_drain_s: Option<f64>,
-    /// `true` when the API settled within [`SETTLE_LIMIT`].
-    pub settled: bool,
 }
 
 /// What every run of the scenario shares: PostgreSQL, mock-deps at 0 ms, NATS behind the proxy.

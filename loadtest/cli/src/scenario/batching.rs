@@ -11,8 +11,9 @@
 //! then, to show what batching costs one order when nothing queues, batch 1 and 100 at an
 //! unsaturated `LOW_RATE` orders/s (open model) per API.
 //! Pool of `POOL` (the db-latency scenario's), admission control off (the closed model bounds
-//! what is in flight). The runs and these constants are planned in `batching_plan.rs`; the table
-//! and `scenario.json` are built in `batching_table.rs`.
+//! what is in flight). The runs and these constants are planned in `batching_plan.rs`; the rows
+//! and `scenario.json` are computed in `batching_rows.rs`, the table formatted by
+//! `lab_report::scenario::batching`.
 
 use std::path::{Path, PathBuf};
 
@@ -68,8 +69,8 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         done.push((cell, runs));
     }
     drop(db);
-    let mut table = super::batching_table::table(&done, fsync.as_ref(), &server);
-    let json = serde_json::to_value(super::batching_table::json(&done, fsync.as_ref(), &server))?;
+    let mut table = super::batching_rows::table(&done, fsync.as_ref(), &server);
+    let json = serde_json::to_value(super::batching_rows::json(&done, fsync.as_ref(), &server))?;
     std::fs::write(
         out.join("scenario.json"),
         serde_json::to_string_pretty(&json)?,

@@ -1,6 +1,6 @@
 //! The batching scenario's predicted ceiling: the most orders/s a run could reach if only its
 //! round trips and WAL flushes left unbatched held it back, beside which its table shows each
-//! row (`batching_table.rs`).
+//! row (`batching_rows.rs`).
 //!
 //! The ceiling (Little's law, as beside the blocking plateau: connections ÷ time each order holds
 //! one). An autocommit statement holds its pooled connection for one round trip, its execution in
@@ -16,17 +16,7 @@
 //!   release between batches). The ceiling is the lower of the two.
 //!
 
-use serde::Serialize;
-
-/// The predicted ceiling of one row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Ceiling {
-    pub orders_per_s: f64,
-    /// `pool` or `writer`: which bound is lower.
-    pub bound: &'static str,
-    /// The arithmetic, for the table.
-    pub formula: String,
-}
+pub use lab_results::batching::Ceiling;
 
 /// What one statement holds its connection for, ms (see the module's doc).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,5 +1,5 @@
 //! The batching scenario's plan: its grid of runs and the settings every run shares, read by the
-//! runner (`batching.rs`) and by the table built from the runs (`batching_table.rs`).
+//! runner (`batching.rs`) and by the rows computed from the runs (`batching_rows.rs`).
 
 use lab_results::{MockLatencies, Shedding};
 

@@ -5,14 +5,17 @@
 //! figure is a search's own, and each search's objective is shown beside it (the one derived from
 //! the critical path, or the one given with `--slo`), since a derived objective can be tighter
 //! than an order's own work at a short critical path.
+//!
+//! Here: reading the folders and the conclusion (which API served more at each critical path);
+//! the table and its chart are `lab_report::scenario::crossover`'s.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use lab_report::scenario::capacity_table::capacity_sentence;
-use lab_report::scenario::{ScenarioTable, capacity_charts};
+use lab_report::scenario::ScenarioTable;
+use lab_report::scenario::crossover::{self, rate_text};
 use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
 
 use crate::cli::CrossoverArgs;
@@ -48,71 +51,12 @@ fn write(table: &ScenarioTable, out: &Path) -> Result<()> {
     super::capacity::write_charts(table, out)
 }
 
-/// The rows (one per search), the conclusion per critical path, and the chart.
+/// The crossover table (`lab_report::scenario::crossover`) with its conclusion: per critical
+/// path, which API served more.
 pub fn table(files: &[CapacityFile]) -> ScenarioTable {
-    let mut rows = Vec::new();
-    let mut harness_bound = Vec::new();
-    for f in files {
-        for c in &f.capacities {
-            rows.push(row(f, c));
-            harness_bound.push(c.stopped_by == StoppedBy::Harness);
-        }
-    }
-    ScenarioTable {
-        title: "Crossover: capacity against the dependencies' critical path".to_owned(),
-        intro: "Each row is one capacity search (`loadtest lab --scenario capacity`) at the \
-                dependency latencies of its critical path; capacity is the highest rate that met \
-                that search's objective, ± its resolution."
-            .to_owned(),
-        columns: [
-            "critical path",
-            "objective",
-            "API",
-            "threads",
-            "capacity /s",
-            "stopped by",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-        conclusion: files.iter().filter_map(conclusion).collect(),
-        harness_bound,
-        charts: vec![capacity_charts::crossover(files)],
-        notes: files
-            .iter()
-            .flat_map(|f| f.capacities.iter().map(move |c| (f, c)))
-            .map(|(f, c)| format!("{} ms: {}", f.critical_path_ms, capacity_sentence(c)))
-            .collect(),
-        ..ScenarioTable::default()
-    }
-}
-
-fn row(f: &CapacityFile, c: &CapacityPoint) -> Vec<String> {
-    vec![
-        format!("{} ms", f.critical_path_ms),
-        f.objective.clone(),
-        c.api.clone(),
-        c.blocking_threads.map_or("—".to_owned(), |t| t.to_string()),
-        capacity_text(c),
-        c.stopped_by.as_str().to_owned(),
-    ]
-}
-
-/// `250 ± 25`, `≥ 400` (the search's top or a harness-bound stop), or `none met`.
-fn capacity_text(c: &CapacityPoint) -> String {
-    match (c.capacity_rps, c.stopped_by) {
-        (None, _) => "none met".to_owned(),
-        (Some(r), StoppedBy::Harness | StoppedBy::None) => format!("≥ {r:.0}"),
-        (Some(r), _) => format!("{r:.0} ± {:.0}", c.resolution_rps),
-    }
-}
-
-/// A capacity in a sentence: `250 ± 25/s`, `≥ 400/s`, `none met`.
-fn rate_text(c: &CapacityPoint) -> String {
-    match c.capacity_rps {
-        None => "none met".to_owned(),
-        Some(_) => format!("{}/s", capacity_text(c)),
-    }
+    let mut table = crossover::table(files);
+    table.conclusion = files.iter().filter_map(conclusion).collect();
+    table
 }
 
 /// At one critical path: which API served more within the objective, or that they tie within

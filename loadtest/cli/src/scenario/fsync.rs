@@ -6,21 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde::Serialize;
-
-/// One 8 kB write and its flush, as `pg_test_fsync` timed it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FsyncFigure {
-    /// The sync method (`fdatasync`: Linux's default `wal_sync_method`).
-    pub method: String,
-    pub ops_per_s: f64,
-    pub usecs_per_op: f64,
-    /// Where it wrote, and that file system's type.
-    pub dir: String,
-    pub fs_type: String,
-    /// `pg_test_fsync`'s lines for one 8 kB write, as printed.
-    pub excerpt: String,
-}
+pub use lab_results::batching::FsyncFigure;
 
 /// Seconds per test (`pg_test_fsync -s`): about 18 tests are run.
 const SECS_PER_TEST: &str = "1";

@@ -11,7 +11,7 @@
 //! - `faults` (money safety): both APIs at a constant rate with retrying clients, payment faults
 //!   throughout, the API killed and restarted, PostgreSQL restarted; then one run per outage with
 //!   plain clients: PostgreSQL frozen 20 s, 300 slow uploads, the payment gateway unreachable
-//!   30 s, the broker's acknowledgements 7 s for 30 s with the outbox on (`faults_table::OUTAGES`).
+//!   30 s, the broker's acknowledgements 7 s for 30 s with the outbox on (`faults_plan::OUTAGES`).
 //!   Every charge must end as one order or one void, and every order's event in the stream.
 //! - `overload`: ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
@@ -34,7 +34,7 @@
 mod batching;
 mod batching_ceiling;
 mod batching_plan;
-mod batching_table;
+mod batching_rows;
 pub mod capacity;
 pub mod capacity_cause;
 pub mod capacity_points;
@@ -43,8 +43,7 @@ mod conclusions;
 mod conditions;
 pub mod crossover;
 mod events;
-mod faults_figures;
-mod faults_table;
+mod faults_plan;
 mod findings;
 mod fsync;
 mod overload;
@@ -132,7 +131,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
     let mut out = Vec::new();
     // Times as written; the lab multiplies them by --duration-scale, as it does the user's own.
     let slowed_payment = Injection::parse("pay=5000@30+30", 1.0)?;
-    let plan = FaultPlan::parse(faults_table::PLAN, 1.0)?;
+    let plan = FaultPlan::parse(faults_plan::PLAN, 1.0)?;
     let with = |slug: String, f: &dyn Fn(&mut LabArgs)| {
         let mut args = base.clone();
         args.scenario = None;
@@ -189,11 +188,8 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
             // neither a hung payment (DEPS_TIMEOUT_MS) nor the API's request deadline (30 s
             // leaves both to the API), quick recovery, a durable PostgreSQL.
             let faults_run = |a: &mut LabArgs, retry_for_s: Option<f64>, faults: FaultPlan| {
-                a.load.profile = format!(
-                    "constant-{}-{}",
-                    faults_table::RATE,
-                    faults_table::DURATION_S
-                );
+                a.load.profile =
+                    format!("constant-{}-{}", faults_plan::RATE, faults_plan::DURATION_S);
                 a.latency = SEED_LATENCIES;
                 a.load.retry_for_s = retry_for_s;
                 a.load.request_timeout_s = 30.0;
@@ -209,7 +205,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
             }));
             // Plain clients: each request's own wait is the measure. The deadline is the APIs'
             // REQUEST_DEADLINE_MS.
-            for (slug, spec, _) in faults_table::OUTAGES {
+            for (slug, spec, _) in faults_plan::OUTAGES {
                 let outage = FaultPlan::parse(spec, 1.0)?;
                 out.push(with(slug.to_owned(), &|a| faults_run(a, None, outage)));
             }
@@ -294,7 +290,10 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
     }
     drop(db);
     let mut table = if name == "soak" {
-        tables::with_links_and_checks(soak::table(&done, &sizes), &done)
+        lab_report::scenario::tables::with_links_and_checks(
+            soak::table(&done, &sizes),
+            &tables::plain(&done),
+        )
     } else {
         tables::build(name, &done)
     };

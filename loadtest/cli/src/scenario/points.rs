@@ -1,9 +1,10 @@
 //! The rows of the scenarios made of lab runs (`remotecall`, `db-latency`, `overload`, `faults`)
 //! as their `scenario.json` holds them (`lab_results::scenario`), each computed from one run: the
 //! figures their page's conclusion (`conclusions.rs`) and chart (`lab_report::scenario::charts`)
-//! are drawn from. The markdown table keeps its own formatting (`tables.rs`, `overload.rs`,
-//! `faults_table.rs`); these rows carry the numbers behind it, so a committed `scenario.json`
-//! rebuilds the page the same way.
+//! are drawn from. The markdown table keeps its own formatting (`lab_report::scenario::tables`,
+//! `::overload`, `::faults`); these rows carry the numbers behind it, read the same way
+//! (`lab_report::scenario::figures`), so a committed `scenario.json` rebuilds the page the same
+//! way.
 
 use serde_json::Value;
 
@@ -11,7 +12,9 @@ use lab_results::scenario::{DbLatencyPoint, FaultsPoint, OverloadPoint, Remoteca
 use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
 use super::Variant;
-use super::tables::{closed_rate, connections_in_use, median, plateau, rtt};
+use lab_report::scenario::figures::{
+    closed_rate, connections_in_use, median, plateau, rtt, schedule_s,
+};
 
 /// The rows of scenario `name`, one per run in the table's order; `None` for a scenario without
 /// typed rows (slow-dependency).
@@ -73,7 +76,7 @@ fn overload(r: &RunResults) -> OverloadPoint {
     OverloadPoint {
         api: r.api.clone(),
         shedding: r.config.shedding.map_or("—", Shedding::as_str).to_owned(),
-        ok_per_s: s.ok as f64 / super::overload::schedule_s(r),
+        ok_per_s: s.ok as f64 / schedule_s(r),
         ok_p99_ms: s.ok_latency_ms.map(|l| l.p99),
         overloaded: kind(OUTCOME_OVERLOADED),
         overloaded_p99_ms: s.overloaded_latency_ms.map(|l| l.p99),

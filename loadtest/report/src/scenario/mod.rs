@@ -2,24 +2,43 @@
 //! ([`ScenarioTable`]) with its conclusion, trust line, conditions and charts, written as
 //! `summary.md` ([`render_markdown`]) and as `scenario.html` ([`render_html`], in the style of
 //! report.html, `page.rs`); the charts drawn from a `scenario.json`'s rows ([`charts`],
-//! [`capacity_charts`]), and capacity's whole page from its rows ([`capacity_table`]).
+//! [`capacity_charts`]), and capacity's whole page from its rows ([`capacity_table`]). Each
+//! scenario's table is built here from its runs' results, handed over as plain data
+//! ([`VariantRuns`]: a slug and the runs): [`tables`] (remotecall, db-latency, slow-dependency,
+//! and every table's links and checks), [`faults`], [`overload`], [`batching`], [`events`], [`soak`]; `loadtest crossover`'s page
+//! ([`crossover`]).
 //!
 //! Presentation only, and so here beside the report's: the scenario modules of `loadtest/cli`
-//! run the runs and work out what they mean — each row's cells, the conclusion, which rows were
-//! harness-bound — and hand this module a [`ScenarioTable`]; the charts read only the rows
+//! run the runs and work out what they mean — the conclusion, which rows were harness-bound —
+//! and hand this module the runs or a [`ScenarioTable`]; the charts read only the rows
 //! (`lab_results::scenario`), so a committed result is drawn again the same way. One table
 //! writer ([`crate::markdown_table`]), one chart module ([`crate::svg`], its bars included) for
 //! the report and every scenario page.
 
+pub mod batching;
 pub mod capacity_charts;
 pub mod capacity_table;
 pub mod charts;
+pub mod crossover;
+pub mod events;
+pub mod faults;
+mod faults_figures;
+pub mod figures;
+pub mod overload;
 mod page;
 mod shown;
+pub mod soak;
+pub mod tables;
 
 pub use page::render_html;
 
+use lab_results::RunResults;
+
 use crate::markdown_table::Table;
+
+/// One variant's runs as a scenario's table reads them: its slug (the folder of its full report
+/// and the row's key) and its repeats' results.
+pub type VariantRuns<'a> = (&'a str, &'a [RunResults]);
 
 /// A table with the words around it.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -3,48 +3,30 @@
 //! API's CPU during the outage, what became of the order events when the broker was slowed, and
 //! (for the retrying clients' row) how the clients ended and how long each fault kept the API from
 //! answering 201.
+//!
+//! The plan itself is the lab's: its rate, length and outages come in as a [`Plan`].
 
 use lab_results::faults::{BrokerRecord, DB_RESTART_LABEL, FaultPlan, KILL_LABEL};
 use lab_results::numbers::ms_or_s;
 use lab_results::{MoneyRecord, RetryRecord, RunResults};
 
-use super::Variant;
 use super::faults_figures::{answered_within_deadline, api_cpu_during, p99_during_and_before};
-use lab_report::scenario::ScenarioTable;
+use super::{ScenarioTable, VariantRuns};
 
-/// The rate both APIs get, orders/s: a third of blocking-api's Little's-law ceiling with the seed
-/// latencies (200 threads ÷ 2.2 s ≈ 91/s), so that retries after a fault find room.
-pub const RATE: u32 = 30;
-/// Length of the constant-rate run, seconds (before `--duration-scale`).
-pub const DURATION_S: u32 = 60;
-/// The fault plan: payment faults throughout, the API killed at 20 s, PostgreSQL at 40 s.
-pub const PLAN: &str = "pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,hang-ms=8000,\
-                        kill-api@20+2,restart-db@40";
-
-/// The rows with one outage each (variant slug, plan, what the row's `fault` column says), run
-/// at the same rate with plain clients (one request per arrival, no retry), so that each request's
-/// own wait is measured. Outages begin 20 s in; their lengths are the issue's.
-pub const OUTAGES: [(&str, &str, &str); 4] = [
-    ("db-freeze", "db-freeze@20+20", "PostgreSQL frozen 20 s"),
-    (
-        "slow-uploads",
-        "slow-uploads=300@20+30",
-        "300 slow uploads for 30 s",
-    ),
-    (
-        "gateway-down",
-        "gateway-down@20+30",
-        "payment gateway unreachable 30 s",
-    ),
-    (
-        "broker-ack",
-        "broker-ack=7000@20+30",
-        "broker acknowledgements 7 s for 30 s (events on, outbox)",
-    ),
-];
+/// What the page states of the plan the lab ran.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan<'a> {
+    /// The rate both APIs get, orders/s.
+    pub rate: u32,
+    /// Length of the constant-rate run, seconds (before `--duration-scale`).
+    pub duration_s: u32,
+    /// The rows with one outage each: (variant slug, fault spec, what the row's `fault` column
+    /// says).
+    pub outages: &'a [(&'a str, &'a str, &'a str)],
+}
 
 /// The `fault` column of a run.
-fn fault_of(r: &RunResults) -> String {
+fn fault_of(r: &RunResults, outages: &[(&str, &str, &str)]) -> String {
     let Some(plan) = r.config.faults else {
         return "none".into();
     };
@@ -52,7 +34,7 @@ fn fault_of(r: &RunResults) -> String {
         return "payment faults, kill -9, PostgreSQL restart (retrying clients)".into();
     }
     let outage = |o: Option<lab_results::faults::Outage>, slug: &str| {
-        o.and_then(|_| OUTAGES.iter().find(|(s, _, _)| *s == slug))
+        o.and_then(|_| outages.iter().find(|(s, _, _)| *s == slug))
             .map(|(_, _, name)| (*name).to_owned())
     };
     [
@@ -67,18 +49,19 @@ fn fault_of(r: &RunResults) -> String {
     .join(", ")
 }
 
-pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
+pub fn table(done: &[VariantRuns], plan: &Plan) -> ScenarioTable {
+    let (rate, duration_s) = (plan.rate, plan.duration_s);
     let mut rows = Vec::new();
     let mut notes = Vec::new();
-    for r in done.iter().flat_map(|(_, runs)| runs) {
+    for r in done.iter().flat_map(|(_, runs)| *runs) {
         let retries = r.retries.as_ref();
         let money = r.money.as_ref();
         let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
-        let plan = r.config.faults.unwrap_or_default();
-        let outage = plan.outages().first().map(|(_, w)| *w);
+        let faults = r.config.faults.unwrap_or_default();
+        let outage = faults.outages().first().map(|(_, w)| *w);
         rows.push(vec![
             r.api.clone(),
-            fault_of(r),
+            fault_of(r, plan.outages),
             r.summary.sent.to_string(),
             format!(
                 "{} ({} s)",
@@ -113,7 +96,7 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
             recovered(retries, DB_RESTART_LABEL),
         ]);
         if retries.is_none() {
-            notes.push(outage_verdict(r, &plan, money));
+            notes.push(outage_verdict(r, &faults, plan.outages, money));
         }
         if retries.is_some() {
             notes.push(verdict(r.api.as_str(), retries, money));
@@ -153,7 +136,7 @@ pub fn faults(done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     ScenarioTable {
         title: "Money through faults".into(),
         intro: format!(
-            "Both APIs at a constant {RATE} orders/s for {DURATION_S} s (seed latencies 200/1000/1000 ms), \
+            "Both APIs at a constant {rate} orders/s for {duration_s} s (seed latencies 200/1000/1000 ms), \
              DEPS_TIMEOUT_MS 5000, LEASE_MS 15000, RECONCILE_INTERVAL_MS 2000, durable PostgreSQL; the \
              generator's deadline is 30 s (the APIs' REQUEST_DEADLINE_MS). First row per API: each arrival \
              one client that retries (same reference_id and body, at least Retry-After and a capped \
@@ -255,7 +238,12 @@ fn recovered(r: Option<&RetryRecord>, label: &str) -> String {
 /// database — no answer held for the whole freeze (an API that waits on a frozen database
 /// without a bound answers only once it thaws); for a slowed broker, also every order's event in
 /// the stream once the outbox drained (duplicates allowed, and counted).
-fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> String {
+fn outage_verdict(
+    r: &RunResults,
+    plan: &FaultPlan,
+    outages: &[(&str, &str, &str)],
+    m: Option<&MoneyRecord>,
+) -> String {
     let api = r.api.as_str();
     let Some(m) = m else {
         return format!("CHECK FAILED: {api}: money was not counted.");
@@ -314,7 +302,7 @@ fn outage_verdict(r: &RunResults, plan: &FaultPlan, m: Option<&MoneyRecord>) -> 
     let text = format!(
         "{api}, {}: {answered} of {} answered within the deadline, longest {}; {} charges, {} voids, \
          {} orders{events}",
-        fault_of(r),
+        fault_of(r, outages),
         r.summary.sent,
         ms_or_s(longest),
         m.charges,

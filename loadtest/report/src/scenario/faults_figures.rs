@@ -1,7 +1,7 @@
 //! What the `faults` scenario reads from a run about each outage: how many requests got an answer
 //! before the generator's deadline, the API's CPU while the outage lasted, and whether the orders
 //! that kept coming slowed down. Analysis of the run's recorded seconds, kept beside the table
-//! that shows it (`faults_table.rs`); the results crate records the outage, not what it meant.
+//! that shows it (`faults.rs`); the results crate records the outage, not what it meant.
 
 use lab_results::faults::Outage;
 use lab_results::{

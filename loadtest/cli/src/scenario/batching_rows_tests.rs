@@ -108,18 +108,6 @@ fn rows_carry_the_issue_keys_commits_flushes_and_a_reason_when_off_the_ceiling()
 }
 
 #[test]
-fn a_harness_bound_reason_is_shortened_for_the_table() {
-    let long = "harness-bound: the machine at ≥ 180 % CPU while the API was below its quota, \
-                3 s (first at t=0 s); the API runnable but waiting for a CPU ≥ 20 % of the \
-                time while below its quota, 3 s";
-    assert_eq!(
-        short_reason(long),
-        "harness-bound: the machine at ≥ 180 % CPU; the API runnable but waiting for a CPU \
-         ≥ 20 % of the time"
-    );
-}
-
-#[test]
 fn ceilings_from_round_trips_flushes_and_the_pool() {
     let hold = Hold {
         rtt_ms: 6.5,

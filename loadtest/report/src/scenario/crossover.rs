@@ -1,0 +1,76 @@
+//! The page of `loadtest crossover`: several capacity searches, each at its own dependency
+//! latency, in one table — critical path, objective, each API's capacity and what stopped it —
+//! with one chart of capacity against the critical path. Formatted from the searches' own
+//! `scenario.json` rows (`lab_results::scenario::CapacityFile`); which API served more at each
+//! critical path is the lab's conclusion.
+
+use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
+
+use super::capacity_table::capacity_sentence;
+use super::{ScenarioTable, capacity_charts};
+
+/// The rows (one per search), the notes and the chart; the conclusion is the lab's.
+pub fn table(files: &[CapacityFile]) -> ScenarioTable {
+    let mut rows = Vec::new();
+    let mut harness_bound = Vec::new();
+    for f in files {
+        for c in &f.capacities {
+            rows.push(row(f, c));
+            harness_bound.push(c.stopped_by == StoppedBy::Harness);
+        }
+    }
+    ScenarioTable {
+        title: "Crossover: capacity against the dependencies' critical path".to_owned(),
+        intro: "Each row is one capacity search (`loadtest lab --scenario capacity`) at the \
+                dependency latencies of its critical path; capacity is the highest rate that met \
+                that search's objective, ± its resolution."
+            .to_owned(),
+        columns: [
+            "critical path",
+            "objective",
+            "API",
+            "threads",
+            "capacity /s",
+            "stopped by",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        harness_bound,
+        charts: vec![capacity_charts::crossover(files)],
+        notes: files
+            .iter()
+            .flat_map(|f| f.capacities.iter().map(move |c| (f, c)))
+            .map(|(f, c)| format!("{} ms: {}", f.critical_path_ms, capacity_sentence(c)))
+            .collect(),
+        ..ScenarioTable::default()
+    }
+}
+
+fn row(f: &CapacityFile, c: &CapacityPoint) -> Vec<String> {
+    vec![
+        format!("{} ms", f.critical_path_ms),
+        f.objective.clone(),
+        c.api.clone(),
+        c.blocking_threads.map_or("—".to_owned(), |t| t.to_string()),
+        capacity_text(c),
+        c.stopped_by.as_str().to_owned(),
+    ]
+}
+
+/// `250 ± 25`, `≥ 400` (the search's top or a harness-bound stop), or `none met`.
+fn capacity_text(c: &CapacityPoint) -> String {
+    match (c.capacity_rps, c.stopped_by) {
+        (None, _) => "none met".to_owned(),
+        (Some(r), StoppedBy::Harness | StoppedBy::None) => format!("≥ {r:.0}"),
+        (Some(r), _) => format!("{r:.0} ± {:.0}", c.resolution_rps),
+    }
+}
+
+/// A capacity in a sentence: `250 ± 25/s`, `≥ 400/s`, `none met`.
+pub fn rate_text(c: &CapacityPoint) -> String {
+    match c.capacity_rps {
+        None => "none met".to_owned(),
+        Some(_) => format!("{}/s", capacity_text(c)),
+    }
+}
