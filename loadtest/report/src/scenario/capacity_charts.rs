@@ -7,7 +7,7 @@
 use lab_results::numbers::fixed;
 use lab_results::scenario::{CapacityFile, StepPoint, StoppedBy};
 
-use crate::svg::{Bar, Dash, LineChart, PALETTE, Panel, RefLine, Scale, Series, TickFormat, bars};
+use crate::svg::{Bar, Dash, LineChart, PALETTE, Panel, RefLine, Series, bars};
 
 use super::ScenarioChart;
 
@@ -70,15 +70,13 @@ pub fn threads_orders(file: &CapacityFile) -> ScenarioChart {
         }
     }
     let chart = LineChart {
-        title: "Orders per second against blocking-api's threads".to_owned(),
-        x_label: "BLOCKING_THREADS (log spacing)".to_owned(),
-        y_label: "orders per second (plateau)".to_owned(),
-        x_format: TickFormat::PowersOfTen,
-        y_format: TickFormat::Number,
-        y_scale: Scale::Linear,
-        series,
         ref_lines,
-        ..LineChart::default()
+        ..LineChart::log_x(
+            "Orders per second against blocking-api's threads",
+            "BLOCKING_THREADS (log spacing)",
+            "orders per second (plateau)",
+            series,
+        )
     };
     ScenarioChart {
         title: chart.title.clone(),
@@ -109,16 +107,12 @@ pub fn threads_rss(file: &CapacityFile) -> ScenarioChart {
             s
         })
         .collect();
-    let chart = LineChart {
-        title: "Peak RSS against blocking-api's threads".to_owned(),
-        x_label: "BLOCKING_THREADS (log spacing)".to_owned(),
-        y_label: "peak RSS (MiB)".to_owned(),
-        x_format: TickFormat::PowersOfTen,
-        y_format: TickFormat::Number,
-        y_scale: Scale::Linear,
+    let chart = LineChart::log_x(
+        "Peak RSS against blocking-api's threads",
+        "BLOCKING_THREADS (log spacing)",
+        "peak RSS (MiB)",
         series,
-        ..LineChart::default()
-    };
+    );
     ScenarioChart {
         title: chart.title.clone(),
         caption: "A line per offered rate, each dot one run; the limit is 1,024 MiB. RSS follows \
@@ -205,16 +199,12 @@ pub fn crossover(files: &[CapacityFile]) -> ScenarioChart {
             s
         })
         .collect();
-    let chart = LineChart {
-        title: "Capacity against the dependencies' critical path".to_owned(),
-        x_label: "critical path of the dependencies, ms (log spacing)".to_owned(),
-        y_label: "capacity within the objective (orders/s)".to_owned(),
-        x_format: TickFormat::PowersOfTen,
-        y_format: TickFormat::Number,
-        y_scale: Scale::Linear,
+    let chart = LineChart::log_x(
+        "Capacity against the dependencies' critical path",
+        "critical path of the dependencies, ms (log spacing)",
+        "capacity within the objective (orders/s)",
         series,
-        ..LineChart::default()
-    };
+    );
     ScenarioChart {
         title: chart.title.clone(),
         caption: "A line per API, each dot one capacity search (its objective in the table: the \

@@ -40,16 +40,12 @@ pub fn batching(rows: &[BatchPoint]) -> ScenarioChart {
             series.push(s);
         }
     }
-    let chart = LineChart {
-        title: "Orders per second against persist batch size".to_owned(),
-        x_label: "PERSIST_BATCH_MAX (orders per persist transaction, log spacing)".to_owned(),
-        y_label: "orders per second".to_owned(),
-        x_format: TickFormat::PowersOfTen,
-        y_format: TickFormat::Number,
-        y_scale: Scale::Linear,
+    let chart = LineChart::log_x(
+        "Orders per second against persist batch size",
+        "PERSIST_BATCH_MAX (orders per persist transaction, log spacing)",
+        "orders per second",
         series,
-        ..LineChart::default()
-    };
+    );
     ScenarioChart {
         title: chart.title.clone(),
         caption:

@@ -117,6 +117,23 @@ pub struct LineChart {
     pub x_range: Option<(f64, f64)>,
 }
 
+impl LineChart {
+    /// A chart of plain numbers against a quantity spread over powers of ten (thread counts,
+    /// batch sizes, critical paths): x spaced and labelled by powers of ten, y linear.
+    pub fn log_x(title: &str, x_label: &str, y_label: &str, series: Vec<Series>) -> LineChart {
+        LineChart {
+            title: title.to_owned(),
+            x_label: x_label.to_owned(),
+            y_label: y_label.to_owned(),
+            x_format: TickFormat::PowersOfTen,
+            y_format: TickFormat::Number,
+            y_scale: Scale::Linear,
+            series,
+            ..LineChart::default()
+        }
+    }
+}
+
 /// A chart with the words around it: what the report places in a `<figure>` (its `id`, heading
 /// and caption).
 pub struct Figure {
