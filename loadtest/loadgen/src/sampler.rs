@@ -9,8 +9,9 @@
 //!
 //! The sampler runs on a thread of its own ([`spawn`]), with a runtime of its own, so that its CPU
 //! — the `/proc` reads, the scrapes — is measured apart from the generator's (`sampler_cpu_percent`,
-//! a part of `generator_cpu_percent`). PostgreSQL's CPU is also read by the job of each of its
-//! processes (backends, WAL writer, checkpointer, autovacuum…: `postgres_jobs`).
+//! a part of `generator_cpu_percent`). PostgreSQL's CPU is read by the job of each of its
+//! processes (backends, WAL writer, checkpointer, autovacuum…: `postgres_jobs`), and its total
+//! is their sum: one scan of `/proc` a second for the whole tree.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -81,9 +82,6 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
     }
     if let Some(pid) = targets.mock_deps_pid {
         sampler.add("mock-deps", Target::Process(pid));
-    }
-    if let Some(pid) = targets.postgres_pid {
-        sampler.add("postgres", Target::Tree(pid));
     }
     let client = metrics_client(Duration::from_millis(700)).ok();
     let t0 = loop {
@@ -156,7 +154,7 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
             harness: HarnessSample {
                 generator_cpu_percent: pct("generator"),
                 mock_deps_cpu_percent: pct("mock-deps"),
-                postgres_cpu_percent: pct("postgres"),
+                postgres_cpu_percent: postgres_jobs.map(|j| j.total()),
                 machine_cpu_percent: machine,
                 sampler_cpu_percent: sampler_pct,
                 postgres_jobs,

@@ -128,7 +128,7 @@ pub struct HarnessSample {
     pub generator_cpu_percent: Option<f64>,
     /// mock-deps (when the lab started it).
     pub mock_deps_cpu_percent: Option<f64>,
-    /// PostgreSQL, all its processes (when the lab started it).
+    /// PostgreSQL, all its processes (when the lab started it): the sum of `postgres_jobs`.
     pub postgres_cpu_percent: Option<f64>,
     /// The whole machine, every process (other tenants included), from `/proc/stat`.
     #[serde(default)]
@@ -179,6 +179,11 @@ impl PostgresJobs {
             *slot += 100.0 * cpu / seconds;
         }
         out
+    }
+
+    /// Every job together: PostgreSQL's CPU.
+    pub fn total(&self) -> f64 {
+        self.named().iter().map(|(_, v)| v).sum()
     }
 
     /// Each job with its name as a report writes it, in a fixed order.

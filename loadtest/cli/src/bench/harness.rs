@@ -98,7 +98,7 @@ pub fn figure(r: &RunResults) -> Option<HarnessFigure> {
         .iter()
         .filter_map(|s| s.harness.postgres_jobs)
         .reduce(|a, b| add(&a, &b))
-        .map(|j| scale(&j, us(100.0) / 100.0));
+        .map(|j| scale(&j, us(1.0)));
     let harness = postgres + mock + generator;
     let harness_cpus = r
         .config

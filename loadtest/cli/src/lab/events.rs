@@ -36,6 +36,7 @@ use tokio::sync::Mutex;
 
 use super::census::{Census, census};
 use crate::api_env::{ApiSettings, EventsEnv};
+use crate::lab_args::{Durability, HarnessArgs};
 use crate::services::{ApiProcess, Database, MockDepsProcess};
 use order_core::plumbing::events_mode::EventsMode;
 
@@ -83,14 +84,20 @@ pub struct EventsLab {
 }
 
 impl EventsLab {
-    pub async fn start(database_url: Option<String>, logs: &Path, limits: bool) -> Result<Self> {
+    /// Starts what every run shares; the database durable, with the harness's `--pg-setting`s.
+    pub async fn start(harness: &HarnessArgs, logs: &Path, limits: bool) -> Result<Self> {
+        let harness = harness.clone();
         // The API alone on its CPU, NATS and the rest on the others (as in `loadtest lab`).
         if let Err(why) = crate::services::place_harness(true)? {
             eprintln!("events: {why}");
         }
         let logs_owned = logs.to_owned();
         let (db, mock, nats) = tokio::task::spawn_blocking(move || -> Result<_> {
-            let db = Database::open(database_url.as_deref())?;
+            let db = Database::open_with_settings(
+                harness.database_url.as_deref(),
+                Durability::On,
+                &harness.pg_setting_pairs(),
+            )?;
             let mock = MockDepsProcess::start(&logs_owned)?;
             let nats = EphemeralNats::start()?;
             Ok((db, mock, nats))

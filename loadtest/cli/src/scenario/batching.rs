@@ -43,7 +43,10 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         eprintln!("scenario batching: no flush figure: {why}");
     }
     let url = base.database_url.clone();
-    let open = move || Database::open_with(url.as_deref(), Durability::On);
+    let harness = base.harness.clone();
+    let open = move || {
+        Database::open_with_settings(url.as_deref(), Durability::On, &harness.pg_setting_pairs())
+    };
     let db = tokio::task::spawn_blocking(open).await??;
     let server = server_settings(&db.url).await?;
     let cells = cells(&base, commit_delay_us(fsync.as_ref().ok()));
