@@ -231,3 +231,41 @@ fn the_pg_ephemeral_binary_starts_a_cluster_that_outlives_it_and_stops_it() {
     assert!(TcpStream::connect(format!("127.0.0.1:{port}")).is_err());
     assert_eq!(Command::new(bin).status().expect("runs").code(), Some(2));
 }
+
+/// `socket_url` is the cluster's Unix-domain socket for both drivers the APIs use: libpq (psql
+/// here, as diesel) and sqlx. A socket connection has no client address.
+#[test]
+fn the_socket_url_reaches_the_server_over_its_unix_socket_for_libpq_and_sqlx() {
+    if !have_postgres() {
+        return;
+    }
+    let pg = EphemeralPostgres::start().unwrap();
+    let url = pg.socket_url();
+    let over_socket = "select inet_client_addr() is null";
+    let out = Command::new(pg.bin_dir().join("psql"))
+        .args(["-X", "-A", "-t", &url, "-c", over_socket])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "t", "libpq");
+    // The TCP URL, for contrast: the same query says false.
+    assert_eq!(psql(&pg, over_socket), "f");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let by_sqlx: bool = runtime.block_on(async {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        sqlx::query_scalar(over_socket)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap()
+    });
+    assert!(by_sqlx, "sqlx connected over TCP, not the socket");
+}

@@ -213,6 +213,10 @@ pub struct LabArgs {
     /// run samples PostgreSQL's CPU as when the lab starts it.
     #[arg(skip)]
     pub database_pid: Option<u32>,
+    /// Set by a scenario that started the database its runs share: the URL its APIs are given
+    /// (the cluster's Unix-domain socket, `Database::api_url`), where `--database-url` is TCP.
+    #[arg(skip)]
+    pub api_database_url: Option<String>,
     /// PERSIST_BATCH_MAX for every API: most orders per persist transaction (1: no batching).
     #[arg(long, default_value_t = 1)]
     pub persist_batch_max: usize,

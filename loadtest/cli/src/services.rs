@@ -80,6 +80,26 @@ impl Database {
         })
     }
 
+    /// The URL the APIs are given: the lab's own cluster over its Unix-domain socket (both APIs
+    /// alike; the harness's PostgreSQL CPU per order is what it saves), any other database at
+    /// `url`. A `--db-rtt-ms` proxy is TCP and takes [`Database::url`] instead.
+    pub fn api_url(&self) -> String {
+        match &self.cluster {
+            Some(pg) => pg.socket_url(),
+            None => self.url.clone(),
+        }
+    }
+
+    /// Points a scenario's run at this database, which the scenario started for all its runs:
+    /// the lab's own connections at [`Database::url`], the APIs at [`Database::api_url`], and its
+    /// postmaster sampled and its durability stated as when the lab starts it.
+    pub fn share_with(&self, args: &mut crate::lab_args::LabArgs) {
+        args.database_url = Some(self.url.clone());
+        args.api_database_url = Some(self.api_url());
+        args.lab_owned_database = self.is_ephemeral();
+        args.database_pid = self.pid;
+    }
+
     /// `true` when the lab started this cluster (and so may restart it).
     pub fn is_ephemeral(&self) -> bool {
         self.cluster.is_some()

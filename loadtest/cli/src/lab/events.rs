@@ -156,7 +156,7 @@ impl EventsLab {
 
     fn settings(&self, run: &EventsRun) -> Result<BTreeMap<String, String>> {
         let nats_url = format!("nats://{}", self.proxy.local_addr());
-        api_env(&self.db.url, &self.mock.url, &nats_url, run.mode)
+        api_env(&self.db.api_url(), &self.mock.url, &nats_url, run.mode)
     }
 
     /// Runs `run` end to end and returns its row.

@@ -207,7 +207,7 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     };
     let api_database_url = match (&db, &proxy) {
         (Some(db), Some(p)) => Some(latency_proxy::proxied_url(&db.url, p.local_addr())?),
-        (Some(db), None) => Some(db.url.clone()),
+        (Some(db), None) => Some(args.api_database_url.clone().unwrap_or_else(|| db.api_url())),
         _ => None,
     };
     let slows_broker = faults.is_some_and(|f| f.broker_ack.is_some());

@@ -60,9 +60,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         );
         set_commit_delay(&db.url, cell.commit_delay_us).await?;
         let mut args = cell.variant.args.clone();
-        args.database_url = Some(db.url.clone());
-        args.lab_owned_database = db.is_ephemeral();
-        args.database_pid = db.pid;
+        db.share_with(&mut args);
         args.out = Some(out.join(&cell.variant.slug));
         let ran = crate::lab::lab(args).await;
         set_commit_delay(&db.url, None).await?;

@@ -215,9 +215,7 @@ impl Runner<'_> {
         if let Some(t) = threads {
             args.blocking_threads = BlockingThreads::Fixed(t);
         }
-        args.database_url = Some(self.db.url.clone());
-        args.lab_owned_database = self.db.is_ephemeral();
-        args.database_pid = self.db.pid;
+        self.db.share_with(&mut args);
         let slug = match threads {
             Some(t) => format!("{api}-{t}-threads-{rate:.0}{suffix}"),
             None => format!("{api}-{rate:.0}{suffix}"),

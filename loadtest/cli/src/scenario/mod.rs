@@ -272,9 +272,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         eprintln!("scenario {name}: run {} — {}", i + 1, variant.slug);
         let mut args = variant.args.clone();
         if let Some(db) = &db {
-            args.database_url = Some(db.url.clone());
-            args.lab_owned_database = db.is_ephemeral();
-            args.database_pid = db.pid;
+            db.share_with(&mut args);
         }
         args.out = Some(out.join(&variant.slug));
         let (runs, vout) = crate::lab::lab(args)
