@@ -19,6 +19,7 @@ pub mod connection_cap;
 pub mod connections;
 pub mod database_url;
 pub mod deps_client;
+pub mod dns;
 pub mod events;
 pub mod events_mode;
 pub mod http;
