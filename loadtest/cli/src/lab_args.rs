@@ -22,6 +22,24 @@ pub enum Durability {
     Off,
 }
 
+/// How the APIs reach the lab's own PostgreSQL (`--db-via`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DbVia {
+    /// Its Unix-domain socket: no TCP/IP stack on either side of a round trip.
+    Socket,
+    /// TCP on 127.0.0.1.
+    Tcp,
+}
+
+impl DbVia {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DbVia::Socket => "socket",
+            DbVia::Tcp => "tcp",
+        }
+    }
+}
+
 /// `DB_TX_SCOPE` of the APIs the lab starts (`--tx-scope`): the APIs' own setting.
 pub use order_core::plumbing::settings::TxScope;
 
@@ -101,6 +119,11 @@ pub struct HarnessArgs {
     /// Round-trip time a TCP latency proxy adds between the APIs and PostgreSQL, in ms.
     #[arg(long, default_value_t = 0.0)]
     pub db_rtt_ms: f64,
+    /// How the APIs reach the lab's own PostgreSQL: its Unix-domain socket (both APIs alike), or
+    /// TCP on 127.0.0.1 (recorded as `PG_VIA`). A `--db-rtt-ms` proxy is TCP whatever this says;
+    /// `--database-url`'s server is reached as its URL says.
+    #[arg(long, value_enum, default_value_t = DbVia::Socket)]
+    pub db_via: DbVia,
     /// Use this PostgreSQL instead of an ephemeral cluster (its CPU is then not measured; the
     /// order tables are emptied before every run).
     #[arg(long)]

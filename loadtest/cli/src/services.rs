@@ -81,12 +81,12 @@ impl Database {
     }
 
     /// The URL the APIs are given: the lab's own cluster over its Unix-domain socket (both APIs
-    /// alike; the harness's PostgreSQL CPU per order is what it saves), any other database at
-    /// `url`. A `--db-rtt-ms` proxy is TCP and takes [`Database::url`] instead.
-    pub fn api_url(&self) -> String {
-        match &self.cluster {
-            Some(pg) => pg.socket_url(),
-            None => self.url.clone(),
+    /// alike; the harness's PostgreSQL CPU per order is what it saves) unless `via` says TCP, any
+    /// other database at `url`. A `--db-rtt-ms` proxy is TCP and takes [`Database::url`] instead.
+    pub fn api_url(&self, via: crate::lab_args::DbVia) -> String {
+        match (&self.cluster, via) {
+            (Some(pg), crate::lab_args::DbVia::Socket) => pg.socket_url(),
+            _ => self.url.clone(),
         }
     }
 
@@ -95,7 +95,7 @@ impl Database {
     /// postmaster sampled and its durability stated as when the lab starts it.
     pub fn share_with(&self, args: &mut crate::lab_args::LabArgs) {
         args.database_url = Some(self.url.clone());
-        args.api_database_url = Some(self.api_url());
+        args.api_database_url = Some(self.api_url(args.harness.db_via));
         args.lab_owned_database = self.is_ephemeral();
         args.database_pid = self.pid;
     }

@@ -420,7 +420,7 @@ async fn start_harness(
         let (p, url) = start_proxy(&db.url, args.db_rtt_ms, logs)?;
         (Some(p), url)
     } else {
-        (None, db.api_url())
+        (None, db.api_url(args.db_via))
     };
     Ok(Harness {
         db,

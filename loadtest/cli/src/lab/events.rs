@@ -74,6 +74,8 @@ pub struct EventsRun {
 /// What every run of the scenario shares: PostgreSQL, mock-deps at 0 ms, NATS behind the proxy.
 pub struct EventsLab {
     pub db: Database,
+    /// Where the APIs reach `db` (`--db-via`).
+    api_database_url: String,
     pub mock: MockDepsProcess,
     pub nats: EphemeralNats,
     pub proxy: LatencyProxy,
@@ -86,6 +88,7 @@ pub struct EventsLab {
 impl EventsLab {
     /// Starts what every run shares; the database durable, with the harness's `--pg-setting`s.
     pub async fn start(harness: &HarnessArgs, logs: &Path, limits: bool) -> Result<Self> {
+        let via = harness.db_via;
         let harness = harness.clone();
         // The API alone on its CPU, NATS and the rest on the others (as in `loadtest lab`).
         if let Err(why) = crate::services::place_harness(true)? {
@@ -120,6 +123,7 @@ impl EventsLab {
         .await
         .context("connecting the lab to NATS")?;
         Ok(EventsLab {
+            api_database_url: db.api_url(via),
             db,
             mock,
             nats,
@@ -156,7 +160,7 @@ impl EventsLab {
 
     fn settings(&self, run: &EventsRun) -> Result<BTreeMap<String, String>> {
         let nats_url = format!("nats://{}", self.proxy.local_addr());
-        api_env(&self.db.api_url(), &self.mock.url, &nats_url, run.mode)
+        api_env(&self.api_database_url, &self.mock.url, &nats_url, run.mode)
     }
 
     /// Runs `run` end to end and returns its row.

@@ -207,7 +207,11 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     };
     let api_database_url = match (&db, &proxy) {
         (Some(db), Some(p)) => Some(latency_proxy::proxied_url(&db.url, p.local_addr())?),
-        (Some(db), None) => Some(args.api_database_url.clone().unwrap_or_else(|| db.api_url())),
+        (Some(db), None) => Some(
+            args.api_database_url
+                .clone()
+                .unwrap_or_else(|| db.api_url(args.harness.db_via)),
+        ),
         _ => None,
     };
     let slows_broker = faults.is_some_and(|f| f.broker_ack.is_some());
@@ -319,6 +323,13 @@ impl Lab {
                 "PG_DURABILITY".to_owned(),
                 a.db_durability.as_str().to_owned(),
             );
+            // How the APIs reach it (a proxy, when there is one, is TCP).
+            let via = if a.db_rtt_ms > 0.0 || self.db_proxy.is_some() {
+                "tcp"
+            } else {
+                a.db_via.as_str()
+            };
+            s.insert("PG_VIA".to_owned(), via.to_owned());
             if !a.pg_settings.is_empty() {
                 // The server settings given on top of the lab's.
                 s.insert("PG_SETTINGS".to_owned(), a.pg_settings.join(","));
