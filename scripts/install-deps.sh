@@ -9,6 +9,10 @@
 #              one each), kubectl (the deploy/k8s test renders the overlays)
 #   cost-gate  valgrind (`loadtest bench --instructions`, CI's cost-per-order gate)
 #   compose    docker-compose (CI's compose file check)
+#   fuzz       scripts/fuzz-contract.sh: PostgreSQL's server binaries, and schemathesis, pinned,
+#              in a virtualenv of its own (needs python3 with venv; Debian: python3-venv)
+#
+#   scripts/install-deps.sh --schemathesis-path    prints where the `fuzz` group puts schemathesis
 #
 # On Debian as root it installs what is missing (one `apt-get update`, only if something is);
 # elsewhere it names what to install and exits 1. What no Debian package provides (kubectl) is
@@ -18,6 +22,16 @@ set -euo pipefail
 # Lower-cased without bash 4 syntax: macOS ships bash 3.2, where this script must still say what
 # is missing.
 ci=$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')
+
+# schemathesis from PyPI, pinned (a new version is a commit that says what it finds), in a venv
+# whose name carries the version: a bump installs beside the old one, a rerun installs nothing.
+# Not a system package (Debian has none) and not the user's own Python environment.
+SCHEMATHESIS_VERSION=4.32.5
+schemathesis_venv=${SCHEMATHESIS_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/order-lab/schemathesis-$SCHEMATHESIS_VERSION}
+if [ "${1:-}" = --schemathesis-path ]; then
+    echo "$schemathesis_venv/bin/schemathesis"
+    exit 0
+fi
 
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(tests)
@@ -36,6 +50,8 @@ have_libpq() {
 have_nats() { command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ]; }
 have_kubectl() { command -v kubectl >/dev/null 2>&1; }
 have_valgrind() { command -v valgrind >/dev/null 2>&1 && command -v vgdb >/dev/null 2>&1; }
+have_curl() { command -v curl >/dev/null 2>&1; }
+have_python_venv() { command -v python3 >/dev/null 2>&1 && python3 -c 'import venv, ensurepip' 2>/dev/null; }
 have_compose() {
     command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1
 }
@@ -55,13 +71,34 @@ for group in "${groups[@]}"; do
         ;;
     cost-gate) add_if_missing have_valgrind "valgrind|valgrind|the system's valgrind package" ;;
     compose) add_if_missing have_compose "docker-compose|docker-compose|brew install docker-compose" ;;
+    fuzz)
+        add_if_missing have_postgres "PostgreSQL server binaries|postgresql|brew install postgresql@15"
+        add_if_missing have_python_venv "python3 with venv|python3-venv|python.org's python3"
+        add_if_missing have_curl "curl|curl|the system's curl"
+        ;;
     *)
-        echo "install-deps: unknown group '$group' (tests, cost-gate, compose)" >&2
+        echo "install-deps: unknown group '$group' (tests, cost-gate, compose, fuzz)" >&2
         exit 2
         ;;
     esac
 done
-[ ${#missing[@]} -gt 0 ] || exit 0
+
+# After the system packages (python3-venv among them): the fuzzer into its own venv.
+install_schemathesis() {
+    case " ${groups[*]} " in *" fuzz "*) ;; *) return 0 ;; esac
+    local bin=$schemathesis_venv/bin/schemathesis
+    if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q " $SCHEMATHESIS_VERSION\$"; then
+        return 0
+    fi
+    echo "install-deps: installing schemathesis $SCHEMATHESIS_VERSION in $schemathesis_venv"
+    python3 -m venv "$schemathesis_venv"
+    "$schemathesis_venv/bin/pip" install -q --disable-pip-version-check \
+        "schemathesis==$SCHEMATHESIS_VERSION"
+}
+if [ ${#missing[@]} -eq 0 ]; then
+    install_schemathesis
+    exit 0
+fi
 
 packages=()    # what apt-get can install
 by_hand=()     # what it cannot
@@ -86,6 +123,7 @@ if [ ${#packages[@]} -gt 0 ]; then
         exit 1
     fi
 fi
+install_schemathesis
 # What no package provides: a failure under CI, as in the tests (testbed::skip), where the tests
 # that need it would fail; elsewhere those tests are skipped, and the rest can run.
 if [ ${#by_hand[@]} -gt 0 ]; then

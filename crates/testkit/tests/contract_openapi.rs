@@ -7,7 +7,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use testkit::{Api, TestApp};
+use testkit::{Api, TestApp, contract_tests};
+
+contract_tests!(every_path_refuses_an_undeclared_method_with_allow);
 
 const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
 const REGENERATE: &str = "regenerate it with `cargo run -p order-core --example openapi > docs/openapi.json` \
@@ -215,4 +217,50 @@ fn the_committed_document_is_openapi_3_1_with_every_reference_resolved() {
     }
     assert_eq!(spec.operations().count(), operations(&committed()).len());
     assert!(schemas > 50, "the walk reached {schemas} schemas");
+}
+
+/// Every documented path, asked with each method it does not document, answers 405
+/// `method_not_allowed` with an `Allow` header listing exactly the documented methods.
+async fn every_path_refuses_an_undeclared_method_with_allow(api: Api) {
+    let app = TestApp::spawn(api).await;
+    let mut documented: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for (path, method) in operations(&committed()) {
+        documented.entry(path).or_default().insert(method);
+    }
+    let methods = [
+        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE",
+    ];
+    let mut asked = 0;
+    for (path, allowed) in &documented {
+        let url = format!("{}{}", app.address, path.replace("{id}", "ORDER_NONE"));
+        for method in methods.iter().filter(|m| !allowed.contains(**m)) {
+            let response = app
+                .client
+                .request(
+                    reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+                    &url,
+                )
+                .header("Authorization", testkit::TOKEN)
+                .send()
+                .await
+                .expect("the request");
+            assert_eq!(response.status(), 405, "{api:?}: {method} {path}");
+            let allow = response.headers().get("allow").map(|v| v.to_str().unwrap());
+            let allow: BTreeSet<String> = allow
+                .unwrap_or_else(|| panic!("{api:?}: {method} {path}: 405 without Allow"))
+                .split(',')
+                .map(|m| m.trim().to_owned())
+                .collect();
+            assert_eq!(&allow, allowed, "{api:?}: {method} {path}");
+            if *method != "HEAD" {
+                let body: serde_json::Value = response.json().await.expect("a JSON body");
+                assert_eq!(
+                    body["error"], "method_not_allowed",
+                    "{api:?}: {method} {path}"
+                );
+            }
+            asked += 1;
+        }
+    }
+    assert!(asked >= 6 * 6, "{asked} refusals asked");
 }

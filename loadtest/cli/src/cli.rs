@@ -40,6 +40,9 @@ pub enum Command {
     /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
     /// harness's CPU per order. Writes bench.json and bench.md.
     Bench(Box<crate::bench::BenchArgs>),
+    /// List the scenarios `lab --scenario` runs: each one's name, rough length at
+    /// `--duration-scale 1` and what it measures.
+    Scenarios,
     /// List the built-in profiles and their shapes.
     Profiles {
         /// Show the phases as they would run with this scale.
@@ -269,5 +272,51 @@ mod tests {
         );
         let err = lab(&["--slo", "p99<=2.5"]).unwrap_err().to_string();
         assert!(err.contains("is not a duration"), "{err}");
+    }
+
+    /// `lab --help` names every scenario with its line and rough length, from the registry that
+    /// also parses `--scenario`: the two cannot drift.
+    #[test]
+    fn lab_help_lists_every_scenario() {
+        use crate::scenario::ScenarioName;
+        use strum::IntoEnumIterator;
+        let err = Cli::try_parse_from(["loadtest", "lab", "--help"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
+        // clap wraps long lines: compare with every run of whitespace as one space.
+        let help = err
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let listed: Vec<ScenarioName> = ScenarioName::iter().collect();
+        assert_eq!(
+            listed,
+            ScenarioName::ALL,
+            "ALL lists every variant, in order"
+        );
+        for scenario in ScenarioName::iter() {
+            let line = format!(
+                "- {scenario}: {} [≈ {} min]",
+                scenario.description(),
+                scenario.rough_minutes()
+            );
+            assert!(help.contains(&line), "`lab --help` lacks {line:?}:\n{help}");
+            assert!(crate::scenario::list().contains(scenario.description()));
+            let parsed = Cli::try_parse_from(["loadtest", "lab", "--scenario", scenario.as_str()]);
+            let Command::Lab(lab) = parsed.unwrap().command else {
+                panic!("not lab")
+            };
+            assert_eq!(lab.scenario, Some(scenario));
+        }
+    }
+
+    #[test]
+    fn an_unknown_scenario_is_refused_listing_the_valid_ones() {
+        let err = Cli::try_parse_from(["loadtest", "lab", "--scenario", "nope"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+        let message = err.to_string();
+        for scenario in crate::scenario::ScenarioName::ALL {
+            assert!(message.contains(scenario.as_str()), "{message}");
+        }
     }
 }

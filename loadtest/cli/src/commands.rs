@@ -72,9 +72,13 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(verdict(std::slice::from_ref(&results)))
         }
+        Command::Scenarios => {
+            print!("{}", crate::scenario::list());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Lab(args) if args.scenario.is_some() => {
-            let name = args.scenario.clone().unwrap_or_default();
-            let (table, out) = crate::scenario::run(&name, *args).await?;
+            let name = args.scenario.expect("matched on a scenario");
+            let (table, out) = crate::scenario::run(name, *args).await?;
             println!("{}", crate::scenario::render_markdown(&table));
             println!("page: {}", out.join("scenario.html").display());
             let failed = table.notes.iter().any(|n| n.starts_with("CHECK FAILED"));

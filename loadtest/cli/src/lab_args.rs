@@ -246,8 +246,6 @@ pub struct LabArgs {
     /// PERSIST_BATCH_WAIT_MS for every API: how long a persist batch waits for more orders.
     #[arg(long, default_value_t = 5)]
     pub persist_batch_wait_ms: u64,
-    /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency, faults):
-    /// several lab runs, one comparison table. See `loadtest scenarios`.
     /// Admission control of the APIs the lab starts: `on` keeps each API's own MAX_IN_FLIGHT
     /// (blocking-api: its BLOCKING_THREADS; reactive-api: 4096), beyond which a request waits at
     /// most QUEUE_TIMEOUT_MS, then gets 503 overloaded; `off` sets MAX_IN_FLIGHT=0 (unlimited: every
@@ -268,10 +266,10 @@ pub struct LabArgs {
     /// DB_STATEMENT_TIMEOUT_MS for every API (statement, lock and idle-in-transaction timeouts).
     #[arg(long, default_value_t = 5000)]
     pub db_statement_timeout_ms: u64,
-    /// Runs one of the source experiments instead (remotecall, db-latency, slow-dependency,
-    /// faults, overload, events, batching): several lab runs, one comparison table.
-    #[arg(long)]
-    pub scenario: Option<String>,
+    /// Runs one of the scenarios instead: several lab runs, one comparison table (`loadtest
+    /// scenarios` lists them too).
+    #[arg(long, value_enum)]
+    pub scenario: Option<crate::scenario::ScenarioName>,
     /// Service-level objective the verdict judges each API by, e.g. `p99<=2.5s,success>=99%`
     /// (percentile of every answer to the span's arrivals; 2xx share of the arrivals) [default:
     /// p99 ≤ the dependencies' critical path × 1.15, success ≥ 99 %].

@@ -8,7 +8,9 @@ use lab_results::{
 };
 use loadtest::lab_args::LabArgs;
 use loadtest::scenario::soak::{self, TableSize};
-use loadtest::scenario::{Variant, build_table, render_html, render_markdown, variants};
+use loadtest::scenario::{
+    ScenarioName, Variant, build_table, render_html, render_markdown, variants,
+};
 
 fn fixture(api: &str) -> RunResults {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -29,7 +31,7 @@ fn variant(slug: &str) -> Variant {
 
 #[test]
 fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
-    let vs = variants("remotecall", &lab_args()).unwrap();
+    let vs = variants(ScenarioName::Remotecall, &lab_args()).unwrap();
     assert_eq!(vs.len(), 8);
     assert!(
         vs.iter()
@@ -44,7 +46,7 @@ fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
         r.summary.errors_by_kind = [("database_unavailable".to_owned(), timeouts)].into();
         done.push((variant(&format!("blocking-api-{scope}-pay{pay}")), vec![r]));
     }
-    let table = build_table("remotecall", &done);
+    let table = build_table(ScenarioName::Remotecall, &done);
     assert_eq!(table.rows.len(), 2);
     assert!(
         table.rows[0][1].starts_with("request")
@@ -65,7 +67,7 @@ fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
 
 #[test]
 fn db_latency_compares_each_rtt_with_the_direct_run() {
-    let vs = variants("db-latency", &lab_args()).unwrap();
+    let vs = variants(ScenarioName::DbLatency, &lab_args()).unwrap();
     let rtts: Vec<f64> = vs.iter().map(|v| v.args.db_rtt_ms).collect();
     assert_eq!(rtts, [0.0, 0.0, 0.3, 0.3, 0.6, 0.6, 6.5, 6.5]);
     let mut done = Vec::new();
@@ -78,7 +80,7 @@ fn db_latency_compares_each_rtt_with_the_direct_run() {
         p.ok_throughput_rps *= share;
         done.push((variant(&format!("reactive-api-rtt{rtt}")), vec![r]));
     }
-    let table = build_table("db-latency", &done);
+    let table = build_table(ScenarioName::DbLatency, &done);
     assert_eq!(table.rows[0][3], "100 %");
     assert_eq!(table.rows[1][3], "50 %");
     assert_eq!(table.rows[1][1], "6.5 ms");
@@ -86,7 +88,7 @@ fn db_latency_compares_each_rtt_with_the_direct_run() {
 
 #[test]
 fn slow_dependency_splits_each_run_at_the_injected_events() {
-    let vs = variants("slow-dependency", &lab_args()).unwrap();
+    let vs = variants(ScenarioName::SlowDependency, &lab_args()).unwrap();
     assert_eq!(
         vs[0].args.inject,
         Some(lab_results::inject::Injection::parse("pay=5000@30+30", 1.0).unwrap())
@@ -108,7 +110,10 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
         .expect("blocking fixture has a bound");
     (ll.critical_path_ms, ll.bound_rps) = (6200.0, 200.0 / 6.2);
     ll.note = Some("payment answered in 5000 ms instead of 1000 ms for the whole plateau".into());
-    let table = build_table("slow-dependency", &[(variant("both-apis"), vec![r])]);
+    let table = build_table(
+        ScenarioName::SlowDependency,
+        &[(variant("both-apis"), vec![r])],
+    );
     assert!(
         table.notes.iter().any(|n| n
             .contains("blocking-api: Little's-law bound 32.3 orders/s (200 threads ÷ 6.20 s)")
@@ -131,7 +136,7 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
 
 #[test]
 fn overload_runs_ramp_750_for_each_api_with_shedding_off_then_on() {
-    let vs = variants("overload", &lab_args()).unwrap();
+    let vs = variants(ScenarioName::Overload, &lab_args()).unwrap();
     let got: Vec<(&str, &str, Shedding)> = vs
         .iter()
         .map(|v| {
@@ -199,7 +204,7 @@ fn overload_table_shows_shed_requests_apart_from_timeouts() {
     let (ok, sent) = (on.summary.ok, on.summary.sent);
     done.push((variant("blocking-api-shedding-on"), vec![on]));
 
-    let table = build_table("overload", &done);
+    let table = build_table(ScenarioName::Overload, &done);
     let col = |name: &str| {
         table
             .columns
@@ -245,20 +250,11 @@ fn overload_table_shows_shed_requests_apart_from_timeouts() {
 }
 
 #[test]
-fn unknown_scenarios_are_refused_by_name() {
-    let err = variants("nope", &lab_args()).unwrap_err().to_string();
-    assert!(
-        err.contains("remotecall") && err.contains("db-latency"),
-        "{err}"
-    );
-}
-
-#[test]
 fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
     use loadgen::profile::Profile;
 
-    let vs = variants("faults", &lab_args()).unwrap();
+    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
     let slugs: Vec<&str> = vs.iter().map(|v| v.slug.as_str()).collect();
     assert_eq!(
         slugs,
@@ -336,7 +332,7 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
         });
         done.push(r);
     }
-    let table = build_table("faults", &[(variant("both-apis"), done)]);
+    let table = build_table(ScenarioName::Faults, &[(variant("both-apis"), done)]);
     assert_eq!(table.rows.len(), 2);
     let row = &table.rows[0];
     assert_eq!(row[0], "blocking-api");
@@ -367,7 +363,7 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
     use lab_results::faults::FaultPlan;
     use lab_results::{MoneyRecord, ProcessSample};
 
-    let vs = variants("faults", &lab_args()).unwrap();
+    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
     for v in &vs[1..] {
         assert_eq!(v.args.load.retry_for_s, None, "{}: plain clients", v.slug);
         assert_eq!(v.args.load.request_timeout_s, 30.0);
@@ -418,7 +414,7 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
         run("reactive-api", 5_200.0, 3),
         run("reactive-api", 5_200.0, 0),
     ];
-    let table = build_table("faults", &[(variant("db-freeze"), done)]);
+    let table = build_table(ScenarioName::Faults, &[(variant("db-freeze"), done)]);
     let row = &table.rows[0];
     assert_eq!(row[1], "PostgreSQL frozen 20 s");
     assert_eq!(row[4], "21.40 s");
@@ -449,7 +445,7 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
     use lab_results::MoneyRecord;
     use lab_results::faults::BrokerRecord;
 
-    let vs = variants("faults", &lab_args()).unwrap();
+    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
     let v = vs.iter().find(|v| v.slug == "broker-ack").unwrap();
     let fault = v.args.faults.unwrap().broker_ack.unwrap();
     assert_eq!(
@@ -498,7 +494,7 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
         })),
         run(None),
     ];
-    let table = build_table("faults", &[(variant("broker-ack"), done)]);
+    let table = build_table(ScenarioName::Faults, &[(variant("broker-ack"), done)]);
     let row = &table.rows[0];
     assert_eq!(
         row[1],
@@ -568,7 +564,7 @@ fn steady(api: &str, n: u32, p99_ms: f64, fds: u64, rss: impl Fn(u32) -> u64) ->
 
 #[test]
 fn soak_runs_each_api_alone_at_a_steady_rate_for_thirty_minutes() {
-    let vs = variants("soak", &lab_args()).unwrap();
+    let vs = variants(ScenarioName::Soak, &lab_args()).unwrap();
     assert_eq!(vs.len(), 2);
     for v in &vs {
         assert_eq!(v.args.apis.len(), 1);

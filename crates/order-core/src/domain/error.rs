@@ -4,7 +4,7 @@
 //! `{"error": "<code>", "detail": "<human text>"}` (plus `field` or `dependency` where useful).
 //! Internal causes are logged once, with their chain, and never leaked to the client.
 
-use actix_web::http::StatusCode;
+use actix_web::http::{Method, StatusCode, header};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -184,8 +184,10 @@ pub enum ApiError {
     OrderVoided,
     #[error("order not found")]
     NotFound,
-    #[error("method not allowed on this path")]
-    MethodNotAllowed,
+    /// A known path asked with a method it does not route; `allow` is the one it does, sent as
+    /// the `Allow` header (RFC 9110 §15.5.6 requires it on every 405).
+    #[error("this path answers {allow} only")]
+    MethodNotAllowed { allow: Method },
     /// A bug: anything that should not happen. The only source of a 500.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -248,7 +250,7 @@ impl ApiError {
             ApiError::ClientGone => ErrorCode::ClientClosedRequest,
             ApiError::OrderVoided => ErrorCode::OrderVoided,
             ApiError::NotFound => ErrorCode::NotFound,
-            ApiError::MethodNotAllowed => ErrorCode::MethodNotAllowed,
+            ApiError::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
             ApiError::Internal(_) => ErrorCode::InternalError,
         }
     }
@@ -292,6 +294,9 @@ impl ResponseError for ApiError {
         response.content_type("application/json");
         if let Some(seconds) = self.error_code().retry_after() {
             response.insert_header(("Retry-After", seconds));
+        }
+        if let ApiError::MethodNotAllowed { allow } = self {
+            response.insert_header((header::ALLOW, allow.as_str()));
         }
         response.body(self.body())
     }

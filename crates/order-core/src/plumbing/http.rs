@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header;
+use actix_web::http::{Method, header};
 use actix_web::middleware::Next;
 use actix_web::web::{self, Bytes, BytesMut};
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::{FromRequest, Handler, HttpRequest, HttpResponse, Resource, Responder};
 use futures_util::StreamExt;
 
 use crate::domain::contract::MAX_BODY_BYTES;
@@ -202,22 +202,35 @@ pub async fn not_found() -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound)
 }
 
-/// Fallback for a known path with the wrong method.
-pub async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
+/// Every route of both APIs: `path` answered by `handler` for `method`, and any other method with
+/// 405 `method_not_allowed` whose `Allow` header names `method` (RFC 9110 §15.5.6), taken from the
+/// same value as the route's guard so the two cannot differ. Each path routes one method.
+pub fn resource<F, Args>(path: &str, method: Method, handler: F) -> Resource
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    let allow = method.clone();
+    web::resource(path)
+        .route(web::method(method).to(handler))
+        .default_service(web::to(move || {
+            let allow = allow.clone();
+            async move { Err::<HttpResponse, _>(ApiError::MethodNotAllowed { allow }) }
+        }))
 }
 
 /// Registers the routes whose handlers are the same in both APIs: the probes among them, which
 /// answer on the event loop from the process's own state.
 pub fn shared_routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/health")
-            .route(web::get().to(health))
-            .default_service(web::to(method_not_allowed)),
-    )
-    .route("/ready", web::get().to(ready))
-    // Like `/health`, outside admission: a client reads the contract however loaded the API is.
-    .route("/openapi.json", web::get().to(super::openapi::serve));
+    cfg.service(resource("/health", Method::GET, health))
+        .service(resource("/ready", Method::GET, ready))
+        // Like `/health`, outside admission: a client reads the contract however loaded the API is.
+        .service(resource(
+            "/openapi.json",
+            Method::GET,
+            super::openapi::serve,
+        ));
 }
 
 #[cfg(test)]

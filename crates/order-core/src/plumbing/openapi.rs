@@ -121,15 +121,24 @@ pub async fn serve() -> HttpResponse {
                 ("Location" = String, description = "`/orders/{id}` of the order."),
                 ("Idempotent-Replayed" = String, description = "`true` on a replay of a completed request.")
             )),
-        (status = 400, description = "`invalid_request`: malformed JSON or a field breaking a rule (`field` names it).",
+        (status = 400, description = "`invalid_request`: malformed JSON or a field breaking a rule (`field` names it). \
+            A body the schema accepts can still break a rule no schema can state: a card whose \
+            `expiration_date` month has passed (`field` `payment.payment_method.card.expiration_date`, \
+            judged after a replay could answer, so a retry of a completed order is still answered), \
+            a card `number` failing the Luhn check, an `amount` other than Σ `quantity` × `value` \
+            (`field` `payment.amount`), more than 1 installment on a `DEBIT_CARD`, a string holding a \
+            control character or nothing but blanks.",
             body = ErrorBody),
-        (status = 401, description = "`unauthorized`: missing or unknown seller token.", body = ErrorBody),
+        (status = 401, description = "`unauthorized`: missing seller token, or one the seller service does \
+            not know (a well-formed token of no seller is refused only after that call).", body = ErrorBody),
         (status = 402, description = "`payment_declined`: nothing was charged; replayed to a retry.",
             body = ErrorBody, headers(
                 ("Idempotent-Replayed" = String, description = "`true` on a replay.")
             )),
         (status = 405, description = "`method_not_allowed`: `/orders` with a method other than POST.",
-            body = ErrorBody),
+            body = ErrorBody, headers(
+                ("Allow" = String, description = "`POST`: the one method this path answers.")
+            )),
         (status = 408, description = "`request_timeout`: the body did not arrive within `CLIENT_BODY_TIMEOUT_MS`.",
             body = ErrorBody),
         (status = 409, description = "`request_in_progress`: a request with this `reference_id` is still being processed.",
@@ -140,7 +149,9 @@ pub async fn serve() -> HttpResponse {
         (status = 415, description = "`unsupported_media_type`: the body is not `application/json`.",
             body = ErrorBody),
         (status = 422, description = "`risk_rejected`: the risk analysis disapproved (replayed); \
-            `idempotency_key_reused`: this `reference_id` came with a different request; \
+            `idempotency_key_reused`: this `reference_id` was already used by this seller with \
+            another request (a body that parses to a different order; whitespace, field order and unknown \
+            fields do not count); \
             `order_voided`: charged, but the order could not be made, and the charge was voided (replayed).",
             body = ErrorBody, headers(
                 ("Idempotent-Replayed" = String, description = "`true` on a replay (`risk_rejected`, `order_voided`).")
@@ -179,7 +190,9 @@ fn create_order() {}
             have (more than 64 bytes, or a byte outside `[A-Za-z0-9_-]`), refused before any work (also any unknown path).",
             body = ErrorBody),
         (status = 405, description = "`method_not_allowed`: `/orders/{id}` with a method other than GET.",
-            body = ErrorBody),
+            body = ErrorBody, headers(
+                ("Allow" = String, description = "`GET`: the one method this path answers.")
+            )),
         (status = 500, description = "`internal_error`: a bug.", body = ErrorBody),
         (status = 503, description = "`dependency_unavailable`: the seller service failed; \
             `database_unavailable`: no database connection in time; `overloaded`: more reads than \
@@ -202,7 +215,9 @@ fn get_order() {}
     responses(
         (status = 200, description = "`status` is `ok`.", body = Probe),
         (status = 405, description = "`method_not_allowed`: `/health` with a method other than GET.",
-            body = ErrorBody)
+            body = ErrorBody, headers(
+                ("Allow" = String, description = "`GET`: the one method this path answers.")
+            ))
     )
 )]
 #[allow(dead_code)]
@@ -217,7 +232,11 @@ fn health() {}
     responses(
         (status = 200, description = "`status` is `ready`.", body = Probe),
         (status = 503, description = "`status` `draining` with `shutting_down` once the server is stopping.",
-            body = Probe)
+            body = Probe),
+        (status = 405, description = "`method_not_allowed`: `/ready` with a method other than GET.",
+            body = ErrorBody, headers(
+                ("Allow" = String, description = "`GET`: the one method this path answers.")
+            ))
     )
 )]
 #[allow(dead_code)]
@@ -230,7 +249,11 @@ fn ready() {}
     operation_id = "metrics",
     responses(
         (status = 200, description = "Prometheus text exposition format.", body = String,
-            content_type = "text/plain; version=0.0.4")
+            content_type = "text/plain; version=0.0.4"),
+        (status = 405, description = "`method_not_allowed`: `/metrics` with a method other than GET.",
+            body = ErrorBody, headers(
+                ("Allow" = String, description = "`GET`: the one method this path answers.")
+            ))
     )
 )]
 #[allow(dead_code)]
@@ -243,7 +266,11 @@ fn metrics() {}
     operation_id = "openapi",
     responses(
         (status = 200, description = "The OpenAPI document, byte for byte the same from both APIs.",
-            body = Object, content_type = "application/json")
+            body = Object, content_type = "application/json"),
+        (status = 405, description = "`method_not_allowed`: `/openapi.json` with a method other than GET.",
+            body = ErrorBody, headers(
+                ("Allow" = String, description = "`GET`: the one method this path answers.")
+            ))
     )
 )]
 #[allow(dead_code)]

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
-use actix_web::http::KeepAlive;
+use actix_web::http::{KeepAlive, Method};
 use actix_web::middleware::from_fn;
 use actix_web::{App, FromRequest, Handler, HttpServer, Responder, web};
 use anyhow::Context;
 
 use crate::plumbing::admission::LoopLag;
-use crate::plumbing::http::{method_not_allowed, not_found, shared_routes, track_metrics};
+use crate::plumbing::http::{not_found, resource, shared_routes, track_metrics};
 use crate::plumbing::metrics::Metrics;
 use crate::plumbing::settings::CommonSettings;
 
@@ -24,7 +24,7 @@ pub const BACKLOG: u32 = 4096;
 pub const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The API's own routes: `POST /orders`, `GET /orders/{id}`, `GET /metrics` (the probes are
-/// `http::shared_routes`').
+/// `http::shared_routes`'); any other method on these paths is 405 with `Allow` ([`resource`]).
 pub fn order_routes<C, CA, G, GA, M, MA>(
     cfg: &mut web::ServiceConfig,
     create: C,
@@ -41,17 +41,9 @@ pub fn order_routes<C, CA, G, GA, M, MA>(
     MA: FromRequest + 'static,
     M::Output: Responder + 'static,
 {
-    cfg.service(
-        web::resource("/orders")
-            .route(web::post().to(create))
-            .default_service(web::to(method_not_allowed)),
-    )
-    .service(
-        web::resource("/orders/{id}")
-            .route(web::get().to(get))
-            .default_service(web::to(method_not_allowed)),
-    )
-    .route("/metrics", web::get().to(metrics));
+    cfg.service(resource("/orders", Method::POST, create))
+        .service(resource("/orders/{id}", Method::GET, get))
+        .service(resource("/metrics", Method::GET, metrics));
 }
 
 /// A started server: its port and the future that runs it.

@@ -23,6 +23,7 @@ use lab_report::scenario::ScenarioTable;
 use lab_results::RunResults;
 use lab_results::scenario::{CapacityFile, CapacityPoint, Cause, StepPoint, StoppedBy};
 
+use super::ScenarioName;
 use super::capacity_points::step_point;
 use super::capacity_search::{Search, Step};
 
@@ -35,11 +36,11 @@ pub const THREAD_COUNTS: &[u32] = &[200, 500, 1000, 2000, 4000];
 pub const SWEEP_RATES: &[u32] = &[300, 750];
 
 /// Runs `capacity` or `threads` in full; returns the table and the folder.
-pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     let out = super::output_folder(name, &base)?;
     let db = super::shared_database(&base).await?;
     let mut file = CapacityFile {
-        scenario: name.to_owned(),
+        scenario: name.as_str().to_owned(),
         objective: String::new(),
         critical_path_ms: base.latency.critical_path_ms(),
         capacities: Vec::new(),
@@ -51,7 +52,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         db: &db,
         out: &out,
     };
-    if name == "capacity" {
+    if name == ScenarioName::Capacity {
         for (api, threads) in runner.settings() {
             let point = runner.search(&api, threads, &mut file, &mut failed).await?;
             file.capacities.push(point);

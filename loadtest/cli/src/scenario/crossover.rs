@@ -27,7 +27,7 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
         let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
         let file: CapacityFile =
             serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
-        if file.scenario != "capacity" {
+        if file.scenario != super::ScenarioName::Capacity.as_str() {
             bail!(
                 "{} is of --scenario {}, not capacity",
                 path.display(),

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::conclusions;
+use super::{ScenarioName, conclusions};
 use lab_report::scenario::{apis, charts};
 use lab_results::scenario::{
     BatchPoint, DbLatencyPoint, EventsPoint, FaultsPoint, OverloadPoint, RemotecallPoint, points,
@@ -150,40 +150,40 @@ pub fn batching_conclusion(rows: &[BatchPoint]) -> Vec<String> {
 /// JSON are the rows of the table, in order.
 pub fn apply(
     table: &mut super::ScenarioTable,
-    scenario: &str,
+    scenario: ScenarioName,
     json: &Value,
 ) -> serde_json::Result<()> {
     match scenario {
-        "events" => {
+        ScenarioName::Events => {
             let rows: Vec<EventsPoint> = points(json)?;
             table.conclusion = events_conclusion(&rows);
             table.charts.push(charts::events(&rows));
         }
-        "batching" => {
+        ScenarioName::Batching => {
             let rows: Vec<BatchPoint> = points(json)?;
             table.conclusion = batching_conclusion(&rows);
             table.charts.push(charts::batching(&rows));
             table.harness_bound = rows.iter().map(BatchPoint::harness_bound).collect();
         }
-        "remotecall" => {
+        ScenarioName::Remotecall => {
             let rows: Vec<RemotecallPoint> = points(json)?;
             table.conclusion = conclusions::remotecall(&rows);
             table.charts.push(charts::remotecall(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
-        "db-latency" => {
+        ScenarioName::DbLatency => {
             let rows: Vec<DbLatencyPoint> = points(json)?;
             table.conclusion = conclusions::db_latency(&rows);
             table.charts.push(charts::db_latency(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
-        "overload" => {
+        ScenarioName::Overload => {
             let rows: Vec<OverloadPoint> = points(json)?;
             table.conclusion = conclusions::overload(&rows);
             table.charts.push(charts::overload(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
-        "faults" => {
+        ScenarioName::Faults => {
             let rows: Vec<FaultsPoint> = points(json)?;
             table.conclusion = conclusions::faults(&rows);
             table.charts.push(charts::faults(&rows));

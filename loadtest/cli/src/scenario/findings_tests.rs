@@ -55,7 +55,7 @@ fn page(name: &str) -> (ScenarioTable, String) {
         conditions: vec!["Written by loadtest lab --scenario … on the test machine.".into()],
         ..ScenarioTable::default()
     };
-    apply(&mut t, name, &json).expect("rows read");
+    apply(&mut t, scenario(name), &json).expect("rows read");
     let html = crate::scenario::render_html(&t);
     if let Some(dir) = std::env::var_os("SCENARIO_FIXTURE_OUT") {
         let dir = std::path::PathBuf::from(dir);
@@ -150,4 +150,10 @@ fn the_page_is_offline_leads_with_what_was_measured_and_shows_its_conditions() {
             assert!(html.contains("In every row: errors 0."), "{name}");
         }
     }
+}
+
+/// The registry's scenario of that name (the fixtures are named as `--scenario` takes them).
+fn scenario(name: &str) -> crate::scenario::ScenarioName {
+    <crate::scenario::ScenarioName as clap::ValueEnum>::from_str(name, false)
+        .expect("a scenario's name")
 }

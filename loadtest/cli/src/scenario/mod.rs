@@ -64,57 +64,161 @@ use lab_results::{MockLatencies, RunResults};
 pub use lab_report::scenario::{ScenarioTable, render_html, render_markdown};
 pub use tables::build as build_table;
 
-/// The scenarios and one line on each, for `--help` and error messages.
-pub const SCENARIOS: &[(&str, &str)] = &[
-    (
-        "remotecall",
-        "experiment B: a connection held across a remote call (8 runs)",
-    ),
-    (
-        "db-latency",
-        "experiment D: 0 / 0.3 / 0.6 / 6.5 ms between the APIs and PostgreSQL (8 runs)",
-    ),
-    (
-        "slow-dependency",
-        "payment 1000→5000 ms for 30 s in the middle of the default profile (2 runs)",
-    ),
-    (
-        "faults",
-        "money safety: retrying clients through payment faults, kill -9 of the API and a \
-         PostgreSQL crash restart; a frozen database, 300 slow uploads, an unreachable gateway, \
-         a broker acknowledging in 7 s (10 runs)",
-    ),
-    (
-        "overload",
-        "ramp-750, both APIs, shedding off and on: refuse early or queue (4 runs)",
-    ),
-    (
-        "events",
-        "experiment C: the order event under a slow broker — two-phase, after-commit, \
-         outbox on NATS JetStream, healthy / slowed / crash (18 runs)",
-    ),
-    (
-        "capacity",
-        "each API's capacity by search: open-model steps (10 s ramp, 20 s hold) doubling from \
-         100/s, then bisected to 25/s; the highest rate that met the objective and what stopped \
-         the API at the next (5–10 runs per API)",
-    ),
-    (
-        "threads",
-        "blocking-api at BLOCKING_THREADS 200/500/1000/2000/4000 at 300/s and 750/s, \
-         reactive-api beside it: Little's law against what was measured (12 runs)",
-    ),
-    (
-        "soak",
-        "each API 30 min at a steady 75/s, the seed's latencies: RSS, open files, threads, p99 and \
-         orders/s in the first and the last minute, its tables at the end (2 runs)",
-    ),
-    (
-        "batching",
-        "experiment E: persist batch max 1/2/10/100/1000 × DB RTT 0/6.5 ms, durable commits, \
-         plus PostgreSQL's commit_delay and two unsaturated runs per API (26 runs)",
-    ),
-];
+/// The scenarios: what `lab --scenario` parses into (clap refuses any other name, listing these),
+/// what `lab --help` and `loadtest scenarios` list, and what [`run`] dispatches on — one registry,
+/// so that a scenario added here is listed, described and timed wherever it can be named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::EnumIter)]
+pub enum ScenarioName {
+    Remotecall,
+    DbLatency,
+    SlowDependency,
+    Faults,
+    Overload,
+    Events,
+    Capacity,
+    Threads,
+    Soak,
+    Batching,
+}
+
+impl ScenarioName {
+    /// Every scenario, in the order they are listed (a test checks that none is missing).
+    pub const ALL: [ScenarioName; 10] = [
+        ScenarioName::Remotecall,
+        ScenarioName::DbLatency,
+        ScenarioName::SlowDependency,
+        ScenarioName::Faults,
+        ScenarioName::Overload,
+        ScenarioName::Events,
+        ScenarioName::Capacity,
+        ScenarioName::Threads,
+        ScenarioName::Soak,
+        ScenarioName::Batching,
+    ];
+
+    /// The name `--scenario` takes, and the scenario's name in its folder and `scenario.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScenarioName::Remotecall => "remotecall",
+            ScenarioName::DbLatency => "db-latency",
+            ScenarioName::SlowDependency => "slow-dependency",
+            ScenarioName::Faults => "faults",
+            ScenarioName::Overload => "overload",
+            ScenarioName::Events => "events",
+            ScenarioName::Capacity => "capacity",
+            ScenarioName::Threads => "threads",
+            ScenarioName::Soak => "soak",
+            ScenarioName::Batching => "batching",
+        }
+    }
+
+    /// What it measures, in one line.
+    pub fn description(self) -> &'static str {
+        match self {
+            ScenarioName::Remotecall => {
+                "experiment B: a connection held across a remote call (8 runs)"
+            }
+            ScenarioName::DbLatency => {
+                "experiment D: 0 / 0.3 / 0.6 / 6.5 ms between the APIs and PostgreSQL (8 runs)"
+            }
+            ScenarioName::SlowDependency => {
+                "payment 1000→5000 ms for 30 s in the middle of the default profile (2 runs)"
+            }
+            ScenarioName::Faults => {
+                "money safety: retrying clients through payment faults, kill -9 of the API and a \
+                 PostgreSQL crash restart; a frozen database, 300 slow uploads, an unreachable \
+                 gateway, a broker acknowledging in 7 s (10 runs)"
+            }
+            ScenarioName::Overload => {
+                "ramp-750, both APIs, shedding off and on: refuse early or queue (4 runs)"
+            }
+            ScenarioName::Events => {
+                "experiment C: the order event under a slow broker — two-phase, after-commit, \
+                 outbox on NATS JetStream, healthy / slowed / crash (18 runs)"
+            }
+            ScenarioName::Capacity => {
+                "each API's capacity by search: open-model steps (10 s ramp, 20 s hold) doubling \
+                 from 100/s, then bisected to 25/s; the highest rate that met the objective and \
+                 what stopped the API at the next (5–10 runs per API)"
+            }
+            ScenarioName::Threads => {
+                "blocking-api at BLOCKING_THREADS 200/500/1000/2000/4000 at 300/s and 750/s, \
+                 reactive-api beside it: Little's law against what was measured (12 runs)"
+            }
+            ScenarioName::Soak => {
+                "each API 30 min at a steady 75/s, the seed's latencies: RSS, open files, threads, \
+                 p99 and orders/s in the first and the last minute, its tables at the end (2 runs)"
+            }
+            ScenarioName::Batching => {
+                "experiment E: persist batch max 1/2/10/100/1000 × DB RTT 0/6.5 ms, durable \
+                 commits, plus PostgreSQL's commit_delay and two unsaturated runs per API (26 runs)"
+            }
+        }
+    }
+
+    /// About how long it takes at `--duration-scale 1`, in minutes: estimated from its plan (runs
+    /// × each run's profile), plus about 15 s a run for starting the API, its warm-up and the
+    /// end-of-run checks; not measured.
+    pub fn rough_minutes(self) -> u32 {
+        match self {
+            // closed-30-300 × 8: per API ≈ 60 s (request scope, payment 3 s: 4.9/s), 30 s (short
+            // scope: 9.8/s) and seconds at payment 50 ms; + 8 × 15 s.
+            ScenarioName::Remotecall => 6,
+            // ramp-200 (90 s) × 8 + 8 × 15 s.
+            ScenarioName::DbLatency => 14,
+            // ramp-300 (90 s) × 2 + 2 × 15 s.
+            ScenarioName::SlowDependency => 4,
+            // constant-30-60 × 10, each with its faults' recovery and settling.
+            ScenarioName::Faults => 15,
+            // ramp-750 (90 s) × 4, plus the queue draining with shedding off (p99 ≈ 60 s).
+            ScenarioName::Overload => 9,
+            // 18 closed runs of 30 clients: 3,000 orders at 0 ms (seconds each), 300 through a
+            // 3 s broker (≈ 30 s each), the crashes' restarts and census.
+            ScenarioName::Events => 10,
+            // hold-R (30 s) × 5–10 steps × 2 APIs + 15 s each.
+            ScenarioName::Capacity => 12,
+            // hold-R (30 s) × 12 + 12 × 15 s.
+            ScenarioName::Threads => 9,
+            // constant-75-1800 × 2.
+            ScenarioName::Soak => 62,
+            // 26 runs of 12 s + 3 s warm-up + 15 s, and the fsync measurement first.
+            ScenarioName::Batching => 14,
+        }
+    }
+}
+
+impl std::fmt::Display for ScenarioName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `--scenario`'s parser and its `--help` list: each name with its line and its rough length.
+impl clap::ValueEnum for ScenarioName {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = format!("{} [≈ {} min]", self.description(), self.rough_minutes());
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(help))
+    }
+}
+
+/// `loadtest scenarios`: one line per scenario — its name, rough length and what it measures.
+pub fn list() -> String {
+    ScenarioName::ALL
+        .iter()
+        .map(|s| {
+            format!(
+                "{:<16} ≈ {:>2} min  {}\n",
+                s.as_str(),
+                s.rough_minutes(),
+                s.description()
+            )
+        })
+        .collect()
+}
 
 /// One lab run of a scenario.
 #[derive(Debug, Clone)]
@@ -126,7 +230,7 @@ pub struct Variant {
 
 /// The lab runs a scenario is made of, derived from the user's lab arguments (which keep their
 /// say over everything the scenario does not fix: duration scale, repeat, limits, database).
-pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
+pub fn variants(name: ScenarioName, base: &LabArgs) -> Result<Vec<Variant>> {
     let apis = base.apis.clone();
     let mut out = Vec::new();
     // Times as written; the lab multiplies them by --duration-scale, as it does the user's own.
@@ -139,7 +243,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
         Variant { slug, args }
     };
     match name {
-        "remotecall" => {
+        ScenarioName::Remotecall => {
             for pay in [50u64, 3000] {
                 for scope in [TxScope::Request, TxScope::Short] {
                     for api in &apis {
@@ -161,7 +265,7 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 }
             }
         }
-        "db-latency" => {
+        ScenarioName::DbLatency => {
             for rtt in [0.0, 0.3, 0.6, 6.5] {
                 for api in &apis {
                     out.push(with(format!("{api}-rtt{rtt}"), &|a| {
@@ -178,12 +282,12 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 }
             }
         }
-        "slow-dependency" => {
+        ScenarioName::SlowDependency => {
             out.push(with("both-apis".to_owned(), &|a| {
                 a.inject = Some(slowed_payment);
             }));
         }
-        "faults" => {
+        ScenarioName::Faults => {
             // Every faults run: the constant rate, the seed's latencies, an attempt that outlives
             // neither a hung payment (DEPS_TIMEOUT_MS) nor the API's request deadline (30 s
             // leaves both to the API), quick recovery, a durable PostgreSQL.
@@ -210,8 +314,8 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 out.push(with(slug.to_owned(), &|a| faults_run(a, None, outage)));
             }
         }
-        "overload" => out = overload::variants(base),
-        "soak" => {
+        ScenarioName::Overload => out = overload::variants(base),
+        ScenarioName::Soak => {
             for api in &apis {
                 out.push(with(api.clone(), &|a| {
                     a.apis = vec![api.clone()];
@@ -221,39 +325,36 @@ pub fn variants(name: &str, base: &LabArgs) -> Result<Vec<Variant>> {
                 }));
             }
         }
-        "batching" => {
+        ScenarioName::Batching => {
             let delay = batching_plan::commit_delay_us(None);
             out = batching_plan::cells(base, delay)
                 .into_iter()
                 .map(|c| c.variant)
                 .collect();
         }
-        other => {
-            let known: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
-            bail!("unknown scenario {other:?}; known: {}", known.join(", "));
+        // Runs of their own, not a list of lab runs: see `run`.
+        ScenarioName::Events | ScenarioName::Capacity | ScenarioName::Threads => {
+            bail!("scenario {name} is not a list of lab runs")
         }
     }
     Ok(out)
 }
 
 /// Runs every variant, writes each one's report and the scenario's table; returns the folder.
-pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     // Before the database the runs share is started: it inherits the harness's CPUs.
     if base.targets.is_empty()
         && let Err(why) = crate::services::place_harness(!base.no_pin)?
     {
         eprintln!("scenario {name}: {why}");
     }
-    if name == "events" {
+    match name {
         // Its own runs (closed model, NATS, crash), not lab runs: see `events.rs`.
-        return events::run(base).await;
-    }
-    if name == "batching" {
-        return batching::run(base).await;
-    }
-    if name == "capacity" || name == "threads" {
+        ScenarioName::Events => return events::run(base).await,
+        ScenarioName::Batching => return batching::run(base).await,
         // Adaptive (each step depends on the last), so not a list of variants.
-        return capacity::run(name, base).await;
+        ScenarioName::Capacity | ScenarioName::Threads => return capacity::run(name, base).await,
+        _ => {}
     }
     let variants = variants(name, &base)?;
     let out = output_folder(name, &base)?;
@@ -279,7 +380,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
             .await
             .with_context(|| format!("scenario {name}, variant {}", variant.slug))?;
         lab_report::write_report(&runs, &vout)?;
-        if name == "soak"
+        if name == ScenarioName::Soak
             && let Some(db) = &db
         {
             sizes.push((variant.slug.clone(), soak::table_sizes(&db.url).await?));
@@ -287,7 +388,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
         done.push((variant, runs));
     }
     drop(db);
-    let mut table = if name == "soak" {
+    let mut table = if name == ScenarioName::Soak {
         lab_report::scenario::tables::with_links_and_checks(
             soak::table(&done, &sizes),
             &tables::plain(&done),
@@ -306,7 +407,7 @@ pub async fn run(name: &str, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> 
 }
 
 /// The scenario's folder, created: `--out`, else `reports/<UTC time>-scenario-<name>`.
-fn output_folder(name: &str, base: &LabArgs) -> Result<PathBuf> {
+fn output_folder(name: ScenarioName, base: &LabArgs) -> Result<PathBuf> {
     let out = base.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(
             "{}-scenario-{name}",

@@ -46,7 +46,7 @@ fn page(name: &str, json: &Value) -> (ScenarioTable, String) {
         conditions: vec!["Written by loadtest lab --scenario … on the test machine.".into()],
         ..ScenarioTable::default()
     };
-    apply(&mut t, name, json).expect("rows read");
+    apply(&mut t, scenario(name), json).expect("rows read");
     let html = crate::scenario::render_html(&t);
     // The fixture's own page only, not the variations the tests make of it.
     if let Some(dir) = std::env::var_os("SCENARIO_FIXTURE_OUT").filter(|_| *json == fixture(name)) {
@@ -295,4 +295,10 @@ fn the_pages_show_their_conditions_and_hide_nothing_in_comments() {
         let folded = html.contains("<details><summary>Every column (");
         assert_eq!(folded, name != "faults", "{name}");
     }
+}
+
+/// The registry's scenario of that name (the fixtures are named as `--scenario` takes them).
+fn scenario(name: &str) -> crate::scenario::ScenarioName {
+    <crate::scenario::ScenarioName as clap::ValueEnum>::from_str(name, false)
+        .expect("a scenario's name")
 }

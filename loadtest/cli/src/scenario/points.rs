@@ -11,30 +11,30 @@ use serde_json::Value;
 use lab_results::scenario::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
 use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
-use super::Variant;
+use super::{ScenarioName, Variant};
 use lab_report::scenario::figures::{
     closed_rate, connections_in_use, median, plateau, rtt, schedule_s,
 };
 
 /// The rows of scenario `name`, one per run in the table's order; `None` for a scenario without
 /// typed rows (slow-dependency).
-pub fn rows(name: &str, done: &[(Variant, Vec<RunResults>)]) -> Option<Value> {
+pub fn rows(name: ScenarioName, done: &[(Variant, Vec<RunResults>)]) -> Option<Value> {
     let first = || {
         done.iter()
             .filter_map(|(_, runs)| Some((runs.first()?, runs)))
     };
     let all = || done.iter().flat_map(|(_, runs)| runs);
     let value = match name {
-        "remotecall" => serde_json::to_value(
+        ScenarioName::Remotecall => serde_json::to_value(
             first()
                 .map(|(r, runs)| remotecall(r, runs))
                 .collect::<Vec<_>>(),
         ),
-        "db-latency" => {
+        ScenarioName::DbLatency => {
             serde_json::to_value(first().map(|(r, _)| db_latency(r)).collect::<Vec<_>>())
         }
-        "overload" => serde_json::to_value(all().map(overload).collect::<Vec<_>>()),
-        "faults" => serde_json::to_value(all().map(faults).collect::<Vec<_>>()),
+        ScenarioName::Overload => serde_json::to_value(all().map(overload).collect::<Vec<_>>()),
+        ScenarioName::Faults => serde_json::to_value(all().map(faults).collect::<Vec<_>>()),
         _ => return None,
     };
     Some(value.expect("plain structs serialise"))

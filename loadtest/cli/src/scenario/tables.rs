@@ -4,16 +4,16 @@
 use lab_report::scenario::{ScenarioTable, VariantRuns, faults, overload, tables};
 use lab_results::RunResults;
 
-use super::{Variant, faults_plan};
+use super::{ScenarioName, Variant, faults_plan};
 
 /// Scenario `name`'s table, with a link to each variant's full report and its runs' checks.
-pub fn build(name: &str, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
+pub fn build(name: ScenarioName, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
     let done = plain(done);
     let table = match name {
-        "remotecall" => tables::remotecall(&done),
-        "db-latency" => tables::db_latency(&done),
-        "faults" => faults::table(&done, &faults_plan::page_plan()),
-        "overload" => overload::table(&done),
+        ScenarioName::Remotecall => tables::remotecall(&done),
+        ScenarioName::DbLatency => tables::db_latency(&done),
+        ScenarioName::Faults => faults::table(&done, &faults_plan::page_plan()),
+        ScenarioName::Overload => overload::table(&done),
         _ => tables::slow_dependency(&done),
     };
     tables::with_links_and_checks(table, &done)

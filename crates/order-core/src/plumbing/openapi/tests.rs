@@ -126,6 +126,29 @@ fn error_responses_carry_the_error_body_and_retry_after_where_sent() {
     }
 }
 
+/// Every path answers a method it does not route with 405 and an `Allow` naming the one it does
+/// (RFC 9110 §15.5.6; `http::resource` sends it).
+#[test]
+fn every_path_documents_its_405_with_allow() {
+    let doc = doc();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("path item") {
+            let refused = &operation["responses"]["405"];
+            assert_eq!(
+                body_schema(refused),
+                "#/components/schemas/ErrorBody",
+                "{path}"
+            );
+            let allow = refused["headers"]["Allow"]["description"].as_str();
+            let named = format!("`{}`", method.to_uppercase());
+            assert!(
+                allow.is_some_and(|d| d.starts_with(&named)),
+                "{method} {path}: 405 without an `Allow` naming {named}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_created_order_documents_its_location_and_replay_headers() {
     let doc = doc();
