@@ -176,7 +176,12 @@ pub fn capacity_sentence(c: &CapacityPoint) -> String {
             (StoppedBy::Unidentified, _) => format!(
                 "; it missed it (twice) with no measured resource at its limit — {evidence}"
             ),
-            (by, Some(f)) => format!("; at {f:.0}/s stopped by {} — {evidence}", by.as_str()),
+            (by, Some(f)) => {
+                format!(
+                    "; at {f:.0}/s it was stopped by {} — {evidence}",
+                    by.as_str()
+                )
+            }
             (_, None) => String::new(),
         };
         return format!(
