@@ -5,7 +5,8 @@
 #      run health checks by itself) with local stand-ins for the upstream images
 #      (scripts/compose-standins/, built once and kept);
 #   2. `docker compose up -d --build`, then every service healthy;
-#   3. inside each API container, its cgroup must say 1 CPU and 1 GiB;
+#   3. inside each API container, its cgroup must hold the pod docker-compose.yml gives the APIs:
+#      API_CPUS and API_MEMORY (default 1 CPU and 1 GiB);
 #   4. `docker compose --profile lab run --rm loadtest` with a short profile
 #      (COMPOSE_E2E_PROFILE, default ramp-300; COMPOSE_E2E_SCALE, default 0.5);
 #   5. the report and results are checked (scripts/compose-e2e-check.py): counts reconcile and
@@ -133,6 +134,20 @@ say "all services healthy"
 phase "up and healthy"
 
 # ---- 3. the limits, read from inside each API container ----
+# The pod docker-compose.yml gives both APIs: API_CPUS (cores) and API_MEMORY (compose's units).
+api_cpus=${API_CPUS:-1.0}
+api_memory=${API_MEMORY:-1g}
+bytes() { # compose's memory units: 512m, 1g, 1024k, plain bytes (an optional b after the unit)
+    local v=${1,,}
+    v=${v%b}
+    case $v in
+        *g) echo $((${v%g} << 30)) ;;
+        *m) echo $((${v%m} << 20)) ;;
+        *k) echo $((${v%k} << 10)) ;;
+        *) echo "$v" ;;
+    esac
+}
+api_memory_bytes=$(bytes "$api_memory")
 for api in blocking-api reactive-api; do
     # cgroup v2 (cpu.max) or v1 (CFS quota and period); the API process's own open-file limit.
     read -r quota period mem nofile < <("${compose[@]}" exec -T "$api" sh -c '
@@ -150,8 +165,10 @@ for api in blocking-api reactive-api; do
         echo "$q $p $m $n"' sh "$api")
     line="$api: cpu quota $quota / period $period, memory.max $mem, open files $nofile"
     echo "$line" | tee -a "reports/$out/limits.txt"
-    if [ "$quota" != "$period" ] || [ "$mem" != 1073741824 ]; then
-        say "$api is not limited to 1 CPU / 1 GiB"
+    # quota = cpus × period (µs, as the engine rounds it); memory in bytes.
+    if ! awk -v c="$api_cpus" -v q="$quota" -v p="$period" \
+        'BEGIN { d = q - c * p; exit !(d < 1 && d > -1) }' || [ "$mem" != "$api_memory_bytes" ]; then
+        say "$api is not limited to API_CPUS=$api_cpus / API_MEMORY=$api_memory ($api_memory_bytes bytes)"
         exit 1
     fi
 done

@@ -23,8 +23,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the comparison: start PostgreSQL, mock-deps and each API (1 CPU / 1 GiB), load them one
-    /// after the other, write results, goose reports and the report. No arguments = the seed's run.
+    /// Run the comparison: start PostgreSQL, mock-deps and each API (1 CPU / 1 GiB, or
+    /// --api-cpus / --api-memory-mib), load them one after the other, write results, goose reports and the report. No arguments = the seed's run.
     Lab(Box<LabArgs>),
     /// Load one already-running target and write its results file.
     Run(Box<RunArgs>),
@@ -36,7 +36,7 @@ pub enum Command {
     /// Capacity against the dependencies' critical path: the `scenario.json` of several
     /// `lab --scenario capacity` runs (each at its own `--latency`) in one table and chart.
     Crossover(CrossoverArgs),
-    /// Capacity benchmark: each API alone in 1 CPU, a closed loop at mocks 0 ms and at
+    /// Capacity benchmark: each API alone in its pod (1 CPU by default), a closed loop at mocks 0 ms and at
     /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
     /// harness's CPU per order. Writes bench.json and bench.md.
     Bench(Box<crate::bench::BenchArgs>),
@@ -216,8 +216,13 @@ mod tests {
             assert_eq!(h.db_pool_size, 100);
             assert_eq!(h.db_durability, crate::lab_args::Durability::On);
             assert_eq!(h.db_rtt_ms, 0.0);
-            assert_eq!((h.database_url, h.out), (None, None));
+            assert_eq!((&h.database_url, &h.out), (&None, &None));
             assert!(!h.no_limits && !h.no_pin);
+            assert_eq!((h.api_cpus, h.api_memory_mib), (1.0, 1024));
+            assert_eq!(
+                h.pod().map(|p| (p.cpus, p.memory_bytes)),
+                Some((1.0, 1 << 30))
+            );
         }
         let given = [
             "--apis",
@@ -234,6 +239,10 @@ mod tests {
             "--no-pin",
             "--out",
             "/tmp/o",
+            "--api-cpus",
+            "0.125",
+            "--api-memory-mib",
+            "128",
         ];
         for h in harness(&given) {
             assert_eq!(h.apis, ["reactive"]);
@@ -243,6 +252,18 @@ mod tests {
             assert_eq!(h.database_url.as_deref(), Some("postgres://x@h/db"));
             assert_eq!(h.out, Some(PathBuf::from("/tmp/o")));
             assert!(h.no_limits && h.no_pin);
+            assert_eq!((h.api_cpus, h.api_memory_mib), (0.125, 128));
+            assert_eq!(h.pod(), None, "--no-limits");
+        }
+        for bad in [
+            ["--api-cpus", "0"],
+            ["--api-cpus", "0.0001"],
+            ["--api-memory-mib", "0"],
+        ] {
+            for command in ["lab", "bench"] {
+                let argv = [&["loadtest", command], &bad[..]].concat();
+                assert!(Cli::try_parse_from(argv).is_err(), "{command} {bad:?}");
+            }
         }
         for command in ["lab", "bench"] {
             let err = Cli::try_parse_from(["loadtest", command, "--apis", "mock-deps"])

@@ -128,9 +128,16 @@ pub struct HarnessArgs {
     /// order tables are emptied before every run).
     #[arg(long)]
     pub database_url: Option<String>,
-    /// Do not put the APIs in 1 CPU / 1 GiB cgroups (the results then say limits NOT enforced).
+    /// Do not put the APIs in cgroups (the results then say limits NOT enforced).
     #[arg(long)]
     pub no_limits: bool,
+    /// The CPU quota of each API's cgroup, in cores: 1 (the seed's container), 0.5, 0.125 (an
+    /// eighth of a core)… At least 0.001. Its CFS period is max(10 ms, 1 ms ÷ cores), recorded.
+    #[arg(long, default_value_t = 1.0, value_parser = crate::pod::api_cpus)]
+    pub api_cpus: f64,
+    /// The memory limit of each API's cgroup, MiB (no swap beyond it).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub api_memory_mib: u64,
     /// Do not pin each API to the last CPU and the harness (PostgreSQL, mock-deps, NATS, the
     /// generator, the latency proxy) to the others (done by default with two CPUs or more).
     #[arg(long)]
@@ -153,6 +160,14 @@ fn pg_setting(text: &str) -> Result<String, String> {
     named
         .then(|| text.to_owned())
         .ok_or_else(|| format!("{name:?} is not a PostgreSQL setting's name"))
+}
+
+/// `--resolution`: a positive rate.
+fn positive_rate(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .ok_or_else(|| format!("{text:?} is not a positive rate"))
 }
 
 impl HarnessArgs {
@@ -270,6 +285,10 @@ pub struct LabArgs {
     /// scenarios` lists them too).
     #[arg(long, value_enum)]
     pub scenario: Option<crate::scenario::ScenarioName>,
+    /// `--scenario capacity`: narrow each search until the highest rate that met the objective
+    /// and the lowest that missed it are at most R/s apart [default: 5 % of the rate found].
+    #[arg(long, value_name = "R", value_parser = positive_rate)]
+    pub resolution: Option<f64>,
     /// Service-level objective the verdict judges each API by, e.g. `p99<=2.5s,success>=99%`
     /// (percentile of every answer to the span's arrivals; 2xx share of the arrivals) [default:
     /// p99 ≤ the dependencies' critical path × 1.15, success ≥ 99 %].

@@ -15,7 +15,8 @@
 //!   retrying clients, the recorder, the sampler, the assembly of the results;
 //! - this crate: [`cli`] (typed at the edge: clap parses every value) and [`commands`];
 //!   [`api_env`]: the settings every API the lab starts is given, typed, written once;
-//!   [`lab`] + [`services`] + [`invariants`]: PostgreSQL, mock-deps and each API in its cgroup,
+//!   [`lab`] + [`services`] + [`invariants`]: PostgreSQL, mock-deps and each API in its cgroup
+//!   ([`pod`]: its limits),
 //!   fresh state, warm-up, measurement ([`run`]), end-of-run checks; [`money`]: every charge
 //!   against the orders, once the API settled them; [`gave_up`]: the orders made for clients
 //!   that gave up; [`inject`]: a dependency slowed mid-run; [`scenario`]: the source experiments
@@ -37,6 +38,7 @@ pub mod lab;
 pub mod lab_args;
 pub mod merge;
 pub mod money;
+pub mod pod;
 pub mod run;
 pub mod scenario;
 pub mod services;

@@ -1,6 +1,6 @@
 //! The services the lab starts: PostgreSQL, mock-deps and the API under test, each as a child
 //! process (labkit::process) whose output goes to `<out>/logs/`. The API goes into its own cgroup
-//! (1 CPU, 1 GiB) right after it is spawned; PostgreSQL, mock-deps and the generator stay outside.
+//! (its pod: `--api-cpus`, `--api-memory-mib`, by default 1 CPU, 1 GiB) right after it is spawned; PostgreSQL, mock-deps and the generator stay outside.
 //! Limits are read back from the kernel: the results only claim what the kernel holds.
 
 use std::collections::BTreeMap;
@@ -222,14 +222,14 @@ pub struct ApiProcess {
 
 impl ApiProcess {
     /// Starts `name` (`blocking-api`, `reactive-api`) with `settings` (env var → value), in a
-    /// 1 CPU / 1 GiB cgroup unless `limits` is false, and waits for `/ready`.
+    /// cgroup of `pod`'s limits (none when `None`), and waits for `/ready`.
     pub fn start(
         name: &str,
         settings: &BTreeMap<String, String>,
-        limits: bool,
+        pod: Option<ResourceLimits>,
         logs: &Path,
     ) -> Result<ApiProcess> {
-        Self::start_as(name, settings, limits, logs, None)
+        Self::start_as(name, settings, pod, logs, None)
     }
 
     /// [`ApiProcess::start`] of the release build under callgrind (`labkit::callgrind`), its
@@ -241,13 +241,13 @@ impl ApiProcess {
         logs: &Path,
         out_file: &Path,
     ) -> Result<ApiProcess> {
-        Self::start_as(name, settings, false, logs, Some(out_file))
+        Self::start_as(name, settings, None, logs, Some(out_file))
     }
 
     fn start_as(
         name: &str,
         settings: &BTreeMap<String, String>,
-        limits: bool,
+        pod: Option<ResourceLimits>,
         logs: &Path,
         callgrind: Option<&Path>,
     ) -> Result<ApiProcess> {
@@ -284,8 +284,8 @@ impl ApiProcess {
             None => (bin.clone(), Vec::new(), READY_TIMEOUT),
         };
         let process = ServiceProcess::spawn(name, &program, args, env.clone(), &log)?;
-        let (group, mut limits) = if limits {
-            confine(name, process.pid())
+        let (group, mut limits) = if let Some(pod) = pod {
+            confine(name, process.pid(), pod)
         } else if callgrind.is_some() {
             (
                 None,
@@ -363,6 +363,7 @@ pub fn not_enforced(why: &str) -> Limits {
     Limits {
         limits_enforced: false,
         cpu_cores: None,
+        cpu_period_us: None,
         memory_bytes: None,
         mechanism: "none".to_owned(),
         note: format!("limits NOT enforced: {why}"),
@@ -370,8 +371,8 @@ pub fn not_enforced(why: &str) -> Limits {
     }
 }
 
-fn confine(name: &str, pid: u32) -> (Option<LimitedGroup>, Limits) {
-    let group = match LimitedGroup::create(name, ResourceLimits::default()) {
+fn confine(name: &str, pid: u32, pod: ResourceLimits) -> (Option<LimitedGroup>, Limits) {
+    let group = match LimitedGroup::create(name, pod) {
         Ok(g) => g,
         Err(e) => return (None, not_enforced(&format!("cannot create a cgroup: {e}"))),
     };
@@ -394,6 +395,7 @@ fn confine(name: &str, pid: u32) -> (Option<LimitedGroup>, Limits) {
     let limits = Limits {
         limits_enforced: enforced,
         cpu_cores: held.cpu_quota,
+        cpu_period_us: held.cpu_period_us,
         memory_bytes: held.memory_bytes,
         mechanism: format!("cgroup {}", held.version),
         note,

@@ -75,7 +75,7 @@ async fn two_shards_merge_into_the_run_one_generator_makes() {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
-    let api = ApiProcess::start("reactive-api", &settings, false, &dir).unwrap();
+    let api = ApiProcess::start("reactive-api", &settings, None, &dir).unwrap();
     let path = |name: &str| dir.join(name).display().to_string();
     let common_args = |run_id: &'static str| {
         vec![

@@ -48,6 +48,7 @@ fn cpu_quota_is_enforced_and_read_back() {
     let group = LimitedGroup::create("cpu-test", limits).unwrap();
     let enforced = group.enforced();
     assert_eq!(enforced.cpu_quota, Some(0.2), "{enforced:?}");
+    assert_eq!(enforced.cpu_period_us, Some(10_000), "{enforced:?}");
     assert_eq!(enforced.memory_bytes, Some(256 << 20), "{enforced:?}");
     let paths = group.paths();
     assert!(paths.iter().all(|p| p.is_dir()));
@@ -111,6 +112,31 @@ fn cpu_quota_is_enforced_and_read_back() {
         paths.iter().all(|p| !p.exists()),
         "cgroup directories left behind"
     );
+}
+
+/// A pod of any size: the kernel holds the fractional quota, the period the rule chose and the
+/// memory limit, each read back from the group's files.
+#[test]
+fn pod_sizes_are_read_back_from_the_cgroup() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !writable() {
+        return;
+    }
+    for (cpus, mib, period_us) in [
+        (0.125, 128u64, 10_000),
+        (0.5, 512, 10_000),
+        (0.05, 64, 20_000),
+    ] {
+        let limits = ResourceLimits {
+            cpus,
+            memory_bytes: mib << 20,
+        };
+        let group = LimitedGroup::create("pod-test", limits).unwrap();
+        let held = group.enforced();
+        assert_eq!(held.cpu_quota, Some(cpus), "{held:?}");
+        assert_eq!(held.cpu_period_us, Some(period_us), "{held:?}");
+        assert_eq!(held.memory_bytes, Some(mib << 20), "{held:?}");
+    }
 }
 
 #[test]

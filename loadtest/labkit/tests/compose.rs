@@ -64,12 +64,24 @@ fn interpolation_defaults() {
 #[test]
 fn every_perturbation_is_caught() {
     type Perturb = fn(&mut Value, &mut String);
-    let cases: [(&str, Perturb); 14] = [
+    let cases: [(&str, Perturb); 18] = [
         ("mem_limit", |c, _| {
             c["services"]["reactive-api"]["mem_limit"] = "2g".into()
         }),
         ("cpus", |c, _| {
             c["services"]["blocking-api"]["cpus"] = 2.0.into()
+        }),
+        ("cpus, its own variable", |c, _| {
+            c["services"]["reactive-api"]["cpus"] = "${REACTIVE_CPUS:-1.0}".into()
+        }),
+        ("cpus, another default", |c, _| {
+            c["services"]["blocking-api"]["cpus"] = "${API_CPUS:-2.0}".into()
+        }),
+        ("mem_limit fixed", |c, _| {
+            c["services"]["blocking-api"]["mem_limit"] = "1g".into()
+        }),
+        ("swap beyond the memory", |c, _| {
+            c["services"]["reactive-api"]["memswap_limit"] = "2g".into()
         }),
         ("DB_POOL_SIZE", |c, _| {
             c["services"]["reactive-api"]["environment"]["DB_POOL_SIZE"] = "50".into()

@@ -87,7 +87,7 @@ fn objects(yaml: &str) -> Result<Vec<Object>, String> {
 
 #[test]
 fn every_overlay_renders_into_known_fields_and_keeps_the_labs_rules() {
-    for overlay in ["ci", "cluster", "cluster-events", "local"] {
+    for overlay in ["ci", "cluster", "cluster-events", "cluster-pod", "local"] {
         let Some(yaml) = render(overlay) else {
             labkit::skip::unless_ci("kubectl is not installed, deploy/k8s was not rendered");
             return;
@@ -95,6 +95,36 @@ fn every_overlay_renders_into_known_fields_and_keeps_the_labs_rules() {
         let objects = objects(&yaml).unwrap_or_else(|e| panic!("{overlay}: {e}"));
         let bad = violations(&objects, overlay == "local");
         assert!(bad.is_empty(), "{overlay}:\n{}", bad.join("\n"));
+    }
+}
+
+/// The pod each overlay gives the APIs, as rendered: an overlay's patch that selects nothing
+/// would leave the base's 1 CPU / 1 GiB without a word.
+#[test]
+fn each_overlay_gives_both_apis_its_pod() {
+    for (overlay, cpu, memory) in [
+        ("cluster", "1", "1Gi"),
+        ("ci", "500m", "512Mi"),
+        ("cluster-pod", "125m", "128Mi"),
+    ] {
+        let Some(yaml) = render(overlay) else {
+            labkit::skip::unless_ci("kubectl is not installed, deploy/k8s was not rendered");
+            return;
+        };
+        for api in ["blocking-api", "reactive-api"] {
+            let d = documents(&yaml)
+                .into_iter()
+                .find(|v| v["kind"] == "Deployment" && v["metadata"]["name"] == api)
+                .unwrap_or_else(|| panic!("{overlay}: no {api}"));
+            let r = &d["spec"]["template"]["spec"]["containers"][0]["resources"];
+            for side in ["requests", "limits"] {
+                assert_eq!(
+                    (r[side]["cpu"].as_str(), r[side]["memory"].as_str()),
+                    (Some(cpu), Some(memory)),
+                    "{overlay}: {api} {side}"
+                );
+            }
+        }
     }
 }
 

@@ -33,6 +33,7 @@ fn meta(profile: &Profile) -> RunMeta {
             limits: Limits {
                 limits_enforced: true,
                 cpu_cores: Some(1.0),
+                cpu_period_us: None,
                 memory_bytes: Some(1 << 30),
                 mechanism: "cgroup v2".into(),
                 note: String::new(),
@@ -213,6 +214,7 @@ fn harness_bound_blames_the_harness_not_a_busy_api() {
     let limits = Limits {
         limits_enforced: true,
         cpu_cores: Some(1.0),
+        cpu_period_us: None,
         memory_bytes: None,
         mechanism: String::new(),
         note: String::new(),
@@ -261,6 +263,7 @@ fn harness_bound_blames_the_machine_when_the_api_waits_for_a_cpu() {
     let limits = Limits {
         limits_enforced: true,
         cpu_cores: Some(1.0),
+        cpu_period_us: None,
         memory_bytes: None,
         mechanism: String::new(),
         note: String::new(),

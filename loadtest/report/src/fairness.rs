@@ -143,6 +143,9 @@ pub fn settings(run: &RunResults) -> BTreeMap<String, String> {
     if let Some(cpu) = c.limits.cpu_cores {
         put("CPU limit", super::model::cores(cpu));
     }
+    if let Some(period) = c.limits.cpu_period_us {
+        put("CPU period", format!("{} ms", period as f64 / 1e3));
+    }
     if let Some(mem) = c.limits.memory_bytes {
         put("memory limit", super::model::memory(mem));
     }

@@ -177,9 +177,9 @@ pub fn plateau_seconds(run: &RunResults) -> Option<(u32, u32)> {
     Some((from, ((p.start_s + p.duration_s).floor() as u32).max(from)))
 }
 
-/// A CPU limit in words: `1 CPU core`, `1.5 CPU cores`.
+/// A CPU limit in words: `1 CPU core`, `1.5 CPU cores`, `0.125 CPU`.
 pub fn cores(n: f64) -> String {
-    format!("{n} CPU core{}", if n == 1.0 { "" } else { "s" })
+    numbers::cpus(n)
 }
 
 /// A memory limit in words, in whole MiB: `1024 MiB`.
@@ -187,12 +187,10 @@ pub fn memory(bytes: u64) -> String {
     format!("{:.0} MiB", bytes as f64 / numbers::MIB)
 }
 
-/// An API's CPU and memory limits in words: `1 CPU core, 1024 MiB`, `no CPU limit, no memory
-/// limit`.
+/// An API's CPU and memory limits in words (its pod as run, [`Limits::pod`]): `0.125 CPU (period
+/// 10 ms), 128 MiB`, `1 CPU core, 1024 MiB`, `no CPU limit, no memory limit`.
 pub fn cpu_and_memory(l: &Limits) -> String {
-    let cpu = l.cpu_cores.map_or("no CPU limit".to_owned(), cores);
-    let mem = l.memory_bytes.map_or("no memory limit".to_owned(), memory);
-    format!("{cpu}, {mem}")
+    l.pod()
 }
 
 /// A short human name for one run: `blocking-api`, or `blocking-api #2` when there are repeats.

@@ -393,3 +393,28 @@ fn goose_reports_are_linked_with_their_counts_beside_ours() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A pod of 0.125 CPU and 128 MiB is named as run — quota, CFS period and memory — in the
+/// conditions line and the limits check, and the CPU sentences are shares of its quota.
+#[test]
+fn the_conditions_name_the_pod_as_run() {
+    let mut runs = fixtures::pair();
+    for r in &mut runs {
+        let l = &mut r.config.limits;
+        (l.cpu_cores, l.cpu_period_us, l.memory_bytes) =
+            (Some(0.125), Some(10_000), Some(128 << 20));
+    }
+    let md = render_markdown(&runs);
+    assert!(
+        md.contains("· 0.125 CPU (period 10 ms), 128 MiB per API._"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**limits enforced** — 0.125 CPU (period 10 ms), 128 MiB (cgroup v2)"),
+        "{md}"
+    );
+    assert!(!md.contains("CPU core"), "no 1-CPU wording left: {md}");
+    // A file written before the period was recorded reads as it always did.
+    let old = render_markdown(&fixtures::pair());
+    assert!(old.contains("· 1 CPU core, 1024 MiB per API._"), "{old}");
+}

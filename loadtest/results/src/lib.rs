@@ -288,6 +288,10 @@ pub struct Limits {
     pub limits_enforced: bool,
     /// CPU limit in cores (quota ÷ period) when enforced.
     pub cpu_cores: Option<f64>,
+    /// The CFS period the quota is counted over, µs, as read back (absent in older files, whose
+    /// runs used the kernel's 100 ms, and without a CPU limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_period_us: Option<u64>,
     /// Memory limit in bytes when enforced.
     pub memory_bytes: Option<u64>,
     /// How: `cgroup v2`, `cgroup v1`, `docker compose`, `none`.
@@ -300,6 +304,20 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The pod as run, for a conditions or limits line: `0.125 CPU (period 10 ms), 128 MiB`;
+    /// `1 CPU core, 1024 MiB` from a file without the period; `no CPU limit, no memory limit`.
+    pub fn pod(&self) -> String {
+        let cpu = match (self.cpu_cores, self.cpu_period_us) {
+            (Some(c), Some(p)) => format!("{} (period {} ms)", numbers::cpus(c), p as f64 / 1e3),
+            (Some(c), None) => numbers::cpus(c),
+            (None, _) => "no CPU limit".to_owned(),
+        };
+        let memory = self.memory_bytes.map_or("no memory limit".to_owned(), |b| {
+            format!("{:.0} MiB", b as f64 / numbers::MIB)
+        });
+        format!("{cpu}, {memory}")
+    }
+
     /// Where the API ran, for a report's limits line.
     pub fn placement(&self) -> String {
         match &self.pinning {

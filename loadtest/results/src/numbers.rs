@@ -65,9 +65,28 @@ pub fn kib(bytes: f64) -> String {
 /// Bytes per MiB.
 pub const MIB: f64 = 1024.0 * 1024.0;
 
+/// A CPU limit in words: `1 CPU core`, `1.5 CPU cores`, and a share of one core as a pod's
+/// request is written, `0.125 CPU`.
+pub fn cpus(n: f64) -> String {
+    if n == 1.0 {
+        "1 CPU core".to_owned()
+    } else if n < 1.0 {
+        format!("{n} CPU")
+    } else {
+        format!("{n} CPU cores")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_limits_in_words() {
+        assert_eq!(cpus(1.0), "1 CPU core");
+        assert_eq!(cpus(1.5), "1.5 CPU cores");
+        assert_eq!(cpus(0.125), "0.125 CPU");
+    }
 
     #[test]
     fn fixed_decimals_and_none_for_what_was_not_measured() {

@@ -259,6 +259,16 @@ pub struct CapacityPoint {
     pub resolution_rps: f64,
     /// The first rate that did not, and what stopped the API there.
     pub first_failing_rps: Option<f64>,
+    /// The lowest rate that missed the objective with the API the limit (not harness-bound): the
+    /// capacity lies in [`capacity_rps`, this]. Absent in older files and when none missed.
+    ///
+    /// [`capacity_rps`]: CapacityPoint::capacity_rps
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowest_missed_rps: Option<f64>,
+    /// What the search narrowed to, `5 % of the rate found` or `25/s` (`--resolution`); absent in
+    /// older files, whose searches stepped on a fixed grid of `resolution_rps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
     pub stopped_by: StoppedBy,
     pub evidence: Option<Cause>,
     pub steps: Vec<StepPoint>,
@@ -270,6 +280,10 @@ pub struct CapacityFile {
     pub scenario: String,
     pub objective: String,
     pub critical_path_ms: u64,
+    /// Each API's pod as run (the first step's limits, read back from the kernel); absent in
+    /// older files, whose runs all had 1 CPU and 1 GiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::Limits>,
     pub capacities: Vec<CapacityPoint>,
     /// `threads`: every run of the sweep.
     pub sweep: Vec<StepPoint>,

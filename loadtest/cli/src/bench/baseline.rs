@@ -224,6 +224,7 @@ mod tests {
             limits: Limits {
                 limits_enforced: false,
                 cpu_cores: None,
+                cpu_period_us: None,
                 memory_bytes: None,
                 mechanism: "none".to_owned(),
                 note: String::new(),

@@ -120,9 +120,9 @@ pub(super) async fn run(
     let clients = args.clients_for(api, mocks);
     set_mock_latencies(&h.deps.url, latency).await?;
     let env = api_settings(args, &h.deps.url, kind).env_at(&h.api_database_url);
-    let (name, limit, logs) = (api.to_owned(), !args.no_limits, h.logs.clone());
+    let (name, pod, logs) = (api.to_owned(), args.pod(), h.logs.clone());
     let process =
-        tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, limit, &logs)).await??;
+        tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, pod, &logs)).await??;
     prepare_window(h, api, process.pid).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle = labkit::counters::read_process(process.pid)?;

@@ -1,6 +1,7 @@
 //! `loadtest bench`: the capacity benchmark: CPU, statements and memory per order, each API alone in 1 CPU.
 //!
-//! For each API alone in its CPU — its own 1 CPU / 1 GiB cgroup, and (with two CPUs or more) pinned
+//! For each API alone in its CPU — its own cgroup (1 CPU / 1 GiB, or `--api-cpus` /
+//! `--api-memory-mib`), and (with two CPUs or more) pinned
 //! to the last CPU while the load generator, mock-deps and PostgreSQL share the others — a closed
 //! loop of clients at each mock setting (0 ms, the seed's latencies): a warm-up, then a measured
 //! window. Cumulative counters are read at the window's two ends ([`probe`]); their deltas divided
@@ -544,6 +545,8 @@ pub async fn lab_runs(
             argv.push("--no-pin".to_owned());
         }
         let mut lab = crate::lab_args::LabArgs::from_flags(argv)?;
+        // The bench's pod, as given (`--api-cpus`, `--api-memory-mib`).
+        (lab.api_cpus, lab.api_memory_mib) = (args.api_cpus, args.api_memory_mib);
         lab.out = Some(out.join(api));
         let (mut done, _) = crate::lab::lab(lab).await?;
         anyhow::ensure!(!done.is_empty(), "{api}: the {what} run made no results");

@@ -56,14 +56,7 @@ pub fn markdown(r: &BenchResults) -> String {
     let st = &r.settings;
     let limits = r.cells.first().map_or(NONE.to_owned(), |c| {
         if c.limits.limits_enforced {
-            format!(
-                "{} CPU / {} ({})",
-                fixed(c.limits.cpu_cores, 1),
-                c.limits
-                    .memory_bytes
-                    .map_or(NONE.to_owned(), |b| mib(b as f64)),
-                c.limits.mechanism
-            )
+            format!("{} ({})", c.limits.pod(), c.limits.mechanism)
         } else {
             c.limits.note.clone()
         }

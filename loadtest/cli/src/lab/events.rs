@@ -82,12 +82,14 @@ pub struct EventsLab {
     /// A client straight to NATS (not through the proxy): purges and census.
     pub broker: Broker,
     pub logs: PathBuf,
-    pub limits: bool,
+    /// Each API's cgroup limits (`None`: `--no-limits`).
+    pub pod: Option<labkit::cgroup::ResourceLimits>,
 }
 
 impl EventsLab {
     /// Starts what every run shares; the database durable, with the harness's `--pg-setting`s.
-    pub async fn start(harness: &HarnessArgs, logs: &Path, limits: bool) -> Result<Self> {
+    pub async fn start(harness: &HarnessArgs, logs: &Path) -> Result<Self> {
+        let pod = harness.pod();
         let via = harness.db_via;
         let harness = harness.clone();
         // The API alone on its CPU, NATS and the rest on the others (as in `loadtest lab`).
@@ -130,7 +132,7 @@ impl EventsLab {
             proxy,
             broker,
             logs: logs.to_owned(),
-            limits,
+            pod,
         })
     }
 
@@ -168,9 +170,9 @@ impl EventsLab {
         let base_rtt = Duration::from_millis(run.broker_rtt_ms);
         self.proxy.set_rtt(base_rtt);
         let settings = self.settings(run)?;
-        let (name, logs, limits) = (run.api.clone(), self.logs.clone(), self.limits);
+        let (name, logs, pod) = (run.api.clone(), self.logs.clone(), self.pod);
         let api =
-            tokio::task::spawn_blocking(move || ApiProcess::start(&name, &settings, limits, &logs))
+            tokio::task::spawn_blocking(move || ApiProcess::start(&name, &settings, pod, &logs))
                 .await??;
         let url = api.url.clone();
         let api = Arc::new(Mutex::new(api));

@@ -45,12 +45,10 @@ impl Lab {
             None => {
                 let settings = self.settings(api)?;
                 let env = self.env(&settings);
-                let (name, limit, logs) =
-                    (api.to_owned(), !self.args.no_limits, self.out.join("logs"));
-                let p = tokio::task::spawn_blocking(move || {
-                    ApiProcess::start(&name, &env, limit, &logs)
-                })
-                .await??;
+                let (name, pod, logs) = (api.to_owned(), self.args.pod(), self.out.join("logs"));
+                let p =
+                    tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, pod, &logs))
+                        .await??;
                 let (url, limits) = (p.url.clone(), p.limits.clone());
                 let mut settings = settings;
                 // What the API itself reports: its admission limit and its allocator.

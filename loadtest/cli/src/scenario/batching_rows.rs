@@ -5,8 +5,8 @@
 //!
 //! The ceiling each row is held against is `batching_ceiling.rs`'s.
 //!
-//! A row more than 15 % below its ceiling gets the reason its report shows: the API at its 1-CPU
-//! quota (the ceiling is then the CPU's, 1 CPU ÷ its CPU per order), or a harness-bound run.
+//! A row more than 15 % below its ceiling gets the reason its report shows: the API at its CPU
+//! quota (the ceiling is then the CPU's, the quota ÷ its CPU per order), or a harness-bound run.
 
 use lab_results::RunResults;
 use lab_results::batching::{BatchRow as Row, Ceiling};
@@ -73,7 +73,9 @@ fn row(cell: &Cell, r: &RunResults, flush_ms: f64) -> Row {
             formula: format!("{rate}/s, open model"),
         };
     }
-    let api_cpu_share = s.api_cpu_seconds.map(|c| c / s.duration_s.max(1e-9));
+    let api_cpu_share = s
+        .api_cpu_seconds
+        .map(|c| c / s.duration_s.max(1e-9) / quota(r));
     let machine: Vec<f64> = r
         .seconds
         .iter()
@@ -123,6 +125,12 @@ fn row(cell: &Cell, r: &RunResults, flush_ms: f64) -> Row {
     }
 }
 
+/// The API's CPU quota in cores (1 where none was enforced: a share of one core).
+fn quota(r: &RunResults) -> f64 {
+    let l = &r.config.limits;
+    l.cpu_cores.filter(|_| l.limits_enforced).unwrap_or(1.0)
+}
+
 /// Why a row is off its ceiling by more than [`WITHIN`], if it is.
 fn reason(
     r: &RunResults,
@@ -146,10 +154,11 @@ fn reason(
     if let (Some(share), Some(ms)) = (api_cpu_share, api_cpu_ms)
         && share >= CPU_BOUND
     {
+        let cpus = lab_results::numbers::cpus(quota(r));
         why.push(format!(
-            "API CPU-bound: {:.0} % of its 1-CPU quota, 1 CPU ÷ {ms:.2} ms per order = {:.0}/s",
+            "API CPU-bound: {:.0} % of its quota ({cpus}), {cpus} ÷ {ms:.2} ms per order = {:.0}/s",
             100.0 * share,
-            1000.0 / ms
+            1000.0 * quota(r) / ms
         ));
     }
     if let Some(h) = &r.harness_bound {

@@ -5,8 +5,10 @@
 //!   open-model rates (`capacity_search`): each step is a full lab run of `hold-R` (a 10 s ramp
 //!   to R, 20 s at R) with its money check, judged against the objective (`--slo`, default the
 //!   critical path × 1.15, 2xx ≥ 99 %) over the plateau. The result is the highest rate that met
-//!   it, ± the search's resolution, and what stopped the API at the first rate that did not
-//!   (`capacity_cause`), or "above X/s, harness-bound" when the rig was the limit.
+//!   it and the lowest that missed it, at most 5 % of the rate found apart (or `--resolution R`
+//!   /s), and what stopped the API at the first rate that did not (`capacity_cause`), or "above
+//!   X/s, harness-bound" when the rig was the limit. Each step runs the API in the pod given
+//!   (`--api-cpus`, `--api-memory-mib`), recorded in `scenario.json`'s `limits`.
 //! - `threads`: blocking-api at `BLOCKING_THREADS` 200 … 4000 at 300/s and 750/s, reactive-api
 //!   beside it at the same rates: orders/s, 2xx share, p99, CPU and RSS per thread; the smallest
 //!   thread count that met the objective at each rate against Little's law (rate × critical path).
@@ -25,11 +27,10 @@ use lab_results::scenario::{CapacityFile, CapacityPoint, Cause, StepPoint, Stopp
 
 use super::ScenarioName;
 use super::capacity_points::step_point;
-use super::capacity_search::{Search, Step};
+use super::capacity_search::{DEFAULT_RESOLUTION, Resolution, Search, Step};
 
-/// The search's first rate, its resolution and its top rate, orders/s.
+/// The search's first rate and its top rate, orders/s.
 pub const START_RPS: f64 = 100.0;
-pub const RESOLUTION_RPS: f64 = 25.0;
 pub const MAX_RPS: f64 = 1600.0;
 /// `threads`: the thread counts and the rates of the sweep.
 pub const THREAD_COUNTS: &[u32] = &[200, 500, 1000, 2000, 4000];
@@ -43,6 +44,7 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
         scenario: name.as_str().to_owned(),
         objective: String::new(),
         critical_path_ms: base.latency.critical_path_ms(),
+        limits: None,
         capacities: Vec::new(),
         sweep: Vec::new(),
     };
@@ -144,7 +146,11 @@ impl Runner<'_> {
         file: &mut CapacityFile,
         failed: &mut Vec<String>,
     ) -> Result<CapacityPoint> {
-        let mut search = Search::new(START_RPS, RESOLUTION_RPS, MAX_RPS);
+        let resolution = self
+            .base
+            .resolution
+            .map_or(DEFAULT_RESOLUTION, Resolution::Absolute);
+        let mut search = Search::new(START_RPS, resolution, MAX_RPS);
         let mut steps: Vec<StepPoint> = Vec::new();
         while let Some(rate) = search.next() {
             let (mut step, mut outcome) = self.step(api, threads, rate, "", file, failed).await?;
@@ -186,8 +192,10 @@ impl Runner<'_> {
             blocking_threads: threads.or_else(|| steps.first().and_then(|s| s.blocking_threads)),
             allocator: steps.first().and_then(|s| s.allocator.clone()),
             capacity_rps: found.capacity,
-            resolution_rps: RESOLUTION_RPS,
+            resolution_rps: resolution.width_at(found.capacity.unwrap_or(0.0)),
             first_failing_rps: found.first_failing,
+            lowest_missed_rps: found.lowest_missed,
+            resolution: Some(resolution.describe()),
             stopped_by: if found.harness_bound {
                 StoppedBy::Harness
             } else {
@@ -231,6 +239,9 @@ impl Runner<'_> {
         let missed = lab_report::slo_missed(&runs, self.base.slo.as_ref());
         if file.objective.is_empty() {
             file.objective = objective_text(self.base, r);
+        }
+        if file.limits.is_none() {
+            file.limits = Some(r.config.limits.clone());
         }
         if !r.invariants_hold() || r.money.as_ref().is_some_and(|m| !m.balanced()) {
             failed.push(format!("{slug}: an end-of-run check or the money failed"));

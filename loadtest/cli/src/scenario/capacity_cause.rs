@@ -13,10 +13,10 @@
 //!    API's own in-flight count sat at the cap, and the cap's Little's-law bound
 //!    (`MAX_IN_FLIGHT ÷ critical path`) is below the offered rate.
 //! 5. **cpu** — the API used [`CPU_SHARE`] of its CPU limit over the plateau, or its cgroup was
-//!    throttled in [`THROTTLED_SHARE`] of the plateau's CFS periods (100 ms each), or its threads
-//!    queued for the CPU ([`RUN_QUEUE_PCT`]: schedstat's run delay, summed over its threads) — a
-//!    core shared by a thousand threads that wake together is saturated in bursts its mean use
-//!    does not show.
+//!    throttled in [`THROTTLED_SHARE`] of the plateau's CFS periods (the limits' `cpu_period_us`),
+//!    or its threads queued for the CPU ([`RUN_QUEUE_PCT`]: schedstat's run delay, summed over
+//!    its threads) — a core shared by a thousand threads that wake together is saturated in
+//!    bursts its mean use does not show.
 //! 6. **db_pool** — requests waited for a pooled connection in most plateau seconds, or an
 //!    acquire timed out (the pool's counter, or 503 `database_unavailable` while requests waited).
 //! 7. **postgres** — PostgreSQL's processes used [`POSTGRES_SHARE`] of one core; or its

@@ -119,6 +119,8 @@ mod tests {
             capacity_rps: rps,
             resolution_rps: 25.0,
             first_failing_rps: rps.map(|r| r + 25.0),
+            lowest_missed_rps: None,
+            resolution: None,
             stopped_by: by,
             evidence: None,
             steps: Vec::new(),
@@ -130,6 +132,7 @@ mod tests {
             scenario: "capacity".to_owned(),
             objective: format!("p99 ≤ {path_ms} ms"),
             critical_path_ms: path_ms,
+            limits: None,
             capacities: caps,
             sweep: Vec::new(),
         }

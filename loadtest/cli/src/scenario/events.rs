@@ -93,7 +93,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     } else {
         anyhow::bail!("--scenario events starts its own APIs, NATS and proxy (no --targets)");
     }
-    let lab = EventsLab::start(&base.harness, &logs, !base.no_limits).await?;
+    let lab = EventsLab::start(&base.harness, &logs).await?;
     let mut rows = Vec::new();
     let runs = runs(&base);
     let total = runs.len();

@@ -50,12 +50,12 @@ pub(super) fn keyed(text: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// v2 `cpu.max`: `QUOTA PERIOD` or `max PERIOD`.
-pub(super) fn parse_cpu_max(text: &str) -> Option<f64> {
+/// v2 `cpu.max`: `QUOTA PERIOD` (µs each) or `max PERIOD` (`None`: no quota).
+pub(super) fn parse_cpu_max(text: &str) -> Option<(u64, u64)> {
     let mut words = text.split_whitespace();
-    let quota: f64 = words.next()?.parse().ok()?;
-    let period: f64 = words.next()?.parse().ok()?;
-    (period > 0.0).then(|| quota / period)
+    let quota: u64 = words.next()?.parse().ok()?;
+    let period: u64 = words.next()?.parse().ok()?;
+    (quota > 0 && period > 0).then_some((quota, period))
 }
 
 /// v2 `memory.max` / `memory.swap.max`: bytes or `max`.
@@ -69,7 +69,8 @@ mod tests {
 
     #[test]
     fn parses_v2_limits_and_flat_keyed_files() {
-        assert_eq!(parse_cpu_max("20000 100000\n"), Some(0.2));
+        assert_eq!(parse_cpu_max("20000 100000\n"), Some((20_000, 100_000)));
+        assert_eq!(parse_cpu_max("1250 10000\n"), Some((1250, 10_000)));
         assert_eq!(parse_cpu_max("max 100000\n"), None);
         assert_eq!(parse_max("1073741824\n"), Some(1 << 30));
         assert_eq!(parse_max("max\n"), None);

@@ -12,7 +12,6 @@ use super::layout::{self, Hierarchy};
 use super::{CgroupVersion, EnforcedLimits, GroupStats, LimitError, ResourceLimits};
 use crate::cleanup::{self, CleanupGuard};
 
-const PERIOD_US: u64 = 100_000;
 /// Above this a v1 limit is the kernel's "unlimited" (`PAGE_COUNTER_MAX` × page size).
 const V1_UNLIMITED: u64 = 1 << 62;
 
@@ -31,7 +30,7 @@ impl LimitedGroup {
     /// Creates `labkit-NAME-PID-N` in each hierarchy and writes `limits`. Fails (removing what it
     /// made) if any limit cannot be written.
     pub fn create(name: &str, limits: ResourceLimits) -> Result<LimitedGroup, LimitError> {
-        if !(limits.cpus.is_finite() && limits.cpus > 0.0) || limits.memory_bytes == 0 {
+        if !limits.valid() {
             return Err(LimitError::InvalidLimits(format!("{limits:?}")));
         }
         let (version, hierarchies) = layout::discover().map_err(LimitError::Unavailable)?;
@@ -74,17 +73,17 @@ impl LimitedGroup {
     }
 
     fn write_limits(&mut self, limits: ResourceLimits) -> Result<(), LimitError> {
-        let quota = ((limits.cpus * PERIOD_US as f64).round() as u64).max(1000);
+        let (quota, period) = (limits.quota_us(), limits.period_us());
         let bytes = limits.memory_bytes.to_string();
         let (cpu, memory) = (self.dir("cpu")?.to_owned(), self.dir("memory")?.to_owned());
         let swap_file = match self.version {
             CgroupVersion::V2 => {
-                write(&cpu.join("cpu.max"), &format!("{quota} {PERIOD_US}"))?;
+                write(&cpu.join("cpu.max"), &format!("{quota} {period}"))?;
                 write(&memory.join("memory.max"), &bytes)?;
                 memory.join("memory.swap.max")
             }
             CgroupVersion::V1 => {
-                write(&cpu.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+                write(&cpu.join("cpu.cfs_period_us"), &period.to_string())?;
                 write(&cpu.join("cpu.cfs_quota_us"), &quota.to_string())?;
                 if let Err(e) = write(&memory.join("memory.swappiness"), "0") {
                     self.notes.push(format!("memory.swappiness not set: {e}"));
@@ -152,7 +151,7 @@ impl LimitedGroup {
     pub fn enforced(&self) -> EnforcedLimits {
         let mut notes = self.notes.clone();
         let n = &mut notes;
-        let (cpu_quota, memory_bytes, swap_bytes) = match self.version {
+        let (cpu, memory_bytes, swap_bytes) = match self.version {
             CgroupVersion::V2 => (
                 checked(self.file("cpu", "cpu.max").map(|s| parse_cpu_max(&s)), n),
                 checked(self.file("memory", "memory.max").map(|s| parse_max(&s)), n),
@@ -173,13 +172,14 @@ impl LimitedGroup {
                 // memsw is memory + swap; absent when swap accounting is off (noted at creation).
                 let memsw = limited(bytes("memory.memsw.limit_in_bytes").unwrap_or(None));
                 let swap = memory.zip(memsw).map(|(m, sw)| sw.saturating_sub(m));
-                (cpu.map(|(q, p)| q as f64 / p as f64), memory, swap)
+                (cpu.map(|(q, p)| (q as u64, p as u64)), memory, swap)
             }
         };
         EnforcedLimits {
             version: self.version,
             paths: self.paths(),
-            cpu_quota,
+            cpu_quota: cpu.map(|(q, p)| q as f64 / p as f64),
+            cpu_period_us: cpu.map(|(_, p)| p),
             memory_bytes,
             swap_bytes,
             notes,

@@ -16,6 +16,14 @@
 //!   `memory.memsw.limit_in_bytes` (same value: no swap) when swap accounting exists, and
 //!   `memory.swappiness = 0`.
 //!
+//! The CFS period ([`ResourceLimits::period_us`]) is **max(10 ms, 1 ms ÷ cpus)**: the kernel lets
+//! a group run `cpus × period` per period, then stalls it to the period's end, so a request that
+//! meets the quota waits up to `(1 − cpus) × period`. The kernel's default 100 ms period would add
+//! up to 87.5 ms to a request at 0.125 CPU; 10 ms adds at most 8.75 ms there and nothing at 1 CPU
+//! on the API's own core. The quota may not go under the kernel's 1 ms minimum, so below 0.1 CPU
+//! the period grows to keep the quota at 1 ms (0.05 CPU: 20 ms period, 1 ms quota); above 1 s
+//! (under 0.001 CPU, the kernel's longest period) no limit can be written.
+//!
 //! The group is removed on drop (or Ctrl-C): leftover processes are moved back to this process's
 //! cgroup first.
 
@@ -33,10 +41,38 @@ pub use group::LimitedGroup;
 /// Limits for one service; the default is the source experiment's container: 1 CPU, 1 GiB.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ResourceLimits {
-    /// CPU time per wall-clock second (1.0 = one core), enforced as a CFS quota per 100 ms period.
+    /// CPU time per wall-clock second (1.0 = one core, 0.125 an eighth), enforced as a CFS quota
+    /// of `cpus × period` per [`ResourceLimits::period_us`].
     pub cpus: f64,
     /// Memory (RSS + page cache) before the kernel reclaims, then OOM-kills inside the group.
     pub memory_bytes: u64,
+}
+
+/// The CFS period the lab prefers: short, so that throttling stalls a request for a few ms at most.
+pub const SHORT_PERIOD_US: u64 = 10_000;
+/// The kernel's smallest CFS quota and its longest period.
+pub const MIN_QUOTA_US: u64 = 1_000;
+pub const MAX_PERIOD_US: u64 = 1_000_000;
+
+impl ResourceLimits {
+    /// The CFS period for these limits, µs: max(10 ms, 1 ms ÷ cpus) (see the [module docs](self)).
+    pub fn period_us(&self) -> u64 {
+        let for_min_quota = (MIN_QUOTA_US as f64 / self.cpus).ceil() as u64;
+        SHORT_PERIOD_US.max(for_min_quota)
+    }
+
+    /// The CFS quota per [`Self::period_us`], µs.
+    pub fn quota_us(&self) -> u64 {
+        ((self.cpus * self.period_us() as f64).round() as u64).max(MIN_QUOTA_US)
+    }
+
+    /// Limits the kernel can hold: a finite CPU share whose period fits the kernel's (≥ 0.001
+    /// CPU), and some memory.
+    pub fn valid(&self) -> bool {
+        self.cpus.is_finite()
+            && self.cpus * MAX_PERIOD_US as f64 >= MIN_QUOTA_US as f64
+            && self.memory_bytes > 0
+    }
 }
 
 impl Default for ResourceLimits {
@@ -84,6 +120,8 @@ pub struct EnforcedLimits {
     pub paths: Vec<PathBuf>,
     /// CPUs' worth of time per period (quota ÷ period).
     pub cpu_quota: Option<f64>,
+    /// The CFS period the quota is counted over, µs (`None` with no quota).
+    pub cpu_period_us: Option<u64>,
     pub memory_bytes: Option<u64>,
     /// Swap the group may use on top of `memory_bytes` (`Some(0)`: none).
     pub swap_bytes: Option<u64>,
@@ -159,5 +197,37 @@ pub fn probe() -> Probe {
                     .unwrap_or_else(|| format!("cgroup {version} under {}", bases.join(", "))),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(cpus: f64) -> ResourceLimits {
+        ResourceLimits {
+            cpus,
+            ..ResourceLimits::default()
+        }
+    }
+
+    #[test]
+    fn the_period_is_short_unless_the_quota_would_go_under_a_millisecond() {
+        let at = |cpus| (pod(cpus).period_us(), pod(cpus).quota_us());
+        assert_eq!(at(1.0), (10_000, 10_000));
+        assert_eq!(at(2.0), (10_000, 20_000));
+        assert_eq!(at(0.5), (10_000, 5_000));
+        // 1.25 ms run, then at most 8.75 ms stalled.
+        assert_eq!(at(0.125), (10_000, 1_250));
+        assert_eq!(at(0.1), (10_000, 1_000));
+        // Below 0.1 CPU the quota stays at the kernel's 1 ms and the period grows.
+        assert_eq!(at(0.05), (20_000, 1_000));
+        assert_eq!(at(0.001), (1_000_000, 1_000));
+        assert!(pod(0.001).valid());
+        assert!(
+            !pod(0.0005).valid(),
+            "the period would pass the kernel's 1 s"
+        );
+        assert!(!pod(0.0).valid() && !pod(f64::NAN).valid() && !pod(-1.0).valid());
     }
 }

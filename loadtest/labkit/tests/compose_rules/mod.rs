@@ -13,6 +13,10 @@ const SHARED: [&str; 7] = [
     "HTTP_WORKERS",
     "RUST_LOG",
 ];
+/// Each API's pod, from the environment with the source experiment's container as default: both
+/// APIs read the same variables.
+pub const API_CPUS: &str = "${API_CPUS:-1.0}";
+pub const API_MEMORY: &str = "${API_MEMORY:-1g}";
 /// Connections PostgreSQL keeps beyond twice the pools: the lab's own, psql, superusers.
 const CONNECTION_MARGIN: u64 = 50;
 
@@ -54,13 +58,18 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
     let (blocking, reactive) = (service(compose, APIS[0]), service(compose, APIS[1]));
     for (api, port) in APIS.iter().zip(["8081", "8082"]) {
         let s = service(compose, api);
+        // The pod from the environment, today's by default, and no swap beyond its memory.
         check(
-            s["cpus"].as_f64() == Some(1.0),
-            format!("{api}: cpus must be 1.0"),
+            text(&s["cpus"]) == API_CPUS,
+            format!("{api}: cpus must be {API_CPUS}"),
         );
         check(
-            text(&s["mem_limit"]) == "1g",
-            format!("{api}: mem_limit must be 1g"),
+            text(&s["mem_limit"]) == API_MEMORY,
+            format!("{api}: mem_limit must be {API_MEMORY}"),
+        );
+        check(
+            text(&s["memswap_limit"]) == API_MEMORY,
+            format!("{api}: memswap_limit must be {API_MEMORY} (no swap)"),
         );
         let key = env_var(compose, api, "REQUEST_HASH_KEY");
         check(

@@ -245,6 +245,7 @@ mod tests {
             scenario: "threads".to_owned(),
             objective: String::new(),
             critical_path_ms: 2000,
+            limits: None,
             capacities: Vec::new(),
             sweep: vec![
                 step("blocking-api", Some(1000), 300.0, 290.0, 130.0),

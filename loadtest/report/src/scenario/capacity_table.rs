@@ -23,13 +23,7 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
     let (title, intro, conclusion) = if file.scenario == "capacity" {
         (
             "Capacity: the highest rate each API serves within the objective",
-            format!(
-                "Each API searched on its own: open-model steps of a 10 s ramp and 20 s at the \
-                 rate (profile hold-R), doubling from 100/s until a step misses the objective, \
-                 then halving the gap to a resolution of 25/s. Objective: {}. Critical path of \
-                 the dependencies {} ms. Each step is a full lab run with its money check.",
-                file.objective, file.critical_path_ms
-            ),
+            capacity_intro(file),
             file.capacities.iter().map(capacity_sentence).collect(),
         )
     } else {
@@ -52,7 +46,7 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
             .to_owned(),
     ];
     if file.scenario == "capacity" {
-        notes.extend(pods(&file.capacities));
+        notes.extend(pods(file));
     }
     ScenarioTable {
         title: title.into(),
@@ -87,6 +81,29 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
         },
         ..ScenarioTable::default()
     }
+}
+
+/// How the capacity search ran, the pod included when the file records it.
+fn capacity_intro(file: &CapacityFile) -> String {
+    let narrowing = match file.capacities.iter().find_map(|c| c.resolution.as_deref()) {
+        Some(r) => format!(
+            "doubling from 100/s while a step meets the objective (halving while it misses), \
+             then bisecting (geometric midpoint) until the highest rate that met it and the \
+             lowest that missed it are within {r}"
+        ),
+        None => "doubling from 100/s until a step misses the objective, then halving the gap \
+                 to a resolution of 25/s"
+            .to_owned(),
+    };
+    let pod = file.limits.as_ref().map_or(String::new(), |l| {
+        format!(" Each API in a pod of {} ({}).", l.pod(), l.mechanism)
+    });
+    format!(
+        "Each API searched on its own: open-model steps of a 10 s ramp and 20 s at the rate \
+         (profile hold-R), {narrowing}. Objective: {}. Critical path of the dependencies {} ms. \
+         Each step is a full lab run with its money check.{pod}",
+        file.objective, file.critical_path_ms
+    )
 }
 
 fn row(s: &StepPoint) -> Vec<String> {
@@ -150,6 +167,29 @@ pub fn capacity_sentence(c: &CapacityPoint) -> String {
         );
     };
     let cap = format!("{capacity:.0}/s");
+    if let (Some(missed), Some(r)) = (c.lowest_missed_rps, &c.resolution) {
+        // The bracket found: the capacity lies between the two rates.
+        let why = match (c.stopped_by, c.first_failing_rps) {
+            (StoppedBy::Harness, Some(f)) => {
+                format!("; at {f:.0}/s the rig, not the API, was at its limit — {evidence}")
+            }
+            (StoppedBy::Unidentified, _) => format!(
+                "; it missed it (twice) with no measured resource at its limit — {evidence}"
+            ),
+            (by, Some(f)) => {
+                format!(
+                    "; at {f:.0}/s it was stopped by {} — {evidence}",
+                    by.as_str()
+                )
+            }
+            (_, None) => String::new(),
+        };
+        return format!(
+            "{}: {cap} met the objective, {missed:.0}/s missed it (the search narrowed to \
+             {r}){why}.",
+            who(c)
+        );
+    }
     match (c.stopped_by, c.first_failing_rps) {
         (StoppedBy::Harness, Some(f)) => format!(
             "{}: above {cap} within the objective, harness-bound — at {f:.0}/s the rig, not the \
@@ -176,10 +216,16 @@ pub fn capacity_sentence(c: &CapacityPoint) -> String {
     }
 }
 
-/// For each planned rate: how many 1 CPU / 1 GiB replicas of each API the measured capacity asks
-/// for (a harness-bound capacity gives an upper bound on the replicas).
-fn pods(caps: &[CapacityPoint]) -> Vec<String> {
-    caps.iter()
+/// For each planned rate: how many replicas of the pod searched (1 CPU / 1 GiB in files that do
+/// not record it) each API's measured capacity asks for (a harness-bound capacity gives an upper
+/// bound on the replicas).
+fn pods(file: &CapacityFile) -> Vec<String> {
+    let pod = file
+        .limits
+        .as_ref()
+        .map_or("1 CPU / 1 GiB".to_owned(), |l| l.pod());
+    file.capacities
+        .iter()
         .filter_map(|c| {
             let cap = c.capacity_rps.filter(|r| *r > 0.0)?;
             let each: Vec<String> = PLANNED_RATES
@@ -195,7 +241,7 @@ fn pods(caps: &[CapacityPoint]) -> Vec<String> {
                 ""
             };
             Some(format!(
-                "Pods of 1 CPU / 1 GiB for a rate within the objective, {}: from its measured \
+                "Pods of {pod} for a rate within the objective, {}: from its measured \
                  {cap:.0}/s, ceil(rate ÷ capacity), no headroom{bound}: {}.",
                 who(c),
                 each.join(", ")

@@ -58,11 +58,15 @@ fn row(f: &CapacityFile, c: &CapacityPoint) -> Vec<String> {
     ]
 }
 
-/// `250 ± 25`, `≥ 400` (the search's top or a harness-bound stop), or `none met`.
+/// `250–262` (met, missed), `250 ± 25` (a file without the lowest rate missed), `≥ 400` (the
+/// search's top or a harness-bound stop), or `none met`.
 fn capacity_text(c: &CapacityPoint) -> String {
     match (c.capacity_rps, c.stopped_by) {
         (None, _) => "none met".to_owned(),
         (Some(r), StoppedBy::Harness | StoppedBy::None) => format!("≥ {r:.0}"),
+        (Some(r), _) if c.lowest_missed_rps.is_some() => {
+            format!("{r:.0}–{:.0}", c.lowest_missed_rps.unwrap_or(r))
+        }
         (Some(r), _) => format!("{r:.0} ± {:.0}", c.resolution_rps),
     }
 }
