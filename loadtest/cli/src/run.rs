@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use lab_results::{Environment, MockLatencies, RunResults};
+use lab_results::{ApiKind, Environment, MockLatencies, RunResults};
 use loadgen::assemble::{RunMeta, assemble};
 use loadgen::clock::Clock;
 use loadgen::driver::{DriverConfig, drive};
 use loadgen::gave_up::OrderKey;
 use loadgen::sampler::{self, SampleTargets};
+use loadgen::thread_roles::cpu_by_role;
 use mock_deps::admin::{self, ConfigPatch, Ledger, MockConfig};
 
 /// Descriptors the generator keeps for itself beside its open requests: `/proc` reads, `/metrics`
@@ -57,18 +58,29 @@ pub async fn measure_on(
 ) -> Result<(RunResults, Vec<OrderKey>)> {
     let profile = driver.profile.clone();
     let stop = Arc::new(AtomicBool::new(false));
-    let sampling = tokio::spawn(sampler::spawn(targets, clock.clone(), stop.clone()));
+    // The API's threads are read over the plateau, the window of its CPU per order.
+    let plateau = profile
+        .plateau_seconds()
+        .map(|(from, to)| (from as u64, to as u64));
+    let sampling = tokio::spawn(sampler::spawn(
+        targets,
+        clock.clone(),
+        stop.clone(),
+        plateau,
+    ));
     let out = drive(driver, clock).await;
     stop.store(true, Ordering::SeqCst);
-    let rows = sampling
+    let sampled = sampling
         .await
         .context("the sampler task failed")?
         .context("the sampler's thread failed")?;
     let out = out?;
-    Ok((
-        assemble(meta, &profile, &out, &rows),
-        out.recorder.keys.abandoned(),
-    ))
+    let mut results = assemble(meta, &profile, &out, &sampled.rows);
+    results.cpu_by_role = sampled
+        .threads
+        .zip(ApiKind::of(&results.api))
+        .map(|((from, to, account), kind)| cpu_by_role(&account, kind, from, to));
+    Ok((results, out.recorder.keys.abandoned()))
 }
 
 /// The machine and build, from labkit, in the results' terms.

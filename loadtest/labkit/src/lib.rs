@@ -17,6 +17,8 @@
 //! - [`process`] (testbed's, plus the lab's own): spawning the services as children with their
 //!   output in log files, waiting for `/ready`, locating the workspace binaries, raising
 //!   `RLIMIT_NOFILE`;
+//! - [`threads`]: a process's CPU, run time and context switches thread by thread over a window,
+//!   exited threads included, summed by a role named from each thread's name;
 //! - [`counters`]: cumulative counters of a process (user and system CPU apart, context
 //!   switches, RSS and its peak) and of the machine, for per-order arithmetic between two readings;
 //! - [`callgrind`]: instructions a process executes (valgrind), zeroed and dumped around a window,
@@ -39,5 +41,6 @@ pub mod counters;
 pub mod envinfo;
 pub mod process;
 pub mod procstat;
+pub mod threads;
 
 pub use testbed::{cleanup, nats, pg, prometheus, skip};

@@ -97,22 +97,21 @@ pub fn assemble(
     }
     events.sort_by(|a, b| a.t.total_cmp(&b.t));
     let summary = summarize(&rec.total, &rec.seconds, rows, n as f64, None);
-    let plateau = profile.plateau().map(|i| {
-        let p = &profile.phases[i];
-        let (a, b) = (
-            p.start_s.ceil() as usize,
-            (p.start_s + p.duration_s).floor() as usize,
-        );
-        let (a, b) = (a.min(n), b.min(n).max(a.min(n)));
-        let offered_rps = rec.phases[i].offered as f64 / p.duration_s;
-        summarize(
-            &rec.phases[i],
-            &rec.seconds[a..b],
-            &rows[a.min(rows.len())..b.min(rows.len())],
-            (b - a) as f64,
-            Some(offered_rps),
-        )
-    });
+    let plateau = profile
+        .plateau()
+        .zip(profile.plateau_seconds())
+        .map(|(i, (a, b))| {
+            let p = &profile.phases[i];
+            let (a, b) = (a.min(n), b.min(n).max(a.min(n)));
+            let offered_rps = rec.phases[i].offered as f64 / p.duration_s;
+            summarize(
+                &rec.phases[i],
+                &rec.seconds[a..b],
+                &rows[a.min(rows.len())..b.min(rows.len())],
+                (b - a) as f64,
+                Some(offered_rps),
+            )
+        });
     let littles_law = littles_law(&config, profile, plateau.as_ref());
     let knee_rps = profile
         .is_stress()
@@ -160,6 +159,7 @@ pub fn assemble(
         shards: Vec::new(),
         histograms: meta.keep_histograms.then(|| crate::histograms::encode(rec)),
         api_exit: None,
+        cpu_by_role: None,
     }
 }
 

@@ -14,7 +14,8 @@
 //!   run's state in `shared`); [`recorder`] writes every request's fate into per-second,
 //!   per-phase and whole-run HdrHistograms, and [`gave_up`] the keys whose client gave up;
 //! - [`sampler`]: once a second, the API's CPU/RSS/threads/fds, its `/metrics`, and the harness's
-//!   own CPU, on the run's [`clock`] (and, more often, the peaks of a few gauges); [`assemble`] turns all that into the results file and flags
+//!   own CPU, on the run's [`clock`] (and, more often, the peaks of a few gauges), and over the
+//!   plateau each of the API's threads ([`thread_roles`]: its CPU by thread role); [`assemble`] turns all that into the results file and flags
 //!   harness-bound runs; [`histograms`] writes every histogram into it, so shards add up exactly.
 //!
 //! Modules depend downwards only (no import circle): `clock`, `profile` → `shard`, `start` →
@@ -38,3 +39,4 @@ mod scheduler;
 pub mod shard;
 mod shared;
 pub mod start;
+pub mod thread_roles;

@@ -247,6 +247,17 @@ impl Profile {
         self.phases.iter().position(|p| p.name == "constant")
     }
 
+    /// The plateau's whole seconds `[from, to)` on the run's clock: the seconds, and the
+    /// sampler's rows, its figures are taken over.
+    pub fn plateau_seconds(&self) -> Option<(usize, usize)> {
+        let p = &self.phases[self.plateau()?];
+        let from = p.start_s.ceil() as usize;
+        Some((
+            from,
+            ((p.start_s + p.duration_s).floor() as usize).max(from),
+        ))
+    }
+
     /// One line per phase, for `loadtest profiles` and the progress bar.
     pub fn describe(&self) -> String {
         match self.model {

@@ -11,7 +11,9 @@
 //! — the `/proc` reads, the scrapes — is measured apart from the generator's (`sampler_cpu_percent`,
 //! a part of `generator_cpu_percent`). PostgreSQL's CPU is read by the job of each of its
 //! processes (backends, WAL writer, checkpointer, autovacuum…: `postgres_jobs`), and its total
-//! is their sum: one scan of `/proc` a second for the whole tree.
+//! is their sum: one scan of `/proc` a second for the whole tree. Over a window of the run (the
+//! plateau), it also reads each of the API's threads every tick ([`ThreadWindow`]): the API's
+//! CPU by thread role, read on this same thread, so that its cost is in `sampler_cpu_percent`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use labkit::procstat::{
 };
 
 use crate::clock::Clock;
+use crate::thread_roles::ThreadWindow;
 use lab_results::{ApiMetrics, HarnessSample, PostgresJobs, ProcessSample};
 
 /// `metric name → value` of a Prometheus text, label sets summed: the lab's one reader of it,
@@ -52,13 +55,23 @@ pub struct SampleRow {
     pub harness: HarnessSample,
 }
 
+/// What the sampler read: a row a second, and the API's threads over the window asked for.
+#[derive(Debug, Default)]
+pub struct Sampled {
+    pub rows: Vec<SampleRow>,
+    /// `(from_s, to_s, account)`: the window as read (short of the one asked for when the run
+    /// ended first); `None` without an API pid or a window.
+    pub threads: Option<(f64, f64, labkit::threads::Account)>,
+}
+
 /// Runs [`run`] on a thread of its own (`lab-sampler`) with a current-thread runtime; the answer
-/// is its rows, or an error if the thread could not start or panicked.
+/// is what it read, or an error if the thread could not start or panicked.
 pub async fn spawn(
     targets: SampleTargets,
     clock: Clock,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<Vec<SampleRow>> {
+    threads_over: Option<(u64, u64)>,
+) -> anyhow::Result<Sampled> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("lab-sampler".into())
@@ -66,15 +79,21 @@ pub async fn spawn(
             let rows = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map(|rt| rt.block_on(run(targets, clock, stop)));
+                .map(|rt| rt.block_on(run(targets, clock, stop, threads_over)));
             let _ = tx.send(rows);
         })?;
     Ok(rx.await??)
 }
 
-/// Samples until `stop` is set; returns one row per whole second since the clock started. Reads
-/// `/proc` on the calling thread: run it on a thread of its own ([`spawn`]).
-pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) -> Vec<SampleRow> {
+/// Samples until `stop` is set; returns one row per whole second since the clock started, and
+/// the API's threads over the whole seconds `threads_over` (`[from, to)`). Reads `/proc` on the
+/// calling thread: run it on a thread of its own ([`spawn`]).
+pub async fn run(
+    targets: SampleTargets,
+    clock: Clock,
+    stop: Arc<AtomicBool>,
+    threads_over: Option<(u64, u64)>,
+) -> Sampled {
     let mut sampler = Sampler::new();
     sampler.add("generator", Target::Myself);
     if let Some(pid) = targets.api_pid {
@@ -89,7 +108,7 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
             break *t0;
         }
         if stop.load(Ordering::SeqCst) {
-            return Vec::new();
+            return Sampled::default();
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
@@ -97,6 +116,11 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
     let mut prev_stat = labkit::counters::machine_jiffies().ok();
     let mut prev_jobs = read_jobs(targets.postgres_pid);
     let mut prev_thread = procstat::this_thread_cpu_seconds().ok();
+    let mut threads = targets.api_pid.zip(threads_over).map(|(pid, window)| {
+        let mut w = ThreadWindow::new(pid, window);
+        w.tick(0);
+        w
+    });
     let mut rows = Vec::new();
     for k in 1u64.. {
         tokio::time::sleep_until((t0 + Duration::from_secs(k)).into()).await;
@@ -104,6 +128,9 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
             break;
         }
         let cur = read(&sampler);
+        if let Some(w) = threads.as_mut() {
+            w.tick(k);
+        }
         let stat = labkit::counters::machine_jiffies().ok();
         let jobs = read_jobs(targets.postgres_pid);
         let postgres_jobs = match (targets.postgres_pid, &prev_jobs, &jobs) {
@@ -162,7 +189,10 @@ pub async fn run(targets: SampleTargets, clock: Clock, stop: Arc<AtomicBool>) ->
         });
         prev = cur;
     }
-    rows
+    Sampled {
+        rows,
+        threads: threads.and_then(ThreadWindow::finish),
+    }
 }
 
 /// The machine's CPUs, not this process's: the generator is pinned to the harness's CPUs, and

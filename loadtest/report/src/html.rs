@@ -37,9 +37,10 @@ pub fn render(runs: &[RunResults], goose: &[super::goose::GooseRun], slo: Option
                     (verdict(&groups, slo))
                     (super::trust::html(&groups, slo))
                     (figures("key-charts", None, &key))
-                    (toc())
+                    (toc(super::thread_roles::any(&groups)))
                     (sections::littles_law(&groups))
                     (summary_table(&groups))
+                    (super::thread_roles::html(&groups))
                     (super::money::html(&groups))
                     (super::shards::html(&groups))
                     (figures("charts", Some("Over time"), &rest))
@@ -128,10 +129,12 @@ fn verdict(groups: &[ApiRuns<'_>], slo: Option<&Slo>) -> Markup {
     } }
 }
 
-fn toc() -> Markup {
+/// The contents; `by_role`: the runs have a CPU split by thread role (its section is there).
+fn toc(by_role: bool) -> Markup {
     let links = [
         ("#littles-law", "Little's law"),
         ("#summary", "Summary"),
+        ("#cpu-by-role", "CPU by thread role"),
         ("#money", "Money"),
         ("#charts", "Over time"),
         ("#goose", "goose"),
@@ -140,8 +143,11 @@ fn toc() -> Markup {
         ("#checks", "Checks"),
         ("#method", "How every number was measured"),
     ];
+    let links = links
+        .iter()
+        .filter(|(href, _)| by_role || *href != "#cpu-by-role");
     html! { nav aria-label="Contents" {
-        @for (i, (href, text)) in links.iter().enumerate() {
+        @for (i, (href, text)) in links.enumerate() {
             @if i > 0 { " · " }
             a href=(href) { (text) }
         }

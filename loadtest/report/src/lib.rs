@@ -42,7 +42,8 @@
 //! `charts`, `chart_specs`, `chart_errors` + `svg` (charts), `fairness` (settings that differ), `html`,
 //! `sections` and `method` (the page), `money` (the money line of each run), `shards` (the generators of a merged run), `goose` (goose's
 //! own reports beside ours), `markdown` (the PR summary), `markdown_table` (the lab's one Markdown
-//! table writer: the report's, the scenarios' and the bench's tables), `scenario` (the scenarios'
+//! table writer: the report's, the scenarios' and the bench's tables), `thread_roles` (CPU per
+//! order by thread role: its tables and stacked bars, for the report, the bench and capacity), `scenario` (the scenarios'
 //! pages, `summary.md` and `scenario.html`, and their charts, from what the scenario worked out).
 
 mod causes;
@@ -72,6 +73,7 @@ pub mod svg;
 
 pub use html::CSS;
 mod tables;
+pub mod thread_roles;
 mod throttling;
 mod trust;
 mod trust_item;

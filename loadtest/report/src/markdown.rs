@@ -76,6 +76,7 @@ pub fn render(runs: &[RunResults], goose: &[GooseRun], slo: Option<&Slo>) -> Str
         }
         let _ = writeln!(s, "{table}");
     }
+    super::thread_roles::markdown(&mut s, &groups);
     for row in littles::rows(&groups) {
         let _ = writeln!(
             s,

@@ -108,6 +108,9 @@ pub struct BenchCell {
     /// Why this cell's rate is not the API's CPU capacity, when it is not (the API used less than
     /// 90 % of its CPU; the likely bound named).
     pub bound: Option<String>,
+    /// The API's CPU over the window by what its threads do, read once a second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_by_role: Option<crate::CpuByRole>,
 }
 
 /// Deltas of cumulative counters between the window's start and end.

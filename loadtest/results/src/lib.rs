@@ -43,6 +43,7 @@ pub mod numbers;
 mod overload;
 pub mod scenario;
 mod shards;
+pub mod threads;
 mod versioned;
 pub use api::ApiKind;
 pub use db_activity::{DbActivity, StatementTimes};
@@ -52,6 +53,7 @@ pub use median::median;
 pub use money::*;
 pub use overload::*;
 pub use shards::*;
+pub use threads::{CpuByRole, RoleCpu, ThreadRole};
 
 /// Version of this schema. Bumped only for changes an old reader could misread.
 ///
@@ -154,6 +156,11 @@ pub struct RunResults {
     /// fault plan makes is not one). Its figures after `t_s` are a dead process's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_exit: Option<ApiExit>,
+    /// The API's CPU over the plateau by what its threads do (event loop, request threads, HTTP
+    /// client, pools; exited threads apart), read once a second from each thread's counters
+    /// (runs with the API's pid known and a constant phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_by_role: Option<CpuByRole>,
 }
 
 /// How an API under test ended during its run, as the lab saw it.

@@ -246,6 +246,12 @@ pub struct StepPoint {
     pub died: Option<String>,
     /// What stopped it, for a step that missed the objective.
     pub cause: Option<Cause>,
+    /// The API's CPU over the plateau by thread role (the run's `cpu_by_role`), and the
+    /// plateau's fresh orders, which it is divided by to be per order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_by_role: Option<crate::CpuByRole>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plateau_orders: Option<u64>,
 }
 
 /// One API (and thread count) searched.

@@ -75,6 +75,7 @@ fn cell(api: &str, mocks: &str, busy: f64, rss: u64) -> BenchCell {
         order_path_statements: Some(3),
         outcomes: BTreeMap::from([("201".to_owned(), 8200)]),
         bound: None,
+        cpu_by_role: None,
     }
 }
 

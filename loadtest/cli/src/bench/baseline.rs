@@ -242,6 +242,7 @@ mod tests {
             order_path_statements: Some(3),
             outcomes: BTreeMap::new(),
             bound: None,
+            cpu_by_role: None,
         }
     }
 
@@ -336,5 +337,35 @@ mod tests {
             md.contains("| reactive-api SQL statements per order (mocks 0ms) | 3 | 3 | yes |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn each_cell_with_a_split_prints_its_roles_per_order() {
+        let mut with = cell("reactive-api", "0ms", 8000, 8.0);
+        with.cpu_by_role = Some(lab_results::CpuByRole {
+            from_s: 0.0,
+            to_s: 20.0,
+            snapshots: 21,
+            roles: vec![lab_results::RoleCpu {
+                role: lab_results::ThreadRole::EventLoop,
+                threads: 1,
+                exited: 0,
+                user_s: 6.0,
+                system_s: 2.0,
+                run_s: Some(8.0),
+                voluntary: 16_000,
+                involuntary: 800,
+            }],
+        });
+        let md = super::super::render::markdown(&bench(vec![with]));
+        assert!(md.contains("## API CPU per order by thread role"), "{md}");
+        // 8 CPU-s over 8,000 orders: 1 ms each, 2 voluntary and 0.1 involuntary switches.
+        assert!(
+            md.contains("| event loop | 1 | 1.000 | 0.750 | 0.250 | 100.0 % | 2.00 | 0.10 |"),
+            "{md}"
+        );
+        let without =
+            super::super::render::markdown(&bench(vec![cell("reactive-api", "0ms", 8000, 8.0)]));
+        assert!(!without.contains("by thread role"));
     }
 }

@@ -3,7 +3,7 @@
 //! The API started in its cgroup and pinned to its CPU (it makes the tables); empty tables,
 //! ledger and statistics; a checkpoint (so PostgreSQL does not flush the previous cell's pages
 //! inside this window); the API's idle RSS; then the closed loop: warm-up, snapshot, window (RSS and busy gauge sampled twice a
-//! second), snapshot, pg_stat_statements; the loop stopped (every client finishes the order it
+//! second, each of the API's threads once a second for its CPU by thread role), snapshot, pg_stat_statements; the loop stopped (every client finishes the order it
 //! has in flight) and the API stopped.
 
 use std::collections::BTreeMap;
@@ -21,8 +21,10 @@ use crate::run::{new_run_id, reset_mock, set_mock_latencies};
 use crate::services::ApiProcess;
 use lab_results::ApiKind;
 use lab_results::bench::{BenchCell, MemoryFigures};
+use labkit::threads::Watch;
 use loadgen::driver::{DriverConfig, LoopControl};
 use loadgen::profile::{Model, Profile};
+use loadgen::thread_roles::cpu_by_role;
 use order_core::plumbing::settings::CommonSettings;
 
 /// How long the closed loop's clients may take to start.
@@ -156,7 +158,7 @@ pub(super) async fn run(
     };
     let limits = process.limits.clone();
     tokio::task::spawn_blocking(move || process.stop()).await??;
-    let (w, statements, samples, peak, stacks) = measured?;
+    let (w, statements, samples, peak, stacks, threads) = measured?;
 
     let (mean_rss, mean_threads, mean_busy) = probe::means(&samples);
     let mut memory = MemoryFigures {
@@ -194,6 +196,7 @@ pub(super) async fn run(
                 harness_cpus: h.harness_cpus.map(|n| n as f64),
             },
         ),
+        cpu_by_role: threads.map(|a| cpu_by_role(&a, kind, 0.0, w.seconds)),
         window: w,
         memory,
         order_path_statements: analysis::order_path_statements(&statements),
@@ -202,14 +205,15 @@ pub(super) async fn run(
     })
 }
 
-/// What the window measured: its counts, the statements, the memory samples, and at its end the
-/// API's peak RSS and its thread stacks (count, RSS).
+/// What the window measured: its counts, the statements, the memory samples, at its end the
+/// API's peak RSS and its thread stacks (count, RSS), and its threads' use over it.
 type Measured = (
     lab_results::bench::WindowCounts,
     Vec<lab_results::bench::StatementCalls>,
     Vec<probe::MemorySample>,
     u64,
     Option<(u64, u64)>,
+    Option<labkit::threads::Account>,
 );
 
 /// Warm-up, then the measured window.
@@ -240,6 +244,12 @@ async fn window(
         let _ = labkit::affinity::pin_process(process.pid, cpus);
     }
     let mut conn = h.conn.lock().await;
+    // The API's threads, read once a second over the window (a thread of its own).
+    let pid = process.pid;
+    let watch = tokio::task::spawn_blocking(move || Watch::start(pid, Duration::from_secs(1)))
+        .await?
+        .map_err(|e| eprintln!("bench: the API's threads will not be split by role: {e:#}"))
+        .ok();
     let start = Snapshot::take(parts, &mut conn, &h.deps.url).await?;
     if h.statements {
         probe::reset_statements(&mut conn).await?;
@@ -253,6 +263,13 @@ async fn window(
     ));
     tokio::time::sleep_until((start.at + Duration::from_secs_f64(args.seconds)).into()).await;
     let end = Snapshot::take(parts, &mut conn, &h.deps.url).await?;
+    let threads = match watch {
+        Some(w) => tokio::task::spawn_blocking(move || w.finish())
+            .await?
+            .map_err(|e| eprintln!("bench: reading the API's threads failed: {e:#}"))
+            .ok(),
+        None => None,
+    };
     stop.store(true, Ordering::SeqCst);
     let mut w = start.delta(&end);
     let statements = if h.statements {
@@ -270,7 +287,14 @@ async fn window(
     .await
     .ok()
     .flatten();
-    Ok((w, statements, samples, end.api.peak_rss_bytes, stacks))
+    Ok((
+        w,
+        statements,
+        samples,
+        end.api.peak_rss_bytes,
+        stacks,
+        threads,
+    ))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use lab_results::bench::{BenchCell, BenchResults};
 
 use super::analysis::busy_unit;
 use lab_report::markdown_table::{Column, Table};
+use lab_report::thread_roles;
 use lab_results::numbers::{NONE, fixed, kib, mib, percent};
 use lab_results::{OUTCOME_CREATED, OUTCOME_REPLAYED};
 
@@ -94,6 +95,7 @@ pub fn markdown(r: &BenchResults) -> String {
     super::cost_render::instructions(&mut s, r);
     if !r.cells.is_empty() {
         per_order(&mut s, r);
+        by_thread_role(&mut s, r);
         super::cost_render::postgres(
             &mut s,
             "over each CPU-time window",
@@ -117,6 +119,30 @@ pub fn markdown(r: &BenchResults) -> String {
         s.push('\n');
     }
     s
+}
+
+/// Each cell's API CPU per order by thread role (`lab_report::thread_roles`' table).
+fn by_thread_role(s: &mut String, r: &BenchResults) {
+    if r.cells.iter().all(|c| c.cpu_by_role.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## API CPU per order by thread role (each window)\n\nEach of the API's threads read \
+         from /proc/PID/task once a second over the window, given its role by its name; \
+         exited/unseen is the process's CPU less the threads'. Per order persisted in the window.\n"
+    );
+    for c in &r.cells {
+        let Some(rows) = c
+            .cpu_by_role
+            .as_ref()
+            .and_then(|cpu| thread_roles::per_order(cpu, c.window.orders))
+        else {
+            continue;
+        };
+        let table = thread_roles::table(&rows);
+        let _ = writeln!(s, "{} mocks {}:\n\n{table}", c.api, c.mocks);
+    }
 }
 
 fn per_order(s: &mut String, r: &BenchResults) {

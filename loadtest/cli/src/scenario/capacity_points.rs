@@ -38,6 +38,8 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
         money_balanced: r.money.as_ref().map(|m| m.balanced()),
         died: r.api_exit.as_ref().map(|e| e.describe()),
         cause: (!met).then(|| stopped_by(r)),
+        cpu_by_role: r.cpu_by_role.clone(),
+        plateau_orders: r.plateau.as_ref().map(|p| p.ok),
     }
 }
 

@@ -237,6 +237,8 @@ mod tests {
             money_balanced: Some(true),
             died: None,
             cause: None,
+            cpu_by_role: None,
+            plateau_orders: None,
         }
     }
 

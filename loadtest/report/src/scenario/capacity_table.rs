@@ -78,7 +78,10 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
             vec![charts::capacities(file)]
         } else {
             vec![charts::threads_orders(file), charts::threads_rss(file)]
-        },
+        }
+        .into_iter()
+        .chain(super::capacity_roles::chart(file))
+        .collect(),
         ..ScenarioTable::default()
     }
 }

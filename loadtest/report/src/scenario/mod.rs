@@ -2,7 +2,7 @@
 //! ([`ScenarioTable`]) with its conclusion, trust line, conditions and charts, written as
 //! `summary.md` ([`render_markdown`]) and as `scenario.html` ([`render_html`], in the style of
 //! report.html, `page.rs`); the charts drawn from a `scenario.json`'s rows ([`charts`],
-//! [`capacity_charts`]), and capacity's whole page from its rows ([`capacity_table`]). Each
+//! [`capacity_charts`], and `capacity_roles`: CPU per order by thread role), and capacity's whole page from its rows ([`capacity_table`]). Each
 //! scenario's table is built here from its runs' results, handed over as plain data
 //! ([`VariantRuns`]: a slug and the runs): [`tables`] (remotecall, db-latency, slow-dependency,
 //! and every table's links and checks), [`faults`], [`overload`], [`batching`], [`events`], [`soak`]; `loadtest crossover`'s page
@@ -17,6 +17,7 @@
 
 pub mod batching;
 pub mod capacity_charts;
+mod capacity_roles;
 pub mod capacity_table;
 pub mod charts;
 pub mod crossover;

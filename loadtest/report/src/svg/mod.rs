@@ -1,5 +1,5 @@
 //! A small, dependency-free SVG line chart for the report (and, in `bars`, horizontal bars for the
-//! scenario pages): nice axes with units, several overlaid
+//! scenario pages; in `stacked`, bars cut into parts): nice axes with units, several overlaid
 //! series told apart by colour *and* dash pattern (readable in greyscale and by colour-blind
 //! readers), vertical markers for phase boundaries and injected events, horizontal reference lines
 //! (e.g. the Little's-law bound), and an optional log scale for latencies.
@@ -11,9 +11,11 @@
 mod bars;
 mod draw;
 mod legend;
+mod stacked;
 pub mod ticks;
 
 pub use bars::{Bar, Panel, bars};
+pub use stacked::{Segment, StackedBar, stacked_bars};
 pub use ticks::{Scale, TickFormat};
 
 /// Okabe–Ito palette: distinguishable for the common forms of colour blindness.
