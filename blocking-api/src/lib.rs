@@ -3,8 +3,8 @@
 //!
 //! actix-web accepts connections on `HTTP_WORKERS` event loops, then hands each order request,
 //! whole, to a bounded pool of `BLOCKING_THREADS` threads (`web::block`), where it runs as plain
-//! sequential code: `reqwest::blocking` for the dependencies, diesel on r2d2-pooled connections for
-//! PostgreSQL. A thread is occupied for the request's whole life, waits included — the model of a
+//! sequential code: ureq for the dependencies (each call's I/O on the request's own thread, see
+//! [`clients`]), diesel on r2d2-pooled connections for PostgreSQL. A thread is occupied for the request's whole life, waits included — the model of a
 //! servlet container with 200 threads, whose ceiling Little's law predicts:
 //! `BLOCKING_THREADS ÷ request latency` requests per second.
 //!

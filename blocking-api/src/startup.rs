@@ -2,13 +2,15 @@
 
 use order_core::domain::request_hash::RequestHashKey;
 use order_core::plumbing::admission::Admission;
+use order_core::plumbing::deps_client::DepsClient;
 use order_core::plumbing::server::{Api, Running, start};
 use order_core::plumbing::settings::CommonSettings;
 
+use crate::clients::{self, Deps};
 use crate::pool::ReadPool;
 use crate::state::AppState;
 use crate::state::Events;
-use crate::{batch, clients::Deps, db::Db, outbox, recovery, routes};
+use crate::{batch, db::Db, outbox, recovery, routes};
 
 /// blocking-api's settings: the shared ones, its listen address and its thread pool.
 #[derive(Debug, Clone, clap::Parser)]
@@ -31,6 +33,11 @@ pub struct Settings {
     /// refused at once (503 `overloaded`).
     #[arg(long, env = "READ_QUEUE", default_value_t = 64)]
     pub read_queue: usize,
+    /// The HTTP client of the dependency calls: `ureq` (each call's I/O on the request's own
+    /// thread) or `reqwest-blocking` (every call's I/O on one runtime thread of reqwest's; the
+    /// only one of the two that speaks `DEPS_HTTP=h2c`).
+    #[arg(long, env = "DEPS_CLIENT", value_enum, default_value_t = DepsClient::Ureq)]
+    pub deps_client: DepsClient,
     #[command(flatten)]
     pub common: CommonSettings,
 }
@@ -40,6 +47,8 @@ pub struct Application(Running);
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let common = settings.common;
+        // Before anything starts: a client that cannot speak DEPS_HTTP refuses at once.
+        clients::check(&common, settings.deps_client)?;
         let events = Events::connect(&common.events).await?;
         let api = Api {
             name: "blocking-api",
@@ -54,7 +63,13 @@ impl Application {
             Ok(AppState {
                 batch: batch::Writer::start(&common, db.clone(), &metrics)?,
                 db,
-                deps: Deps::new(&common, metrics.clone())?,
+                deps: Deps::new(
+                    &common,
+                    settings.deps_client,
+                    // The order threads and the recovery thread: who calls the dependencies.
+                    settings.blocking_threads + 1,
+                    metrics.clone(),
+                )?,
                 admission: Admission::new(&common, settings.blocking_threads, metrics.clone()),
                 reads: ReadPool::start(
                     settings.read_threads,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use event_broker::Broker;
 use mock_deps::{MockConfig, MockDeps};
+use order_core::plumbing::deps_client::DepsClient;
 use order_core::plumbing::events::EventsMode;
 use order_core::plumbing::settings::CommonSettings;
 use sqlx::PgPool;
@@ -15,8 +16,37 @@ use crate::database::TestDatabase;
 /// Which implementation of the contract a test runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Api {
+    /// blocking-api as it runs by default (`DEPS_CLIENT=ureq`).
     Blocking,
     Reactive,
+    /// blocking-api with `DEPS_CLIENT=reqwest-blocking`, for the cases the dependencies' client
+    /// decides ([`crate::reqwest_blocking_tests!`]).
+    BlockingReqwest,
+}
+
+impl Api {
+    /// blocking-api, whichever its client.
+    pub fn is_blocking(self) -> bool {
+        matches!(self, Api::Blocking | Api::BlockingReqwest)
+    }
+
+    /// The name of the API's binary.
+    pub fn binary_name(self) -> &'static str {
+        if self.is_blocking() {
+            "blocking-api"
+        } else {
+            "reactive-api"
+        }
+    }
+
+    /// blocking-api's `DEPS_CLIENT`; `None` for reactive-api, which has one client.
+    pub fn deps_client(self) -> Option<DepsClient> {
+        match self {
+            Api::Blocking => Some(DepsClient::Ureq),
+            Api::BlockingReqwest => Some(DepsClient::ReqwestBlocking),
+            Api::Reactive => None,
+        }
+    }
 }
 
 pub struct TestApp {
@@ -243,14 +273,15 @@ pub async fn start_nats() -> EphemeralNats {
 /// or why it refused to start.
 pub async fn build(api: Api, common: CommonSettings) -> anyhow::Result<u16> {
     let bind_addr = "127.0.0.1:0".to_owned();
-    let port = match api {
-        Api::Blocking => {
+    let port = match api.deps_client() {
+        Some(deps_client) => {
             let settings = blocking_api::Settings {
                 bind_addr,
                 // Enough threads for the concurrency tests, few enough to start fast.
                 blocking_threads: 64,
                 read_threads: 4,
                 read_queue: 64,
+                deps_client,
                 common,
             };
             let app = blocking_api::Application::build(settings).await?;
@@ -258,7 +289,7 @@ pub async fn build(api: Api, common: CommonSettings) -> anyhow::Result<u16> {
             tokio::spawn(app.run_until_stopped());
             port
         }
-        Api::Reactive => {
+        None => {
             let settings = reactive_api::Settings {
                 bind_addr,
                 read_in_flight: 4,

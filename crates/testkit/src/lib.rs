@@ -43,19 +43,31 @@ where
 #[macro_export]
 macro_rules! contract_tests {
     ($($case:ident),* $(,)?) => {
-        mod blocking {
+        $crate::api_tests!(blocking, Blocking, $($case),*);
+        $crate::api_tests!(reactive, Reactive, $($case),*);
+    };
+}
+
+/// Instantiates each listed case once more, against blocking-api with
+/// `DEPS_CLIENT=reqwest-blocking`: for the cases the dependencies' client decides (redirects,
+/// timeouts, deadlines, TLS, HTTP/2), so that the variant the lab measures keeps the contract.
+#[macro_export]
+macro_rules! reqwest_blocking_tests {
+    ($($case:ident),* $(,)?) => {
+        $crate::api_tests!(blocking_reqwest, BlockingReqwest, $($case),*);
+    };
+}
+
+/// Instantiates each listed case against one [`Api`] variant, in a module of the given name: the
+/// two macros above, or a case only some of the APIs can run.
+#[macro_export]
+macro_rules! api_tests {
+    ($module:ident, $api:ident, $($case:ident),* $(,)?) => {
+        mod $module {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    super::$case($crate::Api::Blocking).await
-                }
-            )*
-        }
-        mod reactive {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    super::$case($crate::Api::Reactive).await
+                    super::$case($crate::Api::$api).await
                 }
             )*
         }

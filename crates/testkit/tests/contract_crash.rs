@@ -18,11 +18,8 @@ contract_tests!(
 );
 
 fn binary(api: Api) -> std::path::PathBuf {
-    let name = match api {
-        Api::Blocking => "blocking-api",
-        Api::Reactive => "reactive-api",
-    };
-    testbed::process::find_binary(name).expect("scripts/test.sh builds the API binaries")
+    testbed::process::find_binary(api.binary_name())
+        .expect("scripts/test.sh builds the API binaries")
 }
 
 fn free_port() -> u16 {
@@ -50,6 +47,9 @@ fn command(api: Api, db: &TestDatabase, deps: &MockDeps, port: u16) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    if let Some(client) = api.deps_client() {
+        cmd.env("DEPS_CLIENT", client.as_str());
+    }
     cmd
 }
 

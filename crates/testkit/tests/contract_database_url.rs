@@ -24,11 +24,8 @@ const POOL_TIMEOUT_MS: u64 = 500;
 const SLACK: Duration = Duration::from_millis(1500);
 
 fn binary(api: Api) -> std::path::PathBuf {
-    let name = match api {
-        Api::Blocking => "blocking-api",
-        Api::Reactive => "reactive-api",
-    };
-    testbed::process::find_binary(name).expect("scripts/test.sh builds the API binaries")
+    testbed::process::find_binary(api.binary_name())
+        .expect("scripts/test.sh builds the API binaries")
 }
 
 /// Kills the API process when the test ends, however it ends.
@@ -71,6 +68,9 @@ async fn start_with_pghost(
         .stderr(Stdio::inherit());
     if let Some(password) = url.password() {
         cmd.env("PGPASSWORD", password);
+    }
+    if let Some(client) = api.deps_client() {
+        cmd.env("DEPS_CLIENT", client.as_str());
     }
     let mut child = Running(cmd.spawn().expect("starting the API"));
     let client = reqwest::Client::new();

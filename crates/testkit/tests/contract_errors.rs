@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use mock_deps::MockConfig;
 use sqlx::Connection;
-use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};
+use testkit::{Api, TOKEN, TestApp, contract_tests, reqwest_blocking_tests, valid_order};
 
 contract_tests!(
     every_validation_rule_is_a_400_naming_the_field,
@@ -18,6 +18,7 @@ contract_tests!(
     database_down_is_503_and_ready_stays_ready,
     lost_connections_are_replaced,
 );
+reqwest_blocking_tests!(hanging_dependency_times_out_as_503);
 
 /// (JSON pointer, replacement, field named in the error). `null` replacement removes the field.
 fn validation_cases() -> Vec<(&'static str, serde_json::Value, &'static str)> {

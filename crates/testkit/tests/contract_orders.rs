@@ -213,7 +213,7 @@ async fn health_ready_and_metrics_answer(api: Api) {
     }
     let blocking_gauges =
         text.contains("blocking_pool_busy") && text.contains("blocking_pool_queued");
-    assert_eq!(blocking_gauges, api == Api::Blocking);
+    assert_eq!(blocking_gauges, api.is_blocking());
     let unknown = app.get("/nope", None).await;
     assert_eq!(unknown.status(), 404);
     let json: serde_json::Value = unknown.json().await.unwrap();

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use mock_deps::MockConfig;
 use sqlx::Connection;
-use testkit::{Api, TOKEN, TestApp, contract_tests, eventually, valid_order};
+use testkit::{
+    Api, TOKEN, TestApp, contract_tests, eventually, reqwest_blocking_tests, valid_order,
+};
 
 contract_tests!(
     beyond_the_admission_limit_orders_are_refused_at_once,
@@ -18,6 +20,7 @@ contract_tests!(
     the_event_loop_lag_is_measured_where_orders_arrive,
     reads_answer_while_orders_fill_every_place,
 );
+reqwest_blocking_tests!(a_deadline_passed_before_the_charge_stops_the_work_and_frees_the_key);
 
 async fn metrics(app: &TestApp) -> String {
     app.get("/metrics", None).await.text().await.unwrap()

@@ -8,10 +8,14 @@
 use mock_deps::MockConfig;
 use testkit::{
     Api, RedirectingDeps, TOKEN, TestApp, Trap, contract_tests, eventually, fast_recovery,
-    valid_order,
+    reqwest_blocking_tests, valid_order,
 };
 
 contract_tests!(
+    a_gateway_redirect_is_not_followed_and_makes_no_order,
+    a_seller_or_risk_redirect_is_a_failed_call_and_is_not_followed,
+);
+reqwest_blocking_tests!(
     a_gateway_redirect_is_not_followed_and_makes_no_order,
     a_seller_or_risk_redirect_is_a_failed_call_and_is_not_followed,
 );

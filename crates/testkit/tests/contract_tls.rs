@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use mock_deps::MockConfig;
-use testkit::{Api, TOKEN, TestApp, contract_tests, valid_order};
+use testkit::{Api, TOKEN, TestApp, contract_tests, reqwest_blocking_tests, valid_order};
 use tokio::io::AsyncReadExt;
 
 contract_tests!(an_https_deps_url_is_called_over_tls);
+reqwest_blocking_tests!(an_https_deps_url_is_called_over_tls);
 
 async fn an_https_deps_url_is_called_over_tls(api: Api) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -17,6 +17,8 @@
 //!
 //! The twins that differ by the driver too (`db/*`, `batch.rs`, `outbox.rs`, `connections.rs`,
 //! `startup.rs`) are not compared: diesel and sqlx bind and read rows differently on every line.
+//! Nor are the clients (`clients/` against `clients.rs`): blocking-api's `Deps` builds each call
+//! once and sends it with either of two clients (`DEPS_CLIENT`), ureq's or reqwest::blocking's.
 
 use std::path::Path;
 
@@ -70,23 +72,6 @@ const TWINS: &[Twin] = &[
                 "Broker::connect(&s.nats_url, s.nats_timeout(), CONNECT_PATIENCE)",
             ),
             ("Option<BlockingBroker>", "Option<Broker>"),
-        ],
-    },
-    Twin {
-        file: "clients.rs",
-        own: &[],
-        same: &[
-            (
-                "// The blocking client owns a runtime of its own, which may not be built on an async
-                 // thread: build it on a plain one.
-                 let http = std::thread::spawn(move || builder.build())
-                     .join()
-                     .map_err(|_| anyhow::anyhow!(\"building the HTTP client panicked\"))?
-                     .context(\"building the HTTP client\")?;",
-                "let http = builder.build().context(\"building the HTTP client\")?;",
-            ),
-            ("reqwest::blocking::Client", "reqwest::Client"),
-            ("reqwest::blocking::RequestBuilder", "reqwest::RequestBuilder"),
         ],
     },
     Twin {

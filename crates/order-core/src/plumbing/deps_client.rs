@@ -75,3 +75,27 @@ impl DepsClientBuilder for reqwest::blocking::ClientBuilder {
         reqwest::blocking::ClientBuilder::http2_prior_knowledge(self)
     }
 }
+
+/// Which blocking HTTP client blocking-api calls its dependencies with (`DEPS_CLIENT`, a setting
+/// of blocking-api alone; reactive-api has one client). Its own type here, beside the rules both
+/// clients follow, so that the lab states it typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DepsClient {
+    /// ureq: each call's socket I/O on the request's own thread, as a servlet's blocking client
+    /// does. No HTTP/2.
+    #[default]
+    Ureq,
+    /// reqwest::blocking: each call handed over a channel to one runtime thread of the client's
+    /// own, which does every call's I/O for the process.
+    ReqwestBlocking,
+}
+
+impl DepsClient {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DepsClient::Ureq => "ureq",
+            DepsClient::ReqwestBlocking => "reqwest-blocking",
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! `DEPS_CLIENT=ureq`, the default: one shared `ureq::Agent`, whose calls do their socket I/O on
+//! the calling thread, as a servlet's blocking client does. HTTP/1.1 only (ureq has no HTTP/2).
+//!
+//! The rules of `order_core::plumbing::deps_client`, applied to ureq's own settings:
+//! - every call bounded by `DEPS_TIMEOUT_MS` (ureq's global timeout: resolve, connect, send and
+//!   the whole answer), or less where the caller passes the request's remaining deadline; the
+//!   name lookup and the connect bounded by `DEPS_TIMEOUT_MS` on their own too;
+//! - no redirect followed (`max_redirects(0)` returns the 3xx as it came), so a card body never
+//!   goes to a host but `DEPS_URL`'s, and `order_core::domain::deps` reads the 3xx as today;
+//! - a 4xx or 5xx is an answer, not an error (`http_status_as_error(false)`);
+//! - idle keep-alive connections kept `POOL_IDLE_TIMEOUT` for reuse;
+//! - an `https` `DEPS_URL` over rustls, the platform's roots verified by rustls-platform-verifier
+//!   (which reads `SSL_CERT_FILE`/`SSL_CERT_DIR` on Linux), as reqwest's TLS does.
+
+use std::time::Duration;
+
+use order_core::plumbing::deps_client::POOL_IDLE_TIMEOUT;
+use order_core::plumbing::settings::CommonSettings;
+use ureq::tls::{RootCerts, TlsConfig};
+
+use super::{Call, Method};
+
+pub(super) struct UreqClient(ureq::Agent);
+
+impl UreqClient {
+    /// `callers`: how many threads may call at once. Every dependency is behind `DEPS_URL`, one
+    /// host, and each caller holds at most one connection at a time, so up to `callers`
+    /// connections are in use at once and all of them must fit in the idle pool when they come
+    /// back. ureq's defaults (10 idle in all, 3 per host) would close all but 3 after each call
+    /// and connect again on the next: a TCP handshake per call at any load above 3 in flight.
+    pub(super) fn new(settings: &CommonSettings, callers: usize) -> Self {
+        let timeout = Some(settings.deps_timeout());
+        let config = ureq::Agent::config_builder()
+            .timeout_global(timeout)
+            .timeout_resolve(timeout)
+            .timeout_connect(timeout)
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .max_idle_connections(callers)
+            .max_idle_connections_per_host(callers)
+            .max_idle_age(POOL_IDLE_TIMEOUT)
+            .tls_config(
+                TlsConfig::builder()
+                    .root_certs(RootCerts::PlatformVerifier)
+                    .build(),
+            )
+            .build();
+        UreqClient(ureq::Agent::new_with_config(config))
+    }
+
+    /// The call's status and body; a 3xx, 4xx or 5xx is an answer, not an error.
+    pub(super) fn send(&self, call: Call<'_>) -> Result<(u16, Vec<u8>), ureq::Error> {
+        let url = call.url.as_str();
+        let response = match call.method {
+            Method::Get => {
+                let request = with_headers(self.0.get(url), &call);
+                within(request, call.timeout).call()
+            }
+            Method::Post => {
+                let request = with_headers(self.0.post(url), &call);
+                let request = within(request, call.timeout);
+                match call.json {
+                    Some(body) => request
+                        .header("Content-Type", "application/json")
+                        .send(body),
+                    None => request.send_empty(),
+                }
+            }
+        }?;
+        let status = response.status().as_u16();
+        let body = response.into_body().read_to_vec()?;
+        Ok((status, body))
+    }
+}
+
+fn with_headers<B>(
+    mut request: ureq::RequestBuilder<B>,
+    call: &Call<'_>,
+) -> ureq::RequestBuilder<B> {
+    for (name, value) in call.headers {
+        request = request.header(*name, *value);
+    }
+    request
+}
+
+/// The request bounded by `timeout` instead of the agent's `DEPS_TIMEOUT_MS`, when one is given.
+fn within<B>(
+    request: ureq::RequestBuilder<B>,
+    timeout: Option<Duration>,
+) -> ureq::RequestBuilder<B> {
+    match timeout {
+        Some(t) => request.config().timeout_global(Some(t)).build(),
+        None => request,
+    }
+}
