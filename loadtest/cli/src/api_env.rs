@@ -3,13 +3,14 @@
 //! `loadtest lab`, a bench cell and an events run each fill one [`ApiSettings`] from their own
 //! rules (flags, the bench's admission control off, the events original's pool), and
 //! [`ApiSettings::to_env`] writes it under the names the APIs read: `order_core::plumbing::settings`'
-//! `CommonSettings` and blocking-api's `BLOCKING_THREADS` (the tests hold every name against the
+//! `CommonSettings` and blocking-api's `BLOCKING_THREADS` and `DEPS_CLIENT` (the tests hold every name against the
 //! product's own parser). A setting left `None` is not stated: the API runs its own default.
 //! What the runs record as their settings is this same map, so a setting recorded is a setting
 //! given.
 
 use std::collections::BTreeMap;
 
+use order_core::plumbing::deps_client::DepsClient;
 use order_core::plumbing::events_mode::EventsMode;
 use order_core::plumbing::settings::{DepsHttp, TxScope};
 
@@ -42,6 +43,9 @@ pub struct ApiSettings {
     pub events: Option<EventsEnv>,
     /// blocking-api's pool; the other API ignores it.
     pub blocking_threads: Option<u64>,
+    /// blocking-api's HTTP client to the dependencies (`DEPS_CLIENT`); stated for blocking-api
+    /// only, so that the comparison lists it with the execution model's own settings.
+    pub deps_client: Option<DepsClient>,
 }
 
 /// `PERSIST_BATCH_MAX` and `PERSIST_BATCH_WAIT_MS`.
@@ -98,6 +102,9 @@ impl ApiSettings {
             if let Some(v) = value {
                 set(name, v.to_string());
             }
+        }
+        if let Some(client) = self.deps_client {
+            set("DEPS_CLIENT", client.as_str().to_owned());
         }
         set("MAX_LOOP_LAG_MS", self.max_loop_lag_ms.to_string());
         if let Some(n) = self.max_in_flight {

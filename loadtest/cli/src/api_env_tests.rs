@@ -35,6 +35,7 @@ fn all_stated() -> ApiSettings {
             nats_timeout_ms: 5000,
         }),
         blocking_threads: Some(64),
+        deps_client: Some(DepsClient::ReqwestBlocking),
     }
 }
 
@@ -59,6 +60,12 @@ fn every_setting_the_lab_states_is_read_by_the_apis_as_stated() {
     let mut env = s.env_at("postgres://lab@127.0.0.1:5999/orders");
     // blocking-api's own, beside the common ones (blocking-api/src/startup.rs).
     assert_eq!(env.remove("BLOCKING_THREADS").as_deref(), Some("64"));
+    let client = env.remove("DEPS_CLIENT").expect("DEPS_CLIENT stated");
+    assert_eq!(
+        <DepsClient as clap::ValueEnum>::from_str(&client, false),
+        Ok(DepsClient::ReqwestBlocking),
+        "DEPS_CLIENT={client} is not a value blocking-api reads"
+    );
     let p = parsed_by_the_product(&env);
     assert_eq!(p.database_url, "postgres://lab@127.0.0.1:5999/orders");
     assert_eq!(p.deps_url, "http://127.0.0.1:9191");
@@ -98,6 +105,7 @@ fn a_setting_left_unstated_is_not_in_the_environment() {
         max_in_flight: None,
         events: None,
         blocking_threads: None,
+        deps_client: None,
         ..all_stated()
     };
     let names: Vec<String> = s.to_env().into_keys().collect();

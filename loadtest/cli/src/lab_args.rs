@@ -14,6 +14,7 @@ use lab_report::slo::Slo;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{ApiKind, MockLatencies, Shedding};
+use order_core::plumbing::deps_client::DepsClient;
 
 /// Whether the lab's own PostgreSQL flushes every commit to disk (`--db-durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -207,6 +208,11 @@ pub struct LabArgs {
     /// the profile's peak rate × the dependencies' critical path × 1.2 headroom.
     #[arg(long, default_value = "200", value_parser = BlockingThreads::parse)]
     pub blocking_threads: BlockingThreads,
+    /// DEPS_CLIENT for blocking-api: `ureq` (each dependency call's I/O on the request's own
+    /// thread, the thread-per-request model) or `reqwest-blocking` (every call's I/O on one
+    /// runtime thread of reqwest's). Recorded with the runs' settings.
+    #[arg(long, value_enum, default_value_t = DepsClient::Ureq)]
+    pub blocking_client: DepsClient,
     /// DB_TX_SCOPE for every API: short or request.
     #[arg(long, value_enum, default_value_t = TxScope::Short)]
     pub tx_scope: TxScope,

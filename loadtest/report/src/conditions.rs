@@ -86,8 +86,8 @@ fn profile(run: &RunResults) -> String {
     )
 }
 
-/// `DB pool 10 · blocking-api 200 threads`: the database pool (per API when they differ) and the
-/// blocking API's thread pool.
+/// `DB pool 10 · blocking-api 200 threads`: the database pool (per API when they differ), the
+/// blocking API's thread pool, the allocators where they differ and blocking-api's client.
 fn pools(groups: &[ApiRuns<'_>]) -> String {
     let setting = |g: &ApiRuns<'_>, key: &str| {
         g.first()
@@ -123,6 +123,13 @@ fn pools(groups: &[ApiRuns<'_>]) -> String {
     if allocators.windows(2).any(|w| w[0].1 != w[1].1) {
         let each: Vec<String> = allocators.iter().map(|(a, v)| format!("{a} {v}")).collect();
         out.push_str(&format!(", allocator: {}", each.join(", ")));
+    }
+    // blocking-api's client to the dependencies, where its runs state it: whether each call's I/O
+    // ran on the request's own thread (ureq) or on reqwest::blocking's one runtime thread.
+    for g in groups {
+        if let Some(client) = setting(g, "DEPS_CLIENT") {
+            out.push_str(&format!(", {} client {client}", g.api));
+        }
     }
     out
 }

@@ -418,3 +418,32 @@ fn the_conditions_name_the_pod_as_run() {
     let old = render_markdown(&fixtures::pair());
     assert!(old.contains("· 1 CPU core, 1024 MiB per API._"), "{old}");
 }
+
+/// blocking-api's client to the dependencies is part of its execution model: named in the
+/// conditions line beside its threads, and listed with the model's own settings in the trust
+/// strip, not as a difference between the APIs.
+#[test]
+fn blocking_apis_client_is_in_the_conditions_and_is_the_models_own() {
+    let mut runs = fixtures::pair();
+    let blocking = runs
+        .iter_mut()
+        .find(|r| r.config.api_settings.contains_key("BLOCKING_THREADS"))
+        .expect("a blocking-api run");
+    blocking
+        .config
+        .api_settings
+        .insert("DEPS_CLIENT".to_owned(), "ureq".to_owned());
+    let html = render_html(&runs);
+    let verdict = section(&html, "verdict");
+    assert!(
+        verdict.contains("DB pool 10, blocking-api 200 threads, blocking-api client ureq ·"),
+        "{verdict}"
+    );
+    let md = render_markdown(&runs);
+    assert!(
+        md.contains(
+            "apart from the execution model's own: BIND_ADDR, BLOCKING_THREADS, DEPS_CLIENT"
+        ),
+        "{md}"
+    );
+}

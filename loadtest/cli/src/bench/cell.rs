@@ -60,6 +60,9 @@ pub(super) fn common_settings(args: &BenchArgs, kind: Option<ApiKind>) -> ApiSet
         blocking_threads: kind
             .is_none_or(ApiKind::has_thread_pool)
             .then_some(args.blocking_threads),
+        deps_client: kind
+            .is_none_or(ApiKind::has_thread_pool)
+            .then_some(args.blocking_client),
     }
 }
 

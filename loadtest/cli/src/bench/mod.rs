@@ -39,6 +39,7 @@ use crate::lab_args::{HarnessArgs, SEED_LATENCIES, api_names};
 use crate::services::{Database, MockDepsProcess};
 use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings, Pinning};
 use lab_results::{ApiKind, MockLatencies};
+use order_core::plumbing::deps_client::DepsClient;
 use order_core::plumbing::settings::DepsHttp;
 
 /// A mock-deps latency setting of the bench.
@@ -97,6 +98,11 @@ pub struct BenchArgs {
     /// BLOCKING_THREADS of blocking-api.
     #[arg(long, default_value_t = 200)]
     pub blocking_threads: u64,
+    /// DEPS_CLIENT of blocking-api: ureq (calls on the request's own thread) or
+    /// reqwest-blocking (every call's I/O on one runtime thread of reqwest's); with
+    /// `--deps-http h2c`, reqwest-blocking (ureq has no HTTP/2).
+    #[arg(long, value_enum, default_value_t = DepsClient::Ureq)]
+    pub blocking_client: DepsClient,
     /// DEPS_HTTP of every API: http1 or h2c (cleartext HTTP/2 to mock-deps).
     #[arg(long, value_enum, default_value_t = DepsHttp::Http1)]
     pub deps_http: DepsHttp,

@@ -437,6 +437,8 @@ fn api_env(
             nats_timeout_ms: 5000,
         }),
         blocking_threads: Some(200),
+        // blocking-api's default client.
+        deps_client: None,
     };
     Ok(settings.env_at(database_url))
 }

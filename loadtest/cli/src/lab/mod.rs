@@ -301,6 +301,7 @@ fn api_settings(a: &LabArgs, kind: ApiKind, deps_url: &str) -> ApiSettings {
             .fixed()
             .filter(|_| kind.has_thread_pool())
             .map(u64::from),
+        deps_client: kind.has_thread_pool().then_some(a.blocking_client),
     };
     overload::settings(a, &mut s);
     s

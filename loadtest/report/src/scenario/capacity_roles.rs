@@ -117,6 +117,7 @@ mod tests {
             critical_path_ms: 2200,
             capacities: Vec::new(),
             sweep: vec![step("reactive-api", None, 300.0, true, false)],
+            limits: None,
         };
         assert!(chart(&file).is_none());
     }
