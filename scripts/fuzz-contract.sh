@@ -87,7 +87,11 @@ for api in "${apis[@]}"; do
     # FUZZ_ORDER_ID), not only against ids of no order.
     location=$(curl -fsS -o /dev/null -w '%header{location}' -X POST \
         -H "Authorization: Bearer sk_fuzz" -H "Content-Type: application/json" \
-        --data @docs/sample-order.json "http://127.0.0.1:$api_port/orders")
+        --data @docs/sample-order.json "http://127.0.0.1:$api_port/orders") || {
+        echo "fuzz-contract: $api did not create docs/sample-order.json's order; its log:" >&2
+        tail -20 "$reports/$api.log" >&2
+        exit 1
+    }
     export FUZZ_ORDER_ID=${location#/orders/}
 
     echo "== schemathesis against $api (at most $max_time s)"

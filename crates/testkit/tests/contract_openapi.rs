@@ -68,16 +68,20 @@ async fn both_apis_serve_the_committed_document_byte_for_byte() {
     );
 }
 
-/// The route paths registered in `file`: the literals of `web::resource("…")` and `.route("…",`.
+/// The route paths registered in `file`: the literals opening `resource("…"` (`web::resource`,
+/// `http::resource`) and `.route("…",`, rustfmt's line break after the parenthesis included.
 fn registered_in(file: &str) -> BTreeSet<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut routes = BTreeSet::new();
-    for opening in ["resource(\"", ".route(\""] {
+    for opening in ["resource(", ".route("] {
         for (at, _) in text.match_indices(opening) {
-            let rest = &text[at + opening.len()..];
+            let rest = text[at + opening.len()..].trim_start();
+            let Some(rest) = rest.strip_prefix('"') else {
+                continue; // not a literal: `web::resource(path)` inside `http::resource`
+            };
             let end = rest.find('"').expect("a closed string literal");
             routes.insert(rest[..end].to_owned());
         }
@@ -118,13 +122,14 @@ fn every_registered_route_is_a_documented_path() {
 
 #[test]
 fn the_route_scan_sees_a_route_added() {
-    let text = "web::resource(\"/orders\") .route(\"/refunds\", web::post().to(refund))";
+    let text = "web::resource(\"/orders\") .route(\"/refunds\", web::post().to(refund)) \
+        resource(\n    \"/returns\", Method::POST, r) web::resource(path)";
     let dir = std::env::temp_dir().join(format!("openapi-scan-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("routes.rs"), text).unwrap();
     let scanned = registered_in(dir.join("routes.rs").to_str().unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
-    let expected: BTreeSet<String> = ["/orders", "/refunds"].map(String::from).into();
+    let expected: BTreeSet<String> = ["/orders", "/refunds", "/returns"].map(String::from).into();
     assert_eq!(scanned, expected);
 }
 
