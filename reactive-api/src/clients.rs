@@ -12,6 +12,7 @@ use order_core::domain::deps::{
 };
 use order_core::domain::error::{ApiError, Dependency};
 use order_core::plumbing::deps_client;
+use order_core::plumbing::dns::DnsCache;
 use order_core::plumbing::metrics::Metrics;
 use order_core::plumbing::settings::CommonSettings;
 
@@ -29,7 +30,9 @@ impl Deps {
     /// One client for the process, built by `order_core::plumbing::deps_client::configure` (timeouts,
     /// keep-alive reuse, `DEPS_HTTP`, no redirect followed).
     pub fn new(settings: &CommonSettings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
-        let builder = deps_client::configure(reqwest::Client::builder(), settings);
+        let dns = DnsCache::system();
+        metrics.register(dns.collector());
+        let builder = deps_client::configure(reqwest::Client::builder(), settings, &dns);
         let http = builder.build().context("building the HTTP client")?;
         let base = settings.deps_url.trim_end_matches('/').to_owned();
         Ok(Deps {

@@ -28,6 +28,7 @@ use order_core::domain::deps::{
 };
 use order_core::domain::error::{ApiError, Dependency};
 use order_core::plumbing::deps_client::DepsClient;
+use order_core::plumbing::dns::DnsCache;
 use order_core::plumbing::metrics::Metrics;
 use order_core::plumbing::settings::{CommonSettings, DepsHttp};
 use url::Url;
@@ -87,10 +88,14 @@ impl Deps {
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Self> {
         check(settings, client)?;
+        // `DEPS_URL`'s host, looked up once and kept (`order_core::plumbing::dns`): ureq would
+        // look it up on every call, on a thread spawned for it.
+        let dns = DnsCache::system();
+        metrics.register(dns.collector());
         let client = match client {
-            DepsClient::Ureq => Client::Ureq(ureq_client::UreqClient::new(settings, callers)),
+            DepsClient::Ureq => Client::Ureq(ureq_client::UreqClient::new(settings, callers, dns)),
             DepsClient::ReqwestBlocking => {
-                Client::ReqwestBlocking(reqwest_blocking::ReqwestBlocking::new(settings)?)
+                Client::ReqwestBlocking(reqwest_blocking::ReqwestBlocking::new(settings, &dns)?)
             }
         };
         let base = settings.deps_url.trim_end_matches('/').to_owned();

@@ -8,6 +8,7 @@
 
 use anyhow::Context;
 use order_core::plumbing::deps_client;
+use order_core::plumbing::dns::DnsCache;
 use order_core::plumbing::settings::CommonSettings;
 
 use super::{Call, Method};
@@ -15,8 +16,8 @@ use super::{Call, Method};
 pub(super) struct ReqwestBlocking(reqwest::blocking::Client);
 
 impl ReqwestBlocking {
-    pub(super) fn new(settings: &CommonSettings) -> anyhow::Result<Self> {
-        let builder = deps_client::configure(reqwest::blocking::Client::builder(), settings);
+    pub(super) fn new(settings: &CommonSettings, dns: &DnsCache) -> anyhow::Result<Self> {
+        let builder = deps_client::configure(reqwest::blocking::Client::builder(), settings, dns);
         // The blocking client owns a runtime of its own, which may not be built on an async
         // thread: build it on a plain one.
         let http = std::thread::spawn(move || builder.build())

@@ -15,10 +15,49 @@
 use std::time::Duration;
 
 use order_core::plumbing::deps_client::POOL_IDLE_TIMEOUT;
+use order_core::plumbing::dns::{DnsCache, ResolveError};
 use order_core::plumbing::settings::CommonSettings;
 use ureq::tls::{RootCerts, TlsConfig};
+use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use super::{Call, Method};
+
+/// ureq's resolver hook over the process's [`DnsCache`]: ureq asks it on every call, before it
+/// looks in its pool, so a kept name costs a call a map look-up and no thread (ureq's own
+/// resolver spawns one per call), and a name server that stalls holds up no call on an open
+/// connection. A call that must wait for a lookup waits at most the call's remaining timeout.
+#[derive(Debug)]
+struct KeptNames(DnsCache);
+
+impl Resolver for KeptNames {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        _config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let host = uri.host().ok_or(ureq::Error::HostNotFound)?;
+        let port = uri.port_u16().unwrap_or(match uri.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        });
+        let addrs = self
+            .0
+            .resolve(host, port, *timeout.after)
+            .map_err(|e| match e {
+                ResolveError::TimedOut => ureq::Error::Timeout(timeout.reason),
+                ResolveError::Failed(_) => ureq::Error::HostNotFound,
+            })?;
+        let mut kept = self.empty();
+        for addr in addrs.iter() {
+            if kept.try_push(*addr).is_err() {
+                break;
+            }
+        }
+        Ok(kept)
+    }
+}
 
 pub(super) struct UreqClient(ureq::Agent);
 
@@ -28,7 +67,7 @@ impl UreqClient {
     /// connections are in use at once and all of them must fit in the idle pool when they come
     /// back. ureq's defaults (10 idle in all, 3 per host) would close all but 3 after each call
     /// and connect again on the next: a TCP handshake per call at any load above 3 in flight.
-    pub(super) fn new(settings: &CommonSettings, callers: usize) -> Self {
+    pub(super) fn new(settings: &CommonSettings, callers: usize, dns: DnsCache) -> Self {
         let timeout = Some(settings.deps_timeout());
         let config = ureq::Agent::config_builder()
             .timeout_global(timeout)
@@ -45,7 +84,11 @@ impl UreqClient {
                     .build(),
             )
             .build();
-        UreqClient(ureq::Agent::new_with_config(config))
+        UreqClient(ureq::Agent::with_parts(
+            config,
+            DefaultConnector::new(),
+            KeptNames(dns),
+        ))
     }
 
     /// The call's status and body; a 3xx, 4xx or 5xx is an answer, not an error.

@@ -8,10 +8,12 @@
 //! `order_core::domain::deps` (for the charge: an unknown outcome, see `deps::pay_outcome`), and a card body
 //! is never sent to any host but `DEPS_URL`'s.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::redirect::Policy;
 
+use crate::plumbing::dns::{DnsCache, ReqwestResolver};
 use crate::plumbing::settings::{CommonSettings, DepsHttp};
 
 /// How long an idle keep-alive connection to a dependency is kept for reuse.
@@ -24,12 +26,20 @@ pub trait DepsClientBuilder: Sized {
     fn pool_idle_timeout(self, timeout: Duration) -> Self;
     fn redirect(self, policy: Policy) -> Self;
     fn http2_prior_knowledge(self) -> Self;
+    fn dns_resolver(self, resolver: Arc<ReqwestResolver>) -> Self;
 }
 
 /// Applies the dependency settings to `builder`: every call bounded by `DEPS_TIMEOUT_MS` (connect
-/// and whole response), idle connections kept for reuse, `DEPS_HTTP`, and no redirect followed.
-pub fn configure<B: DepsClientBuilder>(builder: B, settings: &CommonSettings) -> B {
+/// and whole response), idle connections kept for reuse, `DEPS_HTTP`, no redirect followed, and
+/// `DEPS_URL`'s host found through `dns` (`order_core::plumbing::dns`: looked up once and kept,
+/// each lookup bounded by `DEPS_TIMEOUT_MS`).
+pub fn configure<B: DepsClientBuilder>(builder: B, settings: &CommonSettings, dns: &DnsCache) -> B {
+    let resolver = ReqwestResolver {
+        cache: dns.clone(),
+        timeout: settings.deps_timeout(),
+    };
     let builder = builder
+        .dns_resolver(Arc::new(resolver))
         .timeout(settings.deps_timeout())
         .connect_timeout(settings.deps_timeout())
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
@@ -56,6 +66,9 @@ impl DepsClientBuilder for reqwest::ClientBuilder {
     fn http2_prior_knowledge(self) -> Self {
         reqwest::ClientBuilder::http2_prior_knowledge(self)
     }
+    fn dns_resolver(self, resolver: Arc<ReqwestResolver>) -> Self {
+        reqwest::ClientBuilder::dns_resolver(self, resolver)
+    }
 }
 
 impl DepsClientBuilder for reqwest::blocking::ClientBuilder {
@@ -73,6 +86,9 @@ impl DepsClientBuilder for reqwest::blocking::ClientBuilder {
     }
     fn http2_prior_knowledge(self) -> Self {
         reqwest::blocking::ClientBuilder::http2_prior_knowledge(self)
+    }
+    fn dns_resolver(self, resolver: Arc<ReqwestResolver>) -> Self {
+        reqwest::blocking::ClientBuilder::dns_resolver(self, resolver)
     }
 }
 
