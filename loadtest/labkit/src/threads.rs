@@ -13,12 +13,14 @@
 //! - switches: `voluntary_ctxt_switches` (it blocked: a read, a lock, a sleep) and
 //!   `nonvoluntary_ctxt_switches` (it was preempted) of `/proc/PID/task/TID/status`.
 //!
-//! A thread that exits between two snapshots takes the use it had since the last one with it; so
-//! does one born and gone between two. That part is not lost: the process's own `utime`/`stime`
-//! (`/proc/PID/stat`) include its exited threads, so [`Account::unseen`] is the process's use over
-//! the window less the sum over the threads seen. It is clamped at zero: each thread's ticks are
-//! rounded on their own, so on a window where nothing exits the difference is a few ticks either
-//! way. Switches have no such total (the process's `status` counts its main thread's only): an
+//! A thread's CPU is its run time where the kernel keeps schedstats, split into user and system
+//! as its ticks are ([`Account::by_role`]): its ticks alone are its run time cut to whole ticks at
+//! each reading, which over 200 threads that each run a few ms a second loses a third of their
+//! CPU. A thread that exits between two snapshots takes the use it had since the last one with
+//! it; so does one born and gone between two. That part is not lost: the process's own
+//! `utime`/`stime` (`/proc/PID/stat`) include its exited threads (its sum is cut to ticks once),
+//! so [`Account::unseen`] is the process's use over the window less the threads'. It is clamped at
+//! zero: the process's total is read a moment after its threads', and cut to a tick. Switches have no such total (the process's `status` counts its main thread's only): an
 //! exited thread's switches are those it had when last seen.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -186,46 +188,75 @@ pub struct RoleUse {
     pub threads: u32,
     /// Of them, exited before the window's end.
     pub gone: u32,
+    /// CPU seconds, user and system: see [`Account::by_role`].
     pub user_s: f64,
     pub system_s: f64,
-    /// `None` when a thread of the role had no schedstat.
+    /// Schedstat's run time; `None` when a thread of the role had none.
     pub run_s: Option<f64>,
     pub voluntary: u64,
     pub involuntary: u64,
 }
 
+impl ThreadUse {
+    /// Its CPU seconds: its run time where schedstat gave one (ns, exact), else its ticks.
+    pub fn cpu_s(&self) -> f64 {
+        self.run_s.unwrap_or(self.user_s + self.system_s)
+    }
+}
+
 impl Account {
-    /// `(user, system)` seconds of the process that no thread seen accounts for: threads that
-    /// exited since they were last seen, or lived between two snapshots (clamped at zero).
-    pub fn unseen(&self) -> (f64, f64) {
-        let (u, s) = self
-            .threads
-            .iter()
-            .fold((0.0, 0.0), |(u, s), t| (u + t.user_s, s + t.system_s));
-        (
-            (self.process_user_s - u).max(0.0),
-            (self.process_system_s - s).max(0.0),
-        )
+    /// The process's share of its CPU in user mode over the window (0.5 without any).
+    fn user_ratio(&self) -> f64 {
+        ratio(self.process_user_s, self.process_system_s).unwrap_or(0.5)
     }
 
-    /// The threads summed by `role(comm)`.
+    /// `(user, system)` seconds of the process that no thread seen accounts for: threads that
+    /// exited since they were last seen, or lived between two snapshots (clamped at zero), split
+    /// as the process's CPU is.
+    pub fn unseen(&self) -> (f64, f64) {
+        let seen: f64 = self.threads.iter().map(ThreadUse::cpu_s).sum();
+        let left = (self.process_user_s + self.process_system_s - seen).max(0.0);
+        (left * self.user_ratio(), left * (1.0 - self.user_ratio()))
+    }
+
+    /// The threads summed by `role(comm)`. A role's CPU is its threads' run time (schedstat's
+    /// ns), split into user and system as their ticks are: a thread's ticks are its run time
+    /// rounded down to whole ticks at each reading, which, summed over 200 threads that each run
+    /// a few ms a second, loses whole ticks that the run time keeps.
     pub fn by_role<K: Ord>(&self, role: impl Fn(&str) -> K) -> BTreeMap<K, RoleUse> {
-        let mut roles: BTreeMap<K, RoleUse> = BTreeMap::new();
+        let mut roles: BTreeMap<K, (RoleUse, f64, f64)> = BTreeMap::new();
         for t in &self.threads {
-            let r = roles.entry(role(&t.comm)).or_insert_with(|| RoleUse {
-                run_s: Some(0.0),
-                ..RoleUse::default()
+            let (r, user_ticks, system_ticks) = roles.entry(role(&t.comm)).or_insert_with(|| {
+                let r = RoleUse {
+                    run_s: Some(0.0),
+                    ..RoleUse::default()
+                };
+                (r, 0.0, 0.0)
             });
             r.threads += 1;
             r.gone += u32::from(t.gone);
-            r.user_s += t.user_s;
-            r.system_s += t.system_s;
+            *user_ticks += t.user_s;
+            *system_ticks += t.system_s;
+            r.user_s += t.cpu_s();
             r.run_s = r.run_s.zip(t.run_s).map(|(a, b)| a + b);
             r.voluntary += t.voluntary;
             r.involuntary += t.involuntary;
         }
         roles
+            .into_iter()
+            .map(|(k, (mut r, user, system))| {
+                let cpu = r.user_s;
+                let user_share = ratio(user, system).unwrap_or(self.user_ratio());
+                (r.user_s, r.system_s) = (cpu * user_share, cpu * (1.0 - user_share));
+                (k, r)
+            })
+            .collect()
     }
+}
+
+/// `user ÷ (user + system)`; `None` when both are zero.
+fn ratio(user: f64, system: f64) -> Option<f64> {
+    (user + system > 0.0).then(|| user / (user + system))
 }
 
 /// A [`Ledger`] fed from a thread of its own every `every` until [`Watch::finish`].

@@ -94,12 +94,14 @@ fn each_thread_counts_from_the_first_snapshot_or_its_birth_to_when_it_was_last_s
     let reused = t(2, "worker");
     assert!(!reused.gone);
     assert_eq!(ticks(reused.user_s).round(), 2.0);
-    // The process used 80 + 30 ticks; the threads seen 20 + 30 + 10 + 2 = 62 (47 user, 15 sys).
+    // The process used 80 + 30 ticks, the threads seen 20 + 30 + 10 + 2 = 62: 48 unseen, split
+    // as the process's 80 : 30.
     let (user, system) = a.unseen();
-    assert_eq!(
-        (ticks(user).round(), ticks(system).round()),
-        (80.0 - 47.0, 30.0 - 15.0)
+    assert!(
+        (ticks(user + system) - 48.0).abs() < 1e-6,
+        "{user} {system}"
     );
+    assert!((user / (user + system) - 80.0 / 110.0).abs() < 1e-9);
     let roles = a.by_role(|comm| comm.to_owned());
     assert_eq!(roles["worker"].threads, 2);
     assert_eq!(roles["worker"].gone, 1);
@@ -107,6 +109,10 @@ fn each_thread_counts_from_the_first_snapshot_or_its_birth_to_when_it_was_last_s
     assert_eq!(roles["loop"].involuntary, 20);
     let run = roles["worker"].run_s.unwrap();
     assert!((run - 0.12).abs() < 1e-9, "{run}");
+    // A role's CPU is its run time, split as its ticks are: 7 user and 5 system ticks.
+    let w = &roles["worker"];
+    assert!((w.user_s - 0.12 * 7.0 / 12.0).abs() < 1e-9, "{w:?}");
+    assert!((w.user_s + w.system_s - 0.12).abs() < 1e-9, "{w:?}");
 }
 
 #[test]
@@ -118,11 +124,21 @@ fn the_unseen_remainder_is_never_negative() {
 }
 
 #[test]
-fn a_role_without_schedstat_has_no_run_time() {
-    let mut no_schedstat = thread(2, 1, "b", 1, 1, 0);
-    no_schedstat.counters.run_ns = None;
-    let ledger = Ledger::begin(snap(vec![thread(1, 1, "a", 0, 0, 0), no_schedstat], 0, 0));
+fn without_schedstat_a_role_counts_its_ticks() {
+    let untimed = |user, system| {
+        let mut t = thread(2, 1, "b", user, system, 0);
+        t.counters.run_ns = None;
+        t
+    };
+    let mut ledger = Ledger::begin(snap(vec![thread(1, 1, "a", 0, 0, 0), untimed(0, 0)], 0, 0));
+    ledger.observe(snap(vec![thread(1, 1, "a", 0, 0, 0), untimed(1, 1)], 1, 1));
     let roles = ledger.account().by_role(|_| "all");
     assert_eq!(roles["all"].run_s, None);
     assert_eq!(roles["all"].threads, 2);
+    // Thread a ran 0 ns, thread b 2 ticks that schedstat did not time.
+    let all = &roles["all"];
+    assert!(
+        (ticks(all.user_s + all.system_s) - 2.0).abs() < 1e-9,
+        "{all:?}"
+    );
 }

@@ -50,13 +50,15 @@ fn threads_split_the_cpu_they_burned_and_an_exited_thread_still_counts() {
     let ratio = cpu(a) / cpu(b);
     assert!((1.8..=2.25).contains(&ratio), "burn-a / burn-b = {ratio}");
     assert!(cpu(b) >= 0.8 * budget, "burn-b {}", cpu(b));
-    // The run time of schedstat (ns) says the same as the ticks of stat.
-    let run_a = a.run_s.expect("schedstat");
+    // The role's CPU is schedstat's run time (ns); stat's ticks of the thread say the same.
+    let thread_a = account.threads.iter().find(|t| t.comm == "burn-a").unwrap();
+    let ticks_a = thread_a.user_s + thread_a.system_s;
     assert!(
-        (run_a - cpu(a)).abs() <= 0.1 * cpu(a) + 0.02,
-        "{run_a} vs {}",
+        (ticks_a - cpu(a)).abs() <= 0.1 * cpu(a) + 0.02,
+        "{ticks_a} vs {}",
         cpu(a)
     );
+    assert_eq!(a.run_s, thread_a.run_s);
 
     // burn-exit exited before the end: its first half was seen, the rest is the unseen remainder.
     let exit = role("burn-exit");

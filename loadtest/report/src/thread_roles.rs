@@ -196,9 +196,10 @@ pub(crate) fn any(groups: &[ApiRuns<'_>]) -> bool {
     !by_api(groups).is_empty()
 }
 
-const WHAT: &str = "Each thread's CPU (utime, stime), run time and context switches read from \
-    /proc/PID/task/TID once a second over the plateau, the thread given its role by its name; \
-    exited/unseen is the process's CPU less the threads' (threads that exited since they were \
+const WHAT: &str = "Each thread's run time (schedstat), CPU ticks (utime, stime) and context \
+    switches read from /proc/PID/task/TID once a second over the plateau, the thread given its role \
+    by its name; a role's CPU is its threads' run time, split into user and system as their ticks \
+    are; exited/unseen is the process's CPU less the threads' (threads that exited since they were \
     last read). Per order: over the plateau's fresh orders.";
 
 /// `summary.md`'s section: a table per API; nothing when no run has a split.

@@ -73,10 +73,12 @@ fn the_summary_has_a_table_per_api_with_each_role_per_order() {
 fn the_page_draws_a_stacked_bar_per_api_with_the_same_numbers() {
     let runs = fixtures::pair();
     let html = render_html(&runs);
-    let start = html
+    fixtures::assert_offline(&html);
+    let section = fixtures::section(&html, "cpu-by-role");
+    let start = section
         .find("<figure id=\"fig-cpu-by-role\"")
         .expect("the figure");
-    let fig = &html[start..start + html[start..].find("</figure>").unwrap()];
+    let fig = &section[start..start + section[start..].find("</figure>").unwrap()];
     for (run, role) in [
         (&runs[0], ThreadRole::RequestThreads),
         (&runs[0], ThreadRole::HttpClient),

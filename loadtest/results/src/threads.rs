@@ -16,7 +16,8 @@ use crate::ApiKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ThreadRole {
-    /// An actix worker: the HTTP connections, and in reactive-api every order's work.
+    /// An actix worker's event loop (an actix-rt arbiter): the HTTP connections, and in
+    /// reactive-api every order's work.
     EventLoop,
     /// Threads that run one request at a time: blocking-api's blocking pool (`web::block`) and
     /// its reads' pool.
@@ -60,17 +61,21 @@ impl ThreadRole {
 
 impl ApiKind {
     /// The role of this API's thread named `comm` (`/proc/…/comm`: the name cut to 15 bytes).
-    /// Names checked on the running APIs (`/proc/PID/task/*/comm`); `tokio-runtime-w` is tokio's
-    /// default name, which actix's blocking pool keeps.
+    /// Names as read from the running APIs' `/proc/PID/task/*/comm` in a lab run: blocking-api
+    /// `actix-rt|system`, `actix-server ac` (the acceptor), `blocking-api` (main), `tokio-rt-worker`
+    /// (× BLOCKING_THREADS), `reqwest-interna`, `r2d2-worker-N`, `read-N`, `db-watchdog`,
+    /// `recovery`; reactive-api `actix-rt|system`, `actix-server ac`, `reactive-api`.
     pub fn thread_role(self, comm: &str) -> ThreadRole {
         match comm {
-            c if c.starts_with("actix-server wo") => return ThreadRole::EventLoop,
+            // actix-rt's arbiters (`actix-rt|system:0|arbiter:N`), one per HTTP worker.
+            c if c.starts_with("actix-rt|system") => return ThreadRole::EventLoop,
             c if c.starts_with("r2d2-worker-") => return ThreadRole::Pools,
             _ => {}
         }
         match self {
             ApiKind::Blocking => match comm {
-                "tokio-runtime-w" => ThreadRole::RequestThreads,
+                // The blocking pool of the worker's runtime: tokio's default thread name.
+                "tokio-rt-worker" => ThreadRole::RequestThreads,
                 c if c.starts_with("read-") => ThreadRole::RequestThreads,
                 "reqwest-interna" => ThreadRole::HttpClient,
                 "db-watchdog" | "outbox-relay" | "recovery" | "persist-batch" | "nats" => {
@@ -156,16 +161,17 @@ mod tests {
         use ThreadRole::*;
         let b = |c| ApiKind::Blocking.thread_role(c);
         let r = |c| ApiKind::Reactive.thread_role(c);
-        assert_eq!(b("actix-server wo"), EventLoop);
-        assert_eq!(r("actix-server wo"), EventLoop);
-        assert_eq!(b("tokio-runtime-w"), RequestThreads);
+        assert_eq!(b("actix-rt|system"), EventLoop);
+        assert_eq!(r("actix-rt|system"), EventLoop);
+        assert_eq!(b("tokio-rt-worker"), RequestThreads);
+        assert_eq!(b("actix-server ac"), Other);
         assert_eq!(b("read-3"), RequestThreads);
         assert_eq!(b("reqwest-interna"), HttpClient);
         assert_eq!(b("r2d2-worker-2"), Pools);
         assert_eq!(b("db-watchdog"), Pools);
         assert_eq!(b("blocking-api"), Other);
         assert_eq!(r("reactive-api"), Other);
-        assert_eq!(r("tokio-runtime-w"), Other);
+        assert_eq!(r("tokio-rt-worker"), Other);
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! - `nap` sleeps 1 ms a hundred times (voluntary switches), burning nothing to speak of.
 //!
 //! Protocol on stdin/stdout: prints `ready` once every thread is named and waiting, starts them
-//! on a line `go`, prints `done` when all have finished their work (`burn-a` and `burn-b` then
-//! wait, alive), and exits on the next line or at the end of stdin.
+//! on a line `go`, prints `done` when all have finished their work (`burn-exit` gone, the others
+//! waiting, alive), and exits on the next line or at the end of stdin.
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Barrier};
@@ -42,15 +42,15 @@ fn main() -> anyhow::Result<()> {
                 start.wait();
                 work.run();
                 let _ = done.send(());
-                // The burners stay alive after their work, the others exit.
-                if let Work::Pinned(_) = work {
+                // Only burn-exit exits: the others' counts must be there at the end.
+                if work.stays() {
                     loop {
                         std::thread::park();
                     }
                 }
             })
             .context("starting a thread")?;
-        if !matches!(work, Work::Pinned(_)) {
+        if !work.stays() {
             exiting.push(handle);
         }
     }
@@ -89,6 +89,11 @@ enum Work {
 }
 
 impl Work {
+    /// Whether the thread stays alive, parked, once its work is done.
+    fn stays(self) -> bool {
+        !matches!(self, Work::Twice(_))
+    }
+
     fn run(self) {
         match self {
             Work::Pinned(ms) => burn(ms),
