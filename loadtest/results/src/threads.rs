@@ -64,12 +64,15 @@ impl ApiKind {
     /// Names as read from the running APIs' `/proc/PID/task/*/comm` in a lab run: blocking-api
     /// `actix-rt|system`, `actix-server ac` (the acceptor), `blocking-api` (main), `tokio-rt-worker`
     /// (× BLOCKING_THREADS), `reqwest-interna`, `r2d2-worker-N`, `read-N`, `db-watchdog`,
-    /// `recovery`; reactive-api `actix-rt|system`, `actix-server ac`, `reactive-api`.
+    /// `recovery`; reactive-api `actix-rt|system`, `actix-server ac`, `reactive-api`; both
+    /// `deps-resolve` (a lookup of a dependency's host name, once per name and 30 s at most).
     pub fn thread_role(self, comm: &str) -> ThreadRole {
         match comm {
             // actix-rt's arbiters (`actix-rt|system:0|arbiter:N`), one per HTTP worker.
             c if c.starts_with("actix-rt|system") => return ThreadRole::EventLoop,
             c if c.starts_with("r2d2-worker-") => return ThreadRole::Pools,
+            // `order_core::plumbing::dns`: the one lookup in flight of a dependency's name.
+            "deps-resolve" => return ThreadRole::HttpClient,
             _ => {}
         }
         match self {
@@ -171,6 +174,8 @@ mod tests {
         assert_eq!(b("db-watchdog"), Pools);
         assert_eq!(b("blocking-api"), Other);
         assert_eq!(r("reactive-api"), Other);
+        assert_eq!(b("deps-resolve"), HttpClient);
+        assert_eq!(r("deps-resolve"), HttpClient);
         assert_eq!(r("tokio-rt-worker"), Other);
     }
 

@@ -39,6 +39,7 @@ fn a_default_cell_gives_both_apis_the_same_settings_and_blocking_api_its_threads
     );
     let mut blocking = map(DEFAULT_CELL);
     blocking.insert("BLOCKING_THREADS".to_owned(), "200".to_owned());
+    blocking.insert("DEPS_CLIENT".to_owned(), "ureq".to_owned());
     assert_eq!(
         common_settings(&args, Some(ApiKind::Blocking)).to_env(),
         blocking
@@ -70,12 +71,15 @@ fn the_bench_flags_reach_the_apis_settings() {
         "64",
         "--deps-http",
         "h2c",
+        "--blocking-client",
+        "reqwest-blocking",
     ]);
     let mut blocking = map(DEFAULT_CELL);
     for (k, v) in [
         ("DB_POOL_SIZE", "20"),
         ("BLOCKING_THREADS", "64"),
         ("DEPS_HTTP", "h2c"),
+        ("DEPS_CLIENT", "reqwest-blocking"),
     ] {
         blocking.insert(k.to_owned(), v.to_owned());
     }

@@ -60,6 +60,7 @@ fn a_default_run_gives_both_apis_the_same_settings_and_blocking_api_its_threads(
     assert_eq!(reactive, map(DEFAULT_RUN));
     let mut blocking = map(DEFAULT_RUN);
     blocking.insert("BLOCKING_THREADS".to_owned(), "200".to_owned());
+    blocking.insert("DEPS_CLIENT".to_owned(), "ureq".to_owned());
     assert_eq!(lab.settings("blocking-api").unwrap(), blocking);
 
     let mut env = blocking.clone();
@@ -137,6 +138,7 @@ fn every_flag_of_the_lab_reaches_the_apis_settings() {
     assert_eq!(lab.settings("reactive-api").unwrap(), map(reactive));
     let mut blocking = map(reactive);
     blocking.insert("BLOCKING_THREADS".to_owned(), "264".to_owned());
+    blocking.insert("DEPS_CLIENT".to_owned(), "ureq".to_owned());
     blocking.insert(
         "BLOCKING_THREADS_RULE".to_owned(),
         "auto: Little's law, 100/s peak × 2.20 s critical path × 1.2".to_owned(),
