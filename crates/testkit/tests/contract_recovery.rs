@@ -214,13 +214,13 @@ async fn recovery_backs_off_when_the_gateway_is_down(api: Api) {
         app.metric("recovery_deferred_keys").await == Some(150.0)
     })
     .await;
+    // The loop goes on passing (every RECONCILE_INTERVAL_MS) while every key waits: two more
+    // passes come, within a bound that a loaded machine's scheduling cannot reach.
     let passes_before = app.metric("recovery_passes_total").await.unwrap();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let passes = app.metric("recovery_passes_total").await.unwrap() - passes_before;
-    assert!(
-        passes >= 2.0,
-        "the loop stopped passing: {passes} passes in 1 s"
-    );
+    eventually(5, "two more recovery passes", || async {
+        app.metric("recovery_passes_total").await.unwrap() - passes_before >= 2.0
+    })
+    .await;
 }
 
 async fn a_restored_database_never_replays_an_old_charge(api: Api) {

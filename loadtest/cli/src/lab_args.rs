@@ -172,6 +172,11 @@ fn positive_rate(text: &str) -> Result<f64, String> {
 }
 
 impl HarnessArgs {
+    /// Each API's pod: its cgroup's limits, `None` with `--no-limits`.
+    pub fn pod(&self) -> Option<labkit::cgroup::ResourceLimits> {
+        crate::pod::of(self.no_limits, self.api_cpus, self.api_memory_mib)
+    }
+
     /// `--pg-setting`s as (name, value) pairs.
     pub fn pg_setting_pairs(&self) -> Vec<(&str, &str)> {
         self.pg_settings
@@ -290,7 +295,7 @@ pub struct LabArgs {
     /// Runs one of the scenarios instead: several lab runs, one comparison table (`loadtest
     /// scenarios` lists them too).
     #[arg(long, value_enum)]
-    pub scenario: Option<crate::scenario::ScenarioName>,
+    pub scenario: Option<crate::scenario::registry::ScenarioName>,
     /// `--scenario capacity`: narrow each search until the highest rate that met the objective
     /// and the lowest that missed it are at most R/s apart [default: 5 % of the rate found].
     #[arg(long, value_name = "R", value_parser = positive_rate)]

@@ -3,16 +3,12 @@
 
 use labkit::cgroup::ResourceLimits;
 
-use crate::lab_args::HarnessArgs;
-
-impl HarnessArgs {
-    /// Each API's pod: its cgroup's limits, `None` with `--no-limits`.
-    pub fn pod(&self) -> Option<ResourceLimits> {
-        (!self.no_limits).then_some(ResourceLimits {
-            cpus: self.api_cpus,
-            memory_bytes: self.api_memory_mib << 20,
-        })
-    }
+/// Each API's pod: its cgroup's limits, `None` with `--no-limits` (`HarnessArgs::pod`).
+pub fn of(no_limits: bool, api_cpus: f64, api_memory_mib: u64) -> Option<ResourceLimits> {
+    (!no_limits).then_some(ResourceLimits {
+        cpus: api_cpus,
+        memory_bytes: api_memory_mib << 20,
+    })
 }
 
 /// `--api-cpus`: a CPU share the kernel can hold as a quota (see [`ResourceLimits::valid`]).
