@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/k8s/overlays/local run for real with `podman kube play` (issue 22), as far as one machine
+# deploy/k8s/overlays/local run for real with `podman kube play`, as far as one machine
 # allows: the Kubernetes manifests' Deployments, ConfigMaps, Secret and PVC started from the
 # images the compose run builds, each API container's CPU quota and memory limit read back (they
 # must be the manifests' Guaranteed 1 CPU / 1 GiB, the same for both), /ready checked, then one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CPU cost and profile of one API at saturation, the way issue "lean per order" measures it:
+# CPU cost and profile of one API at saturation, as docs/benchmarks.md measures CPU per order:
 # mocks at 0 ms, the API alone on one CPU (taskset -c 1), a closed loop of unique orders from
 # `loadtest run` and everything else on the other CPU. Prints the API's CPU µs per order (user,
 # system), the harness's (PostgreSQL's process tree, mock-deps, the load generator), and with --flamegraph FILE.svg records `perf record -g` of the API during the measured

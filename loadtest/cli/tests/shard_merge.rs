@@ -21,7 +21,7 @@ mod common;
 
 /// 50 arrivals/s for 8 s, all of it the plateau: 400 orders, 200 per shard.
 const PROFILE: &str = "constant-50-8";
-/// How far the two runs' plateau p50 may differ: the 5 %. They are two runs, not one
+/// How far the two runs' plateau p50 may differ: 5 %. They are two runs, not one
 /// measurement added up two ways, so this holds only while the machine is not starved; measured
 /// here 211.7 vs 212.7 ms (0.5 %). p99 — the 4 slowest of 400 requests — is far noisier on a
 /// two-core machine shared with other builds (534 vs 995 ms in the same run), so it is only

@@ -88,7 +88,8 @@ pub struct EventsPoint {
     pub broker_rtt_ms: u64,
 }
 
-/// One row of the scenario's table and of `scenario.json` (the keys first).
+/// One row of the scenario's table and of `scenario.json` (what names the run, then its rate,
+/// latency and errors, first).
 #[derive(Debug, Clone, Serialize)]
 pub struct EventsRow {
     pub api: String,

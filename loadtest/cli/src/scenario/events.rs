@@ -8,11 +8,12 @@
 //! a third of the requests, restarted at once, recovery, census). Rows go to the table
 //! (`lab_report::scenario::events`: summary.md, scenario.html, printed) and to `scenario.json`.
 //!
-//! What differs from the original, and why: the broker is slowed by a fixed added round trip (the
-//! issue's latency proxy), not by throttling its container to 0.05 CPU, so the slowed broker is
-//! slow per call but not a queue; the slowed runs send [`SLOWED_REQUESTS`] orders, not 3000 (at a
-//! two-phase pace of ~3 orders/s, 3000 would take a quarter of an hour per run); the numbers are
-//! means, where the original printed medians; every order also calls the three mocks (at 0 ms).
+//! What differs from the original, and why: the broker is slowed by a fixed added round trip (a
+//! latency proxy in front of NATS), not by throttling its container to 0.05 CPU, so the slowed
+//! broker is slow per call but not a queue; the slowed runs send [`SLOWED_REQUESTS`] orders, not
+//! 3000 (at a two-phase pace of ~3 orders/s, 3000 would take a quarter of an hour per run); the
+//! numbers are means, where the original printed medians; every order also calls the three mocks
+//! (at 0 ms).
 
 use std::path::{Path, PathBuf};
 

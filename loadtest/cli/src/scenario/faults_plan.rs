@@ -15,7 +15,7 @@ pub const PLAN: &str = "pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,hang
 
 /// The rows with one outage each (variant slug, plan, what the row's `fault` column says), run
 /// at the same rate with plain clients (one request per arrival, no retry), so that each request's
-/// own wait is measured. Outages begin 20 s in; their lengths are the issue's.
+/// own wait is measured. Each outage begins 20 s in and lasts the length its plan names.
 pub const OUTAGES: [(&str, &str, &str); 4] = [
     ("db-freeze", "db-freeze@20+20", "PostgreSQL frozen 20 s"),
     (

@@ -123,7 +123,7 @@ fn row(r: &RunResults) -> Vec<String> {
     ]
 }
 
-/// Little's-law bound, harness-bound reason and the goals for one run.
+/// Little's-law bound, harness-bound reason and, with shedding on, the overload goals of one run.
 fn run_notes(r: &RunResults) -> Vec<String> {
     let name = format!(
         "{} (shedding {})",
