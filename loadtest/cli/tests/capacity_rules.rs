@@ -160,6 +160,26 @@ fn throttling_in_most_periods_is_cpu_too() {
     assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Cpu);
 }
 
+/// A pod's CFS period is its own (10 ms for `--api-cpus`): 80 throttled periods a second are
+/// 80 % of a 10 ms period's 100, and 8 a second only 8 % of them, not 80 %.
+#[test]
+fn throttling_is_a_share_of_the_pods_own_periods() {
+    let throttled = |per_second: f64| {
+        let mut r = quiet();
+        r.config.limits.cpu_period_us = Some(10_000);
+        let mut periods = 0.0;
+        plateau_seconds(&mut r, |s| {
+            periods += per_second;
+            s.api_metrics.as_mut().unwrap().cgroup_throttled_periods = Some(periods);
+        });
+        stopped_by(&r)
+    };
+    let c = throttled(80.0);
+    assert_eq!(c.stopped_by, StoppedBy::Cpu, "{c:?}");
+    assert!(c.evidence.contains("throttled in 80 %"), "{c:?}");
+    assert_ne!(throttled(8.0).stopped_by, StoppedBy::Cpu);
+}
+
 #[test]
 fn threads_queued_for_the_core_are_cpu_at_a_mean_below_the_quota() {
     let mut r = quiet();

@@ -216,7 +216,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             ),
         );
     }
-    if let Some(share) = throttled_share(&secs)
+    if let Some(share) = throttled_share(&secs, r.config.limits.cpu_period_us)
         && share >= THROTTLED_SHARE
     {
         return Cause::new(
@@ -333,14 +333,16 @@ pub fn stopped_by(r: &RunResults) -> Cause {
     }
 }
 
-/// Share of the plateau's CFS periods (10 per second) in which the cgroup was throttled.
-fn throttled_share(secs: &[&SecondSample]) -> Option<f64> {
+/// Share of the plateau's CFS periods in which the cgroup was throttled: `period_us` long (the
+/// limits' `cpu_period_us`; a file without it ran the kernel's default of 100 ms).
+fn throttled_share(secs: &[&SecondSample], period_us: Option<u64>) -> Option<f64> {
     let counter: Vec<f64> = secs
         .iter()
         .filter_map(|s| s.api_metrics.and_then(|m| m.cgroup_throttled_periods))
         .collect();
     let (first, last) = (counter.first()?, counter.last()?);
-    let periods = 10.0 * (counter.len().saturating_sub(1)) as f64;
+    let per_second = 1e6 / period_us.unwrap_or(100_000).max(1) as f64;
+    let periods = per_second * (counter.len().saturating_sub(1)) as f64;
     (periods > 0.0).then(|| (last - first) / periods)
 }
 
