@@ -283,7 +283,8 @@ impl reqwest::dns::Resolve for ReqwestResolver {
             let addrs = tokio::task::spawn_blocking(move || cache.resolve(&host, 0, timeout))
                 .await
                 .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)??;
-            let addrs: reqwest::dns::Addrs = Box::new(addrs.to_vec().into_iter());
+            // The iterator owns the kept addresses (an `Arc`), not a copy of them.
+            let addrs: reqwest::dns::Addrs = Box::new((0..addrs.len()).map(move |i| addrs[i]));
             Ok(addrs)
         })
     }
