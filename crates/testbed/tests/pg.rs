@@ -127,8 +127,10 @@ fn missing_binaries_say_what_to_install() {
     assert!(err.contains("--database-url"), "{err}");
 }
 
-/// Run by `interrupt_stops_everything_and_exits_130` in a child copy of this test binary.
+/// Not a test of its own: the child half of `interrupt_stops_everything_and_exits_130`, which
+/// runs it in a copy of this test binary (`--ignored --exact interrupted_child`) and asserts.
 #[test]
+#[ignore = "the child of interrupt_stops_everything_and_exits_130, run by it"]
 fn interrupted_child() {
     if std::env::var_os("TESTBED_INTERRUPT_CHILD").is_none() {
         return;
@@ -159,6 +161,7 @@ fn interrupt_stops_everything_and_exits_130() {
     }
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
+            "--ignored",
             "--exact",
             "interrupted_child",
             "--nocapture",

@@ -353,13 +353,16 @@ fn writes_both_files() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// `UPDATE_EXAMPLE=1 cargo test -p lab-report --test report` rewrites `docs/example-report/`.
+/// docs/example-report, rendered from the synthetic fixture with a banner that says so in both
+/// files: rendered and checked in every run, written into docs/ by
+/// `UPDATE_EXAMPLE=1 cargo test -p lab-report --test report`.
 #[test]
 fn example_report() {
-    let Some(_) = std::env::var_os("UPDATE_EXAMPLE") else {
-        return;
+    let tmp = std::env::temp_dir().join(format!("example-report-{}", std::process::id()));
+    let out = match std::env::var_os("UPDATE_EXAMPLE") {
+        Some(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/example-report"),
+        None => tmp.clone(),
     };
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/example-report");
     let (paths, _) = write_report(&fixtures::pair(), &out).expect("example written");
     let notice = "This example was rendered from the synthetic fixture in `loadtest/report/tests/fixtures/` — it is NOT a measurement.";
     let html = std::fs::read_to_string(&paths.html)
@@ -372,9 +375,17 @@ fn example_report() {
             ),
             1,
         );
+    assert!(html.contains("<strong>Example.</strong> This example was rendered"));
     std::fs::write(&paths.html, html).expect("html");
     let md = std::fs::read_to_string(&paths.markdown).expect("md");
+    assert!(
+        md.contains("blocking-api") && md.contains("reactive-api"),
+        "{md}"
+    );
     std::fs::write(&paths.markdown, format!("> **Example.** {notice}\n\n{md}")).expect("md");
+    let written = std::fs::read_to_string(&paths.markdown).expect("md");
+    assert!(written.starts_with("> **Example.** This example was rendered"));
+    let _ = std::fs::remove_dir_all(tmp);
 }
 
 #[test]
