@@ -26,25 +26,33 @@ fn running(pid: u32) -> bool {
     })
 }
 
+/// `sql`'s answer from psql (libpq), over TCP on 127.0.0.1.
 fn psql(pg: &EphemeralPostgres, sql: &str) -> String {
+    let port = pg.port().to_string();
+    let tcp = [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-U",
+        "postgres",
+        "-d",
+        "postgres",
+    ];
+    psql_at(pg, &tcp, sql)
+}
+
+/// `sql`'s answer from psql (libpq), connected as `target` says (options or a URL).
+fn psql_at(pg: &EphemeralPostgres, target: &[&str], sql: &str) -> String {
     let out = Command::new(pg.bin_dir().join("psql"))
-        .args([
-            "-X",
-            "-A",
-            "-t",
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "postgres",
-            "-d",
-            "postgres",
-        ])
-        .args(["-p", &pg.port().to_string(), "-c", sql])
+        .args(["-X", "-A", "-t"])
+        .args(target)
+        .args(["-c", sql])
         .output()
         .expect("psql runs");
     assert!(
         out.status.success(),
-        "psql: {}",
+        "psql {target:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
@@ -245,16 +253,7 @@ fn the_socket_url_reaches_the_server_over_its_unix_socket_for_libpq_and_sqlx() {
     let pg = EphemeralPostgres::start().unwrap();
     let url = pg.socket_url();
     let over_socket = "select inet_client_addr() is null";
-    let out = Command::new(pg.bin_dir().join("psql"))
-        .args(["-X", "-A", "-t", &url, "-c", over_socket])
-        .output()
-        .expect("psql runs");
-    assert!(
-        out.status.success(),
-        "psql {url}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "t", "libpq");
+    assert_eq!(psql_at(&pg, &[&url], over_socket), "t", "libpq");
     // The TCP URL, for contrast: the same query says false.
     assert_eq!(psql(&pg, over_socket), "f");
 

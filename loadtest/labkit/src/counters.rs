@@ -96,7 +96,8 @@ pub fn total_jiffies(t: &procfs::CpuTime) -> u64 {
     busy_jiffies(t) + t.idle + t.iowait.unwrap_or(0)
 }
 
-fn ticks_per_second() -> f64 {
+/// The kernel's clock ticks per second (`USER_HZ`), the unit of `/proc`'s utime and stime.
+pub(crate) fn ticks_per_second() -> f64 {
     imp::ticks_per_second()
 }
 

@@ -128,7 +128,7 @@ impl Ledger {
 
     /// Each thread's use over the window so far, and the process's.
     pub fn account(&self) -> Account {
-        let tick = imp::ticks_per_second();
+        let tick = crate::counters::ticks_per_second();
         let mut threads: Vec<ThreadUse> = self
             .last
             .iter()
@@ -307,10 +307,6 @@ mod imp {
 
     use super::{Counters, Snapshot, ThreadReading};
 
-    pub(super) fn ticks_per_second() -> f64 {
-        procfs::ticks_per_second() as f64
-    }
-
     pub(super) fn snapshot(pid: u32) -> anyhow::Result<Snapshot> {
         let id = i32::try_from(pid).context("pid out of range")?;
         let process = Process::new(id).with_context(|| format!("process {pid} not found"))?;
@@ -350,10 +346,6 @@ mod imp {
 #[cfg(not(target_os = "linux"))]
 mod imp {
     use super::Snapshot;
-
-    pub(super) fn ticks_per_second() -> f64 {
-        100.0
-    }
 
     pub(super) fn snapshot(_: u32) -> anyhow::Result<Snapshot> {
         anyhow::bail!("per-thread counters need Linux's /proc")

@@ -34,7 +34,7 @@ fn snap(threads: Vec<ThreadReading>, user: u64, system: u64) -> Snapshot {
 
 /// Seconds back in clock ticks, as the snapshots gave them.
 fn ticks(s: f64) -> f64 {
-    s * imp::ticks_per_second()
+    s * crate::counters::ticks_per_second()
 }
 
 #[test]
