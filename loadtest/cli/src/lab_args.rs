@@ -15,6 +15,7 @@ use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{ApiKind, MockLatencies, Shedding};
 use order_core::plumbing::deps_client::DepsClient;
+use order_core::plumbing::settings::DepsHttp;
 
 /// Whether the lab's own PostgreSQL flushes every commit to disk (`--db-durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -218,6 +219,12 @@ pub struct LabArgs {
     /// runtime thread of reqwest's). Recorded with the runs' settings.
     #[arg(long, value_enum, default_value_t = DepsClient::Ureq)]
     pub blocking_client: DepsClient,
+    /// DEPS_HTTP for every API: `http1` (a connection per call in flight) or `h2c` (cleartext
+    /// HTTP/2, every call multiplexed on one connection; blocking-api then needs
+    /// `--blocking-client reqwest-blocking`, as ureq speaks HTTP/1.1 only). Unset: the APIs'
+    /// default, http1, and nothing recorded.
+    #[arg(long, value_enum)]
+    pub deps_http: Option<DepsHttp>,
     /// DB_TX_SCOPE for every API: short or request.
     #[arg(long, value_enum, default_value_t = TxScope::Short)]
     pub tx_scope: TxScope,

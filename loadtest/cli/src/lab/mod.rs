@@ -37,6 +37,8 @@ use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{ApiKind, Environment, MockLatencies, RunResults};
 use loadgen::profile::Profile;
+use order_core::plumbing::deps_client::DepsClient;
+use order_core::plumbing::settings::DepsHttp;
 
 /// What every run of this lab invocation shares.
 struct Lab {
@@ -144,6 +146,18 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     {
         bail!(
             "--faults restart-db needs the lab's own PostgreSQL (no --database-url, no --targets)"
+        );
+    }
+    if args.deps_http == Some(DepsHttp::H2c)
+        && args.blocking_client == DepsClient::Ureq
+        && args
+            .apis
+            .iter()
+            .any(|a| ApiKind::of(a).is_some_and(|k| k.has_thread_pool()))
+    {
+        bail!(
+            "--deps-http h2c: blocking-api's ureq client speaks HTTP/1.1 only; add \
+             --blocking-client reqwest-blocking"
         );
     }
     if faults.is_some_and(|f| f.kill_api_at_s.is_some()) && !targets.is_empty() {
@@ -280,7 +294,7 @@ fn api_settings(a: &LabArgs, kind: ApiKind, deps_url: &str) -> ApiSettings {
         db_pool_size: a.db_pool_size,
         db_pool_timeout_ms: a.db_pool_timeout_ms,
         deps_timeout_ms: a.deps_timeout_ms,
-        deps_http: None,
+        deps_http: a.deps_http,
         http_workers: a.http_workers,
         db_tx_scope: Some(a.tx_scope),
         lease_ms: a.lease_ms,
