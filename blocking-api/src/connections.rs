@@ -106,9 +106,9 @@ impl Manager {
         let _one = ONE_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let before = db_socket::sockets();
+        let before = db_socket::open_sockets();
         let raw = self.inner.connect()?;
-        let appeared: Vec<_> = db_socket::sockets().difference(&before).cloned().collect();
+        let appeared = db_socket::appeared(&before);
         match db_socket::choose(&appeared, || self.target.peers()) {
             Some(fd) => Ok((raw, Some(fd))),
             None => {

@@ -2,9 +2,11 @@
 //! shutting its connection's socket down, and diesel 2.3 hides libpq's `PQsocket`.
 //!
 //! The socket is found by what it is, not only by where it goes. Under one lock for all of this
-//! process's connects, the process's connected sockets are listed before and after libpq opens
-//! the connection ([`sockets`]); libpq's own socket is always among those that appeared (open,
-//! with an inode that did not exist before). When it is the only one, it is the connection's,
+//! process's connects, the process's sockets are listed by descriptor and inode before and after
+//! libpq opens the connection ([`open_sockets`], one `fstat` each: it runs with every client's
+//! socket open), and the connected ones that appeared are asked their peer ([`appeared`]);
+//! libpq's own socket is always among those (open, with an inode that did not exist before).
+//! When it is the only one, it is the connection's,
 //! whatever the URL named: a host name that resolves differently now than at start-up, `PGHOST`,
 //! `PGHOSTADDR`, a Unix socket, a service file. When other threads opened sockets meanwhile
 //! (clients accepted, dependency calls), the ones that go where libpq was told to go ([`Target`],
@@ -110,23 +112,38 @@ pub fn choose(appeared: &[Socket], peers: impl FnOnce() -> HashSet<Peer>) -> Opt
     }
 }
 
-/// This process's connected TCP and Unix sockets.
-pub fn sockets() -> HashSet<Socket> {
-    use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getpeername};
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+/// This process's open sockets, by descriptor and inode: the descriptors listed once, each
+/// then `stat`ed by its name in that directory (one lookup there, no path from the root, no
+/// link read, no peer asked), as this runs twice at every connect with every client's socket
+/// open: hundreds of descriptors under load, in a pod of a fraction of a core.
+pub fn open_sockets() -> HashSet<(RawFd, u64)> {
+    use nix::fcntl::AtFlags;
+    use nix::sys::stat::{SFlag, fstatat};
+    let (Ok(dir), Ok(entries)) = (
+        std::fs::File::open("/proc/self/fd"),
+        std::fs::read_dir("/proc/self/fd"),
+    ) else {
         return HashSet::new();
     };
     entries
         .filter_map(|entry| {
-            let entry = entry.ok()?;
-            let fd: RawFd = entry.file_name().to_str()?.parse().ok()?;
-            let target = std::fs::read_link(entry.path()).ok()?;
-            let inode = target
-                .to_str()?
-                .strip_prefix("socket:[")?
-                .strip_suffix(']')?
-                .parse()
-                .ok()?;
+            let name = entry.ok()?.file_name();
+            let fd: RawFd = name.to_str()?.parse().ok()?;
+            // Followed to what the descriptor holds; one closed since the listing fails.
+            let stat = fstatat(&dir, name.as_os_str(), AtFlags::empty()).ok()?;
+            let socket = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFSOCK;
+            socket.then_some((fd, stat.st_ino))
+        })
+        .collect()
+}
+
+/// The connected TCP and Unix sockets open now that were not open `before` (a descriptor
+/// closed and reused for a new socket has a new inode, so it counts as new), with their peers.
+pub fn appeared(before: &HashSet<(RawFd, u64)>) -> Vec<Socket> {
+    use nix::sys::socket::{AddressFamily, SockaddrLike, SockaddrStorage, getpeername};
+    open_sockets()
+        .difference(before)
+        .filter_map(|&(fd, inode)| {
             let peer = getpeername::<SockaddrStorage>(fd).ok()?;
             let peer = match peer.family()? {
                 AddressFamily::Inet => Peer::Tcp((*peer.as_sockaddr_in()?).into()),
@@ -212,5 +229,33 @@ mod tests {
             target(Some("/sock"), 5).peers(),
             HashSet::from([Peer::Unix("/sock/.s.PGSQL.5".into())])
         );
+    }
+
+    #[test]
+    fn a_socket_opened_between_the_listings_appears_with_its_peer_even_on_a_reused_number() {
+        use std::net::{TcpListener, TcpStream};
+        use std::os::fd::AsRawFd;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let kept = TcpStream::connect(addr).unwrap();
+        let closed = TcpStream::connect(addr).unwrap();
+        let before = open_sockets();
+        assert!(before.iter().any(|&(fd, _)| fd == kept.as_raw_fd()));
+        assert!(before.iter().any(|&(fd, _)| fd == listener.as_raw_fd()));
+        let number = closed.as_raw_fd();
+        drop(closed);
+        // The lowest free number: the one just closed, with a new inode.
+        let new = TcpStream::connect(addr).unwrap();
+        let appeared = appeared(&before);
+        let fds: Vec<RawFd> = appeared.iter().map(|s| s.fd).collect();
+        assert!(fds.contains(&new.as_raw_fd()), "{appeared:?}");
+        assert_eq!(
+            new.as_raw_fd(),
+            number,
+            "the kernel gave the lowest free number"
+        );
+        assert!(!fds.contains(&kept.as_raw_fd()) && !fds.contains(&listener.as_raw_fd()));
+        let found = appeared.iter().find(|s| s.fd == new.as_raw_fd()).unwrap();
+        assert_eq!(found.peer, Peer::Tcp(addr));
     }
 }
