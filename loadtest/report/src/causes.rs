@@ -69,7 +69,9 @@ fn configured_threads(f: &Facts<'_, '_>, threads: f64) -> Rich {
     Rich::new().plain(format!(
         "{} was bound by its {} configured threads{cpu}: `loadtest lab --scenario capacity` \
          finds the rate it serves within the objective, and `--blocking-threads auto` sizes its \
-         pool by Little's law for the profile's peak.",
+         pool by Little's law for the profile's peak; where each model breaks when the API, not \
+         the rig, runs out first, and how that moves with the dependencies' latency: \
+         docs/results/capacity.md in the repository.",
         g.api,
         fmt(threads, Unit::Count)
     ))

@@ -253,6 +253,14 @@ pub struct StepPoint {
     pub cpu_by_role: Option<crate::CpuByRole>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plateau_orders: Option<u64>,
+    /// Orders in flight (the generator's open requests), the most in any second before the
+    /// drain: the threads or tasks the API held at this rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_in_flight: Option<u64>,
+    /// RSS per order in flight, KiB: the least-squares slope of RSS on the orders in flight over
+    /// the ramp and the plateau (`bench --memory`'s estimator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_per_in_flight_kib: Option<f64>,
 }
 
 /// One API (and thread count) searched.
@@ -279,6 +287,29 @@ pub struct CapacityPoint {
     pub stopped_by: StoppedBy,
     pub evidence: Option<Cause>,
     pub steps: Vec<StepPoint>,
+}
+
+impl CapacityPoint {
+    /// blocking-api's thread count when every step ran with the same one; `None` for an API
+    /// without a thread pool, and for a search whose threads were sized for each rate
+    /// (`--blocking-threads auto`).
+    pub fn fixed_threads(&self) -> Option<u32> {
+        let mut counts = self.steps.iter().filter_map(|s| s.blocking_threads);
+        match counts.next() {
+            None => self.blocking_threads,
+            Some(first) => counts.all(|t| t == first).then_some(first),
+        }
+    }
+
+    /// How blocking-api's threads were set, for a name: `200 threads`, `threads by Little's law`
+    /// (sized for each rate); `None` for an API without a thread pool.
+    pub fn threads_text(&self) -> Option<String> {
+        match (self.fixed_threads(), self.blocking_threads) {
+            (Some(t), _) => Some(format!("{t} threads")),
+            (None, Some(_)) => Some("threads by Little's law".to_owned()),
+            (None, None) => None,
+        }
+    }
 }
 
 /// What the scenario writes to `scenario.json`.

@@ -40,7 +40,18 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
         cause: (!met).then(|| stopped_by(r)),
         cpu_by_role: r.cpu_by_role.clone(),
         plateau_orders: r.plateau.as_ref().map(|p| p.ok),
+        peak_in_flight: peak_in_flight(r),
+        rss_per_in_flight_kib: crate::bench::memory::figure(r).map(|f| f.rss_per_in_flight_kib),
     }
+}
+
+/// The most orders in flight (the generator's open requests) in any second before the drain.
+pub fn peak_in_flight(r: &RunResults) -> Option<u64> {
+    r.seconds
+        .iter()
+        .filter(|s| s.phase != "drain")
+        .map(|s| s.in_flight)
+        .max()
 }
 
 /// What each thread the load added cost, KiB: the least-squares slope of RSS on the thread count

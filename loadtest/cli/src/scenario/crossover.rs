@@ -25,8 +25,9 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
     for dir in &args.folders {
         let path = dir.join("scenario.json");
         let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let file: CapacityFile =
+        let mut file: CapacityFile =
             serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
+        fill_in_flight(&mut file, dir);
         if file.scenario != super::ScenarioName::Capacity.as_str() {
             bail!(
                 "{} is of --scenario {}, not capacity",
@@ -36,12 +37,71 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
         }
         files.push(file);
     }
-    files.sort_by_key(|f| std::cmp::Reverse(f.critical_path_ms));
+    // By pod, then from the slowest dependencies to the fastest.
+    files.sort_by(|a, b| {
+        cores(a)
+            .total_cmp(&cores(b))
+            .then(b.critical_path_ms.cmp(&a.critical_path_ms))
+    });
     let table = table(&files);
     write(&table, &args.out)?;
     println!("{}", table.conclusion.join("\n"));
     println!("crossover: {}", args.out.join("crossover.html").display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The pod's CPU quota, cores (1 for a file from before pods of other sizes).
+fn cores(f: &CapacityFile) -> f64 {
+    f.limits.as_ref().and_then(|l| l.cpu_cores).unwrap_or(1.0)
+}
+
+/// A search written before its steps recorded `peak_in_flight` and `rss_per_in_flight_kib`:
+/// each step's figures read from its own results file, in the folder the search named after it
+/// (`<api>-<rate>`, `<api>-<threads>-threads-<rate>`; `-again` for a rate's second run). A step
+/// whose folder is gone keeps the figures absent.
+fn fill_in_flight(file: &mut CapacityFile, dir: &Path) {
+    for c in &mut file.capacities {
+        let mut seen = std::collections::HashSet::new();
+        for s in &mut c.steps {
+            let again = if seen.insert(s.rate_rps.to_bits()) {
+                ""
+            } else {
+                "-again"
+            };
+            if s.peak_in_flight.is_some() {
+                continue;
+            }
+            let rate = format!("{:.0}{again}", s.rate_rps);
+            let slugs = [
+                Some(format!("{}-{rate}", s.api)),
+                s.blocking_threads
+                    .map(|t| format!("{}-{t}-threads-{rate}", s.api)),
+            ];
+            let Some(r) = slugs
+                .into_iter()
+                .flatten()
+                .find_map(|slug| results_in(&dir.join(slug)))
+            else {
+                continue;
+            };
+            s.peak_in_flight = super::capacity_points::peak_in_flight(&r);
+            s.rss_per_in_flight_kib =
+                crate::bench::memory::figure(&r).map(|f| f.rss_per_in_flight_kib);
+        }
+    }
+}
+
+/// The one run's results in a step's folder (`results-*.json`).
+fn results_in(dir: &Path) -> Option<lab_results::RunResults> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("results-") && n.ends_with(".json"))
+        })
+        .and_then(|p| lab_results::RunResults::load(&p).ok())
 }
 
 fn write(table: &ScenarioTable, out: &Path) -> Result<()> {
@@ -56,29 +116,70 @@ fn write(table: &ScenarioTable, out: &Path) -> Result<()> {
 pub fn table(files: &[CapacityFile]) -> ScenarioTable {
     let mut table = crossover::table(files);
     table.conclusion = files.iter().filter_map(conclusion).collect();
+    table.conclusion.extend(shares(files));
     table
+}
+
+/// The search of `api` that found the most, in one file.
+fn best<'a>(f: &'a CapacityFile, api: &str) -> Option<&'a CapacityPoint> {
+    f.capacities.iter().filter(|c| c.api == api).max_by(|a, b| {
+        a.capacity_rps
+            .unwrap_or(0.0)
+            .total_cmp(&b.capacity_rps.unwrap_or(0.0))
+    })
+}
+
+/// A capacity that is only a lower bound: the rig stopped first, or the search's top met.
+fn lower(c: &CapacityPoint) -> bool {
+    matches!(c.stopped_by, StoppedBy::Harness | StoppedBy::None)
+}
+
+/// The crossover's shape in one line: blocking-api's capacity as a share of reactive-api's at
+/// each critical path where both were stopped by the API itself (`None` under two such paths).
+fn shares(files: &[CapacityFile]) -> Option<String> {
+    let parts: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let (b, r) = (best(f, "blocking-api")?, best(f, "reactive-api")?);
+            let (cb, cr) = (b.capacity_rps?, r.capacity_rps?);
+            (!lower(b) && !lower(r) && cr > 0.0)
+                .then(|| format!("{} ms {:.0} %", f.critical_path_ms, 100.0 * cb / cr))
+        })
+        .collect();
+    (parts.len() >= 2).then(|| {
+        format!(
+            "blocking-api's capacity as a share of reactive-api's, by critical path: {}.",
+            parts.join(", ")
+        )
+    })
 }
 
 /// At one critical path: which API served more within the objective, or that they tie within
 /// the resolution, or that it cannot be said (a lower bound above the other's figure is still a
 /// win; two lower bounds are not compared).
 fn conclusion(f: &CapacityFile) -> Option<String> {
-    let best = |api: &str| {
-        f.capacities.iter().filter(|c| c.api == api).max_by(|a, b| {
-            a.capacity_rps
-                .unwrap_or(0.0)
-                .total_cmp(&b.capacity_rps.unwrap_or(0.0))
-        })
-    };
-    let (b, r) = (best("blocking-api")?, best("reactive-api")?);
-    let lower = |c: &CapacityPoint| matches!(c.stopped_by, StoppedBy::Harness | StoppedBy::None);
+    let (b, r) = (best(f, "blocking-api")?, best(f, "reactive-api")?);
     let (cb, cr) = (b.capacity_rps.unwrap_or(0.0), r.capacity_rps.unwrap_or(0.0));
-    let b_name = match b.blocking_threads {
-        Some(t) => format!("blocking-api ({t} threads)"),
+    let b_name = match b.threads_text() {
+        Some(t) => format!("blocking-api ({t})"),
         None => "blocking-api".to_owned(),
     };
-    let (tb, tr) = (rate_text(b), rate_text(r));
-    let at = format!("At a {} ms critical path", f.critical_path_ms);
+    let by = |c: &CapacityPoint| match c.stopped_by {
+        StoppedBy::Harness | StoppedBy::None => String::new(),
+        s => format!(" (stopped by {})", s.as_str()),
+    };
+    let (tb, tr) = (
+        format!("{}{}", rate_text(b), by(b)),
+        format!("{}{}", rate_text(r), by(r)),
+    );
+    let at = match &f.limits {
+        Some(l) => format!(
+            "At a {} ms critical path in a pod of {}",
+            f.critical_path_ms,
+            l.pod()
+        ),
+        None => format!("At a {} ms critical path", f.critical_path_ms),
+    };
     let text = if b.capacity_rps.is_none() && r.capacity_rps.is_none() {
         format!("{at} neither API met the objective at any rate tried.")
     } else if lower(b) && lower(r) {
@@ -110,6 +211,7 @@ fn conclusion(f: &CapacityFile) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lab_results::scenario::StepPoint;
 
     fn cap(api: &str, threads: Option<u32>, rps: Option<f64>, by: StoppedBy) -> CapacityPoint {
         CapacityPoint {
@@ -182,14 +284,50 @@ mod tests {
             "{}",
             t.conclusion[0]
         );
-        assert!(t.conclusion[0].contains("≥ 400/s against blocking-api (200 threads)'s 75 ± 25/s"));
+        assert!(t.conclusion[0].contains(
+            "≥ 400/s against blocking-api (200 threads)'s 75 ± 25/s (stopped by threads)"
+        ));
         assert!(t.conclusion[1].contains("blocking-api (200 threads) served more"));
         assert!(t.conclusion[2].contains("both searches ended at the rig's limit"));
         assert!(t.conclusion[3].contains("reactive-api served more"));
-        assert_eq!(t.rows[0][4], "75 ± 25");
-        assert_eq!(t.rows[1][4], "≥ 400");
+        assert_eq!(t.rows[0][5], "75 ± 25");
+        assert_eq!(t.rows[1][5], "≥ 400");
         assert_eq!(t.charts.len(), 1);
         assert!(t.charts[0].svg.contains("<svg"));
+    }
+
+    #[test]
+    fn the_shape_is_blocking_api_s_share_where_both_apis_stopped_themselves() {
+        let files = [
+            file(
+                22_000,
+                vec![
+                    cap("blocking-api", None, Some(30.0), StoppedBy::Memory),
+                    cap("reactive-api", None, Some(150.0), StoppedBy::Cpu),
+                ],
+            ),
+            file(
+                2_200,
+                vec![
+                    cap("blocking-api", None, Some(84.0), StoppedBy::Cpu),
+                    cap("reactive-api", None, Some(191.0), StoppedBy::Cpu),
+                ],
+            ),
+            file(
+                22,
+                vec![
+                    cap("blocking-api", None, Some(300.0), StoppedBy::Cpu),
+                    cap("reactive-api", None, Some(400.0), StoppedBy::Harness),
+                ],
+            ),
+        ];
+        assert_eq!(
+            shares(&files).unwrap(),
+            "blocking-api's capacity as a share of reactive-api's, by critical path: \
+             22000 ms 20 %, 2200 ms 44 %."
+        );
+        assert_eq!(shares(&files[1..]), None);
+        assert_eq!(table(&files).conclusion.len(), 4);
     }
 
     #[test]
@@ -222,7 +360,7 @@ mod tests {
                 cap("reactive-api", None, Some(50.0), StoppedBy::Unidentified),
             ],
         );
-        assert_eq!(table(std::slice::from_ref(&none)).rows[0][4], "none met");
+        assert_eq!(table(std::slice::from_ref(&none)).rows[0][5], "none met");
         assert!(
             conclusion(&none)
                 .unwrap()
@@ -236,5 +374,40 @@ mod tests {
             ],
         );
         assert!(conclusion(&neither).unwrap().contains("neither API met"));
+    }
+
+    #[test]
+    fn a_step_without_its_in_flight_figures_reads_them_from_its_own_results_file() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../report/tests/fixtures/blocking-api-0.json");
+        let r = lab_results::RunResults::load(&fixture).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // The search ran 100/s twice (the second `-again`); only that folder is there.
+        let step_dir = dir.path().join("blocking-api-100-again");
+        std::fs::create_dir(&step_dir).unwrap();
+        std::fs::copy(&fixture, step_dir.join("results-blocking-0.json")).unwrap();
+        let step = super::super::capacity_points::step_point(&r, 100.0, true);
+        let expected = (step.peak_in_flight, step.rss_per_in_flight_kib);
+        assert!(expected.0.is_some_and(|n| n > 0), "{expected:?}");
+        let blank = |s: &StepPoint| StepPoint {
+            peak_in_flight: None,
+            rss_per_in_flight_kib: None,
+            ..s.clone()
+        };
+        let mut c = cap("blocking-api", None, Some(100.0), StoppedBy::Cpu);
+        c.steps = vec![blank(&step), blank(&step)];
+        let mut f = file(2200, vec![c]);
+        fill_in_flight(&mut f, dir.path());
+        let steps = &f.capacities[0].steps;
+        assert_eq!(
+            (steps[0].peak_in_flight, steps[0].rss_per_in_flight_kib),
+            (None, None)
+        );
+        assert_eq!(
+            (steps[1].peak_in_flight, steps[1].rss_per_in_flight_kib),
+            expected
+        );
+        let row = &table(std::slice::from_ref(&f)).rows[0];
+        assert_eq!(row[7], expected.0.unwrap().to_string());
     }
 }

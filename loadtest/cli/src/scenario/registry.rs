@@ -75,8 +75,9 @@ impl ScenarioName {
             }
             ScenarioName::Capacity => {
                 "each API's capacity by search: open-model steps (10 s ramp, 20 s hold) doubling \
-                 from 100/s, then bisected to 25/s; the highest rate that met the objective and \
-                 what stopped the API at the next (5–10 runs per API)"
+                 from 100/s, then narrowed to 5 % of the rate found; the highest rate that met \
+                 the objective, the lowest that missed it, and what stopped the API (6–12 runs \
+                 per API)"
             }
             ScenarioName::Threads => {
                 "blocking-api at BLOCKING_THREADS 200/500/1000/2000/4000 at 300/s and 750/s, \
@@ -112,7 +113,8 @@ impl ScenarioName {
             // 18 closed runs of 30 clients: 3,000 orders at 0 ms (seconds each), 300 through a
             // 3 s broker (≈ 30 s each), the crashes' restarts and census.
             ScenarioName::Events => 10,
-            // hold-R (30 s) × 5–10 steps × 2 APIs + 15 s each.
+            // hold-R (30 s) × 6–12 steps × 2 APIs + 15 s each (9 to 11 min measured in a
+            // 0.125 CPU pod at the seed's latencies; longer at a slow critical path).
             ScenarioName::Capacity => 12,
             // hold-R (30 s) × 12 + 12 × 15 s.
             ScenarioName::Threads => 9,

@@ -5,7 +5,7 @@
 //! path (a line per API). Drawn with the report's SVG module, like every scenario chart.
 
 use lab_results::numbers::fixed;
-use lab_results::scenario::{CapacityFile, StepPoint, StoppedBy};
+use lab_results::scenario::{CapacityFile, CapacityPoint, StepPoint, StoppedBy};
 
 use crate::svg::{Bar, Dash, LineChart, PALETTE, Panel, RefLine, Series, bars};
 
@@ -166,36 +166,45 @@ pub fn capacities(file: &CapacityFile) -> ScenarioChart {
 /// `crossover`: capacity against the critical path (log spacing), one line per API (and thread
 /// count), from capacity runs at several dependency latencies.
 pub fn crossover(files: &[CapacityFile]) -> ScenarioChart {
-    let mut who: Vec<(String, Option<u32>)> = Vec::new();
+    // A line per API and way of setting its threads (a fixed count, or sized for each rate).
+    let key = |c: &CapacityPoint| (c.api.clone(), c.threads_text());
+    let mut who: Vec<(String, Option<String>)> = Vec::new();
     for c in files.iter().flat_map(|f| &f.capacities) {
-        if !who.contains(&(c.api.clone(), c.blocking_threads)) {
-            who.push((c.api.clone(), c.blocking_threads));
+        if !who.contains(&key(c)) {
+            who.push(key(c));
         }
     }
     let series = who
         .iter()
         .enumerate()
         .map(|(i, (api, threads))| {
-            let mut pts: Vec<(f64, f64)> = files
+            let mut pts: Vec<(f64, f64, String)> = files
                 .iter()
                 .filter_map(|f| {
                     let c = f
                         .capacities
                         .iter()
-                        .find(|c| &c.api == api && &c.blocking_threads == threads)?;
+                        .find(|c| key(c) == (api.clone(), threads.clone()))?;
+                    let stopped = match c.stopped_by {
+                        StoppedBy::None => String::new(),
+                        by => by.as_str().to_owned(),
+                    };
                     Some((
                         (f.critical_path_ms as f64).log10(),
                         c.capacity_rps.unwrap_or(0.0),
+                        stopped,
                     ))
                 })
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let name = match threads {
-                Some(t) => format!("{api}, {t} threads"),
+                Some(t) => format!("{api}, {t}"),
                 None => api.clone(),
             };
-            let mut s = Series::new(name, pts, PALETTE[i % PALETTE.len()], Dash::ALL[i % 4]);
+            let points = pts.iter().map(|p| (p.0, p.1)).collect();
+            let mut s = Series::new(name, points, PALETTE[i % PALETTE.len()], Dash::ALL[i % 4]);
             s.dots = true;
+            s.labels = pts.into_iter().map(|p| p.2).collect();
             s
         })
         .collect();
@@ -208,8 +217,8 @@ pub fn crossover(files: &[CapacityFile]) -> ScenarioChart {
     ScenarioChart {
         title: chart.title.clone(),
         caption: "A line per API, each dot one capacity search (its objective in the table: the \
-                  derived one, or the one given with --slo); 0 where no rate tried met it; a \
-                  harness-bound search is a lower bound."
+                  derived one, or the one given with --slo), labelled with what stopped the API \
+                  there; 0 where no rate tried met it; a harness-bound search is a lower bound."
             .to_owned(),
         svg: chart.to_svg(),
     }
@@ -239,6 +248,8 @@ mod tests {
             cause: None,
             cpu_by_role: None,
             plateau_orders: None,
+            peak_in_flight: None,
+            rss_per_in_flight_kib: None,
         }
     }
 
@@ -275,5 +286,55 @@ mod tests {
         let pts = line(&file.sweep, 300.0, |s| Some(s.orders_rps));
         assert_eq!(pts, vec![(2.0, 49.0), (3.0, 290.0)]);
         assert!(!threads_rss(&file).svg.contains("reactive-api"));
+    }
+
+    /// A search of `api` at `path_ms` whose steps ran with `threads` (one count per step).
+    fn search(api: &str, path_ms: u64, threads: &[u32], rps: f64, by: StoppedBy) -> CapacityFile {
+        let steps = if threads.is_empty() {
+            vec![step(api, None, rps, rps, 50.0)]
+        } else {
+            threads
+                .iter()
+                .map(|&t| step(api, Some(t), rps, rps, 50.0))
+                .collect()
+        };
+        CapacityFile {
+            scenario: "capacity".to_owned(),
+            objective: String::new(),
+            critical_path_ms: path_ms,
+            limits: None,
+            capacities: vec![CapacityPoint {
+                api: api.to_owned(),
+                blocking_threads: threads.first().copied(),
+                allocator: None,
+                capacity_rps: Some(rps),
+                resolution_rps: 5.0,
+                first_failing_rps: None,
+                lowest_missed_rps: None,
+                resolution: None,
+                stopped_by: by,
+                evidence: None,
+                steps,
+            }],
+            sweep: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_crossover_draws_a_line_per_way_of_setting_threads_each_dot_named_by_its_stop() {
+        let files = [
+            search("blocking-api", 22_000, &[300, 600], 30.0, StoppedBy::Memory),
+            search("blocking-api", 2_200, &[100, 264], 84.0, StoppedBy::Cpu),
+            search("blocking-api", 2_200, &[200, 200], 84.0, StoppedBy::Cpu),
+            search("reactive-api", 2_200, &[], 191.0, StoppedBy::Cpu),
+        ];
+        let chart = crossover(&files);
+        // Sized per rate at two critical paths: one line, not one per first thread count.
+        assert!(chart.svg.contains("blocking-api, threads by Little"));
+        assert!(chart.svg.contains("blocking-api, 200 threads"));
+        assert!(!chart.svg.contains("264 threads"));
+        assert_eq!(chart.svg.matches(r#"class="point-label""#).count(), 4);
+        assert!(chart.svg.contains(">memory</text>"));
+        assert_eq!(chart.svg.matches(">cpu</text>").count(), 3);
     }
 }

@@ -140,8 +140,8 @@ fn row(s: &StepPoint) -> Vec<String> {
 
 fn who(c: &CapacityPoint) -> String {
     let mut parts = Vec::new();
-    if let Some(t) = c.blocking_threads {
-        parts.push(format!("{t} threads"));
+    if let Some(t) = c.threads_text() {
+        parts.push(t);
     }
     if let Some(a) = &c.allocator {
         parts.push(format!("{a} allocator"));

@@ -4,7 +4,7 @@
 //! `scenario.json` rows (`lab_results::scenario::CapacityFile`); which API served more at each
 //! critical path is the lab's conclusion.
 
-use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
+use lab_results::scenario::{CapacityFile, CapacityPoint, StepPoint, StoppedBy};
 
 use super::capacity_table::capacity_sentence;
 use super::{ScenarioTable, capacity_charts};
@@ -22,16 +22,23 @@ pub fn table(files: &[CapacityFile]) -> ScenarioTable {
     ScenarioTable {
         title: "Crossover: capacity against the dependencies' critical path".to_owned(),
         intro: "Each row is one capacity search (`loadtest lab --scenario capacity`) at the \
-                dependency latencies of its critical path; capacity is the highest rate that met \
-                that search's objective, ± its resolution."
+                dependency latencies of its critical path, in the pod given; capacity is the \
+                highest rate that met that search's objective and the lowest that missed it. At \
+                the highest rate met: the most orders in flight in a second (blocking-api holds a \
+                thread for each), RSS per order in flight (the slope of RSS on the orders in \
+                flight over the ramp and the plateau) and the API's CPU per order."
             .to_owned(),
         columns: [
             "critical path",
             "objective",
+            "pod",
             "API",
             "threads",
             "capacity /s",
             "stopped by",
+            "in flight at capacity",
+            "RSS per order in flight",
+            "CPU-ms per order",
         ]
         .map(String::from)
         .to_vec(),
@@ -48,14 +55,36 @@ pub fn table(files: &[CapacityFile]) -> ScenarioTable {
 }
 
 fn row(f: &CapacityFile, c: &CapacityPoint) -> Vec<String> {
+    let at = at_capacity(c);
+    let dash = || "—".to_owned();
     vec![
         format!("{} ms", f.critical_path_ms),
         f.objective.clone(),
+        f.limits
+            .as_ref()
+            .map_or("1 CPU core, 1024 MiB".to_owned(), |l| l.pod()),
         c.api.clone(),
-        c.blocking_threads.map_or("—".to_owned(), |t| t.to_string()),
+        at.and_then(|s| s.blocking_threads)
+            .or(c.blocking_threads)
+            .map_or_else(dash, |t| t.to_string()),
         capacity_text(c),
         c.stopped_by.as_str().to_owned(),
+        at.and_then(|s| s.peak_in_flight)
+            .map_or_else(dash, |n| n.to_string()),
+        at.and_then(|s| s.rss_per_in_flight_kib)
+            .map_or_else(dash, |k| format!("{k:.0} KiB")),
+        at.and_then(|s| s.cpu_s_per_1000)
+            .map_or_else(dash, |c| format!("{c:.2}")),
     ]
+}
+
+/// The step run at the capacity found (the last, where a step was run twice).
+pub fn at_capacity(c: &CapacityPoint) -> Option<&StepPoint> {
+    let rate = c.capacity_rps?;
+    c.steps
+        .iter()
+        .rev()
+        .find(|s| s.met_objective && s.rate_rps == rate)
 }
 
 /// `250–262` (met, missed), `250 ± 25` (a file without the lowest rate missed), `≥ 400` (the

@@ -238,7 +238,12 @@ impl LineChart {
                 esc(&se.name)
             );
             if se.dots {
-                for (x, y) in se.points.iter().filter_map(|&(x, y)| f.px(x).zip(f.py(y))) {
+                for (i, (x, y)) in se
+                    .points
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, &(x, y))| Some((i, f.px(x).zip(f.py(y))?)))
+                {
                     let _ = write!(
                         s,
                         r#"<circle class="dot" cx="{}" cy="{}" r="3" fill="{}"/>"#,
@@ -246,6 +251,16 @@ impl LineChart {
                         coord(y),
                         se.colour
                     );
+                    if let Some(label) = se.labels.get(i).filter(|l| !l.is_empty()) {
+                        let _ = write!(
+                            s,
+                            r#"<text class="point-label" x="{}" y="{}" font-size="10" fill="{}">{}</text>"#,
+                            coord(x + 5.0),
+                            coord(y - 5.0),
+                            se.colour,
+                            esc(label)
+                        );
+                    }
                 }
             }
         }

@@ -57,6 +57,9 @@ pub struct Series {
     pub secondary: bool,
     /// Mark every point with a dot: for a few measured points joined by straight lines.
     pub dots: bool,
+    /// With `dots`: a short label beside each point, in the points' order (e.g. what stopped
+    /// the API at that capacity); missing or empty ones draw nothing.
+    pub labels: Vec<String>,
 }
 
 impl Series {
@@ -73,6 +76,7 @@ impl Series {
             dash,
             secondary: false,
             dots: false,
+            labels: Vec::new(),
         }
     }
 }
