@@ -79,10 +79,7 @@ async fn a_slowed_broker_leaves_a_backlog_that_drains_into_the_stream() {
         return;
     }
     let (run, r) = lab("broker", &["--faults", "broker-ack=2000@2+3"]).await;
-    assert_eq!(
-        r.config.api_settings.get("EVENTS_MODE").map(String::as_str),
-        Some("outbox")
-    );
+    assert_eq!(r.config.settings().events_mode.as_deref(), Some("outbox"));
     let at = |prefix: &str| r.events.iter().find(|e| e.label.starts_with(prefix));
     let (from, to) = (
         at(BROKER_ACK_LABEL).expect("the slowdown's event").t,

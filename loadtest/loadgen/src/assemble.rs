@@ -212,7 +212,7 @@ fn littles_law(
     profile: &Profile,
     plateau: Option<&Summary>,
 ) -> Option<LittlesLaw> {
-    let threads: u64 = config.api_settings.get("BLOCKING_THREADS")?.parse().ok()?;
+    let threads = config.settings().blocking_threads?;
     let latencies = config.mock_latency_ms?;
     let critical_path_ms = latencies.critical_path_ms() as f64;
     let mut ll = (critical_path_ms > 0.0).then(|| LittlesLaw {

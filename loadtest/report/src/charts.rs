@@ -3,6 +3,7 @@
 //! one bold, the others faint), phase boundaries and injected events marked.
 
 use lab_results::RunResults;
+use lab_results::settings::RecordedSettings;
 
 use super::chart_specs::{Line, NEUTRAL, SPECS, figure};
 use super::model::{ApiRuns, Unit, cores, fmt};
@@ -206,11 +207,11 @@ fn merge_coinciding(series: &mut Vec<Series>) {
 }
 
 /// A setting's distinct values over every run that has it, as numbers.
-fn setting(groups: &[ApiRuns<'_>], name: &str) -> Vec<f64> {
+fn setting(groups: &[ApiRuns<'_>], of: fn(&RecordedSettings) -> Option<u64>) -> Vec<f64> {
     let mut v: Vec<f64> = groups
         .iter()
         .flat_map(|g| &g.runs)
-        .filter_map(|r| r.config.api_settings.get(name)?.parse().ok())
+        .filter_map(|r| of(&r.config.settings()).map(|n| n as f64))
         .collect();
     v.sort_by(f64::total_cmp);
     v.dedup();
@@ -220,8 +221,8 @@ fn setting(groups: &[ApiRuns<'_>], name: &str) -> Vec<f64> {
 /// Horizontal reference lines: the Little's-law bound, the CPU limit, the machine's cores, the
 /// blocking pool's threads and the database pool's connections.
 fn ref_lines(id: &str, groups: &[ApiRuns<'_>]) -> Vec<RefLine> {
-    let settings = |name: &str, label: &str| -> Vec<RefLine> {
-        setting(groups, name)
+    let settings = |of: fn(&RecordedSettings) -> Option<u64>, label: &str| -> Vec<RefLine> {
+        setting(groups, of)
             .into_iter()
             .map(|y| RefLine {
                 y,
@@ -266,8 +267,8 @@ fn ref_lines(id: &str, groups: &[ApiRuns<'_>]) -> Vec<RefLine> {
             })
             .into_iter()
             .collect(),
-        "threads" | "blocking-pool" => settings("BLOCKING_THREADS", "BLOCKING_THREADS"),
-        "db-pool" => settings("DB_POOL_SIZE", "DB_POOL_SIZE"),
+        "threads" | "blocking-pool" => settings(|s| s.blocking_threads, "BLOCKING_THREADS"),
+        "db-pool" => settings(|s| s.db_pool_size, "DB_POOL_SIZE"),
         _ => Vec::new(),
     }
 }

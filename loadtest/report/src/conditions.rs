@@ -60,7 +60,7 @@ pub fn line(groups: &[ApiRuns<'_>]) -> Option<String> {
     if let Some(s) = c.shedding {
         parts.push(format!("shedding {}", s.as_str()));
     }
-    if let Some(d) = c.api_settings.get("PG_DURABILITY") {
+    if let Some(d) = c.settings().pg_durability {
         parts.push(format!("durability {d}"));
     }
     parts.push(pools(groups));
@@ -89,13 +89,10 @@ fn profile(run: &RunResults) -> String {
 /// `DB pool 10 · blocking-api 200 threads`: the database pool (per API when they differ), the
 /// blocking API's thread pool, the allocators where they differ and blocking-api's client.
 fn pools(groups: &[ApiRuns<'_>]) -> String {
-    let setting = |g: &ApiRuns<'_>, key: &str| {
-        g.first()
-            .and_then(|r| r.config.api_settings.get(key).cloned())
-    };
+    let setting = |g: &ApiRuns<'_>| g.first().map(|r| r.config.settings()).unwrap_or_default();
     let db: Vec<(String, String)> = groups
         .iter()
-        .filter_map(|g| Some((g.api.to_owned(), setting(g, "DB_POOL_SIZE")?)))
+        .filter_map(|g| Some((g.api.to_owned(), setting(g).db_pool_size?.to_string())))
         .collect();
     let mut out = match db.as_slice() {
         [] => "DB pool not recorded".to_owned(),
@@ -108,9 +105,10 @@ fn pools(groups: &[ApiRuns<'_>]) -> String {
         }
     };
     for g in groups {
-        if let Some(t) = setting(g, "BLOCKING_THREADS") {
+        let s = setting(g);
+        if let Some(t) = s.blocking_threads {
             out.push_str(&format!(", {} {t} threads", g.api));
-            if let Some(rule) = setting(g, "BLOCKING_THREADS_RULE") {
+            if let Some(rule) = s.blocking_threads_rule {
                 out.push_str(&format!(" ({rule})"));
             }
         }
@@ -118,7 +116,7 @@ fn pools(groups: &[ApiRuns<'_>]) -> String {
     // Each API's allocator, where the APIs differ in it: a part of the execution model.
     let allocators: Vec<(String, String)> = groups
         .iter()
-        .filter_map(|g| Some((g.api.to_owned(), setting(g, "ALLOCATOR")?)))
+        .filter_map(|g| Some((g.api.to_owned(), setting(g).allocator?)))
         .collect();
     if allocators.windows(2).any(|w| w[0].1 != w[1].1) {
         let each: Vec<String> = allocators.iter().map(|(a, v)| format!("{a} {v}")).collect();
@@ -127,7 +125,7 @@ fn pools(groups: &[ApiRuns<'_>]) -> String {
     // blocking-api's client to the dependencies, where its runs state it: whether each call's I/O
     // ran on the request's own thread (ureq) or on reqwest::blocking's one runtime thread.
     for g in groups {
-        if let Some(client) = setting(g, "DEPS_CLIENT") {
+        if let Some(client) = setting(g).deps_client {
             out.push_str(&format!(", {} client {client}", g.api));
         }
     }

@@ -149,7 +149,7 @@ pub fn settings(run: &RunResults) -> BTreeMap<String, String> {
     if let Some(mem) = c.limits.memory_bytes {
         put("memory limit", super::model::memory(mem));
     }
-    if !c.api_settings.contains_key("DB_TX_SCOPE") {
+    if c.settings().db_tx_scope.is_none() {
         put("DB_TX_SCOPE", c.tx_scope.clone());
     }
     if let Some(shedding) = c.shedding {

@@ -427,7 +427,7 @@ fn blocking_apis_client_is_in_the_conditions_and_is_the_models_own() {
     let mut runs = fixtures::pair();
     let blocking = runs
         .iter_mut()
-        .find(|r| r.config.api_settings.contains_key("BLOCKING_THREADS"))
+        .find(|r| r.config.settings().blocking_threads.is_some())
         .expect("a blocking-api run");
     blocking
         .config

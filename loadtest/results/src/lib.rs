@@ -42,6 +42,7 @@ mod money;
 pub mod numbers;
 mod overload;
 pub mod scenario;
+pub mod settings;
 mod shards;
 pub mod threads;
 mod versioned;

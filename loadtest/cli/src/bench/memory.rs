@@ -134,10 +134,11 @@ pub fn figure(r: &RunResults) -> Option<MemoryFigure> {
             Some((p.threads as f64, p.rss_bytes as f64))
         })
         .collect();
-    let blocking = r.config.api_settings.contains_key("BLOCKING_THREADS");
+    let settings = r.config.settings();
+    let blocking = settings.blocking_threads.is_some();
     Some(MemoryFigure {
         api: r.api.clone(),
-        allocator: r.config.api_settings.get("ALLOCATOR").cloned(),
+        allocator: settings.allocator,
         rss_per_in_flight_kib: slope(&by_in_flight)? / 1024.0,
         rss_per_thread_kib: blocking
             .then(|| slope(&by_threads))

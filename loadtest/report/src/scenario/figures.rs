@@ -15,11 +15,7 @@ pub fn closed_rate(r: &RunResults) -> f64 {
 }
 
 pub fn rtt(r: &RunResults) -> f64 {
-    r.config
-        .api_settings
-        .get("DB_RTT_MS")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
+    r.config.settings().db_rtt_ms.unwrap_or(0.0)
 }
 
 pub fn plateau(r: &RunResults) -> &Summary {

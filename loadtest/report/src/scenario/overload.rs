@@ -91,12 +91,12 @@ fn row(r: &RunResults) -> Vec<String> {
             "{} ({})",
             r.config.shedding.map_or("—", Shedding::as_str),
             r.config
-                .api_settings
-                .get("MAX_IN_FLIGHT")
-                .map_or("API default", |m| if m == "0" {
-                    "0 = unlimited"
+                .settings()
+                .max_in_flight
+                .map_or("API default".to_owned(), |m| if m == 0 {
+                    "0 = unlimited".to_owned()
                 } else {
-                    m
+                    m.to_string()
                 })
         ),
         format!("{:.1}", s.ok as f64 / schedule_s(r)),
@@ -179,11 +179,7 @@ fn goals(r: &RunResults, name: &str) -> String {
             verdict(rss < 1 << 30)
         ));
     }
-    let queue_ms: Option<f64> = r
-        .config
-        .api_settings
-        .get("QUEUE_TIMEOUT_MS")
-        .and_then(|v| v.parse().ok());
+    let queue_ms = r.config.settings().queue_timeout_ms;
     if let (Some(ll), Some(q), Some(ok)) = (&r.littles_law, queue_ms, s.ok_latency_ms) {
         let limit = ll.critical_path_ms + q + 100.0;
         parts.push(format!(
