@@ -15,10 +15,15 @@
 //! - a text that names the model's own type or call (`std::thread::sleep` against
 //!   `tokio::time::sleep`, `BlockingBroker` against `Broker`), read as one.
 //!
-//! The twins that differ by the driver too (`db/*`, `batch.rs`, `outbox.rs`, `connections.rs`,
-//! `startup.rs`) are not compared: diesel and sqlx bind and read rows differently on every line.
-//! Nor are the clients (`clients/` against `clients.rs`): blocking-api's `Deps` builds each call
-//! once and sends it with either of two clients (`DEPS_CLIENT`), ureq's or reqwest::blocking's.
+//! The twins that differ by the driver too (`db.rs`, `db/*`, `batch.rs`, `outbox.rs`,
+//! `connections.rs`), and those whose start-up and serving differ by the model (`lib.rs`,
+//! `main.rs`, `startup.rs`, `routes.rs`), are held by their skeleton ([`SKELETONS`]): diesel and
+//! sqlx bind and read rows differently on every line, but each file declares the same modules,
+//! defines the same functions, runs the same SQL and touches the same metrics in the same order,
+//! but for the entries listed with their reasons. Every file both APIs have is one or the other
+//! (`every_file_both_apis_have_is_guarded`). The clients are not twins by name (`clients/`
+//! against `clients.rs`): blocking-api's `Deps` builds each call once and sends it with either of
+//! two clients (`DEPS_CLIENT`), ureq's or reqwest::blocking's.
 
 use std::path::Path;
 
@@ -100,6 +105,245 @@ const TWINS: &[Twin] = &[
         same: &[("&BlockingBroker", "&Broker")],
     },
 ];
+
+/// A pair of twins that differ by the driver (diesel and sqlx bind and read rows differently on
+/// every line) or by how each model starts and serves: held by their skeleton instead of line
+/// for line — the modules it declares, the functions it defines, the SQL it runs (`sql::NAME`)
+/// and the metrics it touches (`metrics.NAME`), each in the order they appear ([`skeleton`]). A step added, removed
+/// or reordered in one and not the other changes it.
+struct Skeleton {
+    file: &'static str,
+    /// Entries of the skeleton found on one side only, each with why; each must still be there.
+    own: &'static [(&'static str, &'static str)],
+}
+
+const SKELETONS: &[Skeleton] = &[
+    Skeleton {
+        file: "lib.rs",
+        own: &[
+            (
+                "mod broker",
+                "blocking-api's blocking facade over the async NATS client",
+            ),
+            (
+                "mod db_socket",
+                "finds a diesel connection's socket for the watchdog",
+            ),
+            (
+                "mod pool",
+                "the bounded order pool and the reads' thread pool",
+            ),
+            (
+                "mod watchdog",
+                "bounds each database call of a blocking thread by its deadline",
+            ),
+        ],
+    },
+    Skeleton {
+        file: "main.rs",
+        own: &[],
+    },
+    Skeleton {
+        file: "startup.rs",
+        own: &[],
+    },
+    Skeleton {
+        file: "routes.rs",
+        own: &[],
+    },
+    Skeleton {
+        file: "batch.rs",
+        own: &[],
+    },
+    Skeleton {
+        file: "outbox.rs",
+        own: &[],
+    },
+    Skeleton {
+        file: "db.rs",
+        own: &[(
+            "mod prepared",
+            "diesel's statement cache opened to the fixed raw SQL (sqlx caches every statement)",
+        )],
+    },
+    Skeleton {
+        file: "db/queries.rs",
+        own: &[],
+    },
+    Skeleton {
+        file: "db/recovery_queries.rs",
+        own: &[],
+    },
+    Skeleton {
+        file: "db/retention_queries.rs",
+        own: &[],
+    },
+    Skeleton {
+        file: "db/error.rs",
+        own: &[
+            (
+                "fn not_found_is_none",
+                "diesel reports a missing row as an error, sqlx as None",
+            ),
+            (
+                "fn sqlstate",
+                "diesel classes errors by kind; the SQLSTATE behind each kind",
+            ),
+        ],
+    },
+    Skeleton {
+        file: "db/tx.rs",
+        own: &[
+            (
+                "fn commit",
+                "blocking-api's guard commits itself; reactive-api sends COMMIT",
+            ),
+            (
+                "fn conn",
+                "each side's guard lends its connection (a different number of guards)",
+            ),
+            (
+                "fn checkout",
+                "reactive-api's acquire and its timing in one helper, used twice",
+            ),
+            (
+                "metrics.start_acquire",
+                "timed inline in blocking-api, in `checkout` in reactive-api",
+            ),
+            (
+                "metrics.tx_timer",
+                "started before or after the checkout, by where it is",
+            ),
+            (
+                "fn durable_commit",
+                "blocking-api's one statement helper for it",
+            ),
+            (
+                "fn control",
+                "reactive-api's helper for every control statement",
+            ),
+            (
+                "sql::DURABLE_COMMIT",
+                "sent by a helper in one, at both commit sites in the other",
+            ),
+        ],
+    },
+    Skeleton {
+        file: "connections.rs",
+        own: &[
+            (
+                "fn establish",
+                "r2d2's connect, with the socket found for the watchdog",
+            ),
+            ("fn connect", "r2d2's ManageConnection"),
+            (
+                "fn is_valid",
+                "r2d2's ManageConnection: the ping after a failure",
+            ),
+            (
+                "fn has_broken",
+                "r2d2's ManageConnection: an abandoned call's connection",
+            ),
+            (
+                "fn with_libpq_options",
+                "libpq reads its options from the URL; sqlx from its own",
+            ),
+            ("fn create", "deadpool's Manager"),
+            ("fn recycle", "deadpool's Manager: the ping after a failure"),
+            (
+                "fn discard",
+                "deadpool's lent connection, closed instead of returned",
+            ),
+            ("fn deref", "deadpool's lent connection"),
+            ("fn deref_mut", "deadpool's lent connection"),
+            ("fn drop", "deadpool's lent connection, returned on drop"),
+            (
+                "fn note_failure",
+                "sqlx's errors classed as possibly losing the connection",
+            ),
+            (
+                "fn acquire",
+                "deadpool's wait bounded by the pool timeout (r2d2's own)",
+            ),
+            (
+                "fn retryable",
+                "sqlx's connect errors worth another attempt (r2d2 retries itself)",
+            ),
+        ],
+    },
+];
+
+/// The ordered skeleton of a source file: `mod NAME`, `fn NAME`, `sql::NAME` and `metrics.NAME`,
+/// outside comments and before its tests (`#[cfg(test)]`), with `async ` taken out.
+fn skeleton(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    // A chain rustfmt broke over lines (`self.metrics\n    .shed`) read as one line.
+    let mut lines: Vec<String> = Vec::new();
+    for line in code.lines().map(str::trim_start) {
+        match lines.last_mut() {
+            Some(last) if line.starts_with('.') => last.push_str(line),
+            _ => lines.push(line.to_owned()),
+        }
+    }
+    let mut out = Vec::new();
+    for line in lines {
+        let line = line.replace("async ", "");
+        if line.starts_with("//") {
+            continue;
+        }
+        let ident = |rest: &str| -> String {
+            rest.chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect()
+        };
+        let mut at = 0;
+        while at < line.len() {
+            let rest = &line[at..];
+            let (kind, skip) = if rest.starts_with("fn ")
+                && (at == 0 || !line.as_bytes()[at - 1].is_ascii_alphanumeric())
+            {
+                ("fn ", 3)
+            } else if rest.starts_with("mod ") && (at == 0 || line.as_bytes()[at - 1] == b' ') {
+                ("mod ", 4)
+            } else if rest.starts_with("sql::") {
+                ("sql::", 5)
+            } else if rest.starts_with("metrics.") || rest.starts_with(".metrics.") {
+                let skip = if rest.starts_with('.') { 9 } else { 8 };
+                ("metrics.", skip)
+            } else {
+                at += rest.chars().next().map_or(1, char::len_utf8);
+                continue;
+            };
+            let name = ident(&rest[skip..]);
+            if !name.is_empty() {
+                out.push(format!("{kind}{name}"));
+            }
+            at += skip + name.len();
+        }
+    }
+    out
+}
+
+/// Both skeletons of `twin`, each without its own entries; panics if a listed entry is gone.
+fn skeletons(twin: &Skeleton) -> [Vec<String>; 2] {
+    let mut found = vec![0; twin.own.len()];
+    let sides = ["blocking-api", "reactive-api"].map(|api| {
+        skeleton(&read(api, twin.file))
+            .into_iter()
+            .filter(|entry| {
+                let hit = twin.own.iter().position(|(own, _)| own == entry);
+                if let Some(n) = hit {
+                    found[n] += 1;
+                }
+                hit.is_none()
+            })
+            .collect::<Vec<_>>()
+    });
+    for ((own, _), n) in twin.own.iter().zip(found) {
+        assert!(n > 0, "{}: {own:?} is in neither side any more", twin.file);
+    }
+    sides
+}
 
 fn read(api: &str, file: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../{api}/src/{file}"));
@@ -280,4 +524,86 @@ fn an_item_of_its_own_goes_with_its_docs_and_nothing_else() {
     let out = without_items(text, &[("pub fn spawn(", "")], &mut found);
     assert_eq!(found, [1]);
     assert_eq!(squeezed(&out), "fnkept(){}constC:u8=1;");
+}
+
+#[test]
+fn the_driver_twins_keep_the_same_skeleton() {
+    let mut failures = Vec::new();
+    for twin in SKELETONS {
+        let [blocking, reactive] = skeletons(twin);
+        if blocking != reactive {
+            let at = blocking
+                .iter()
+                .zip(&reactive)
+                .take_while(|(a, b)| a == b)
+                .count();
+            failures.push(format!(
+                "{}: the skeletons part at entry {at}:\nblocking: {:?}\nreactive: {:?}",
+                twin.file,
+                &blocking[at.min(blocking.len())..blocking.len().min(at + 6)],
+                &reactive[at.min(reactive.len())..reactive.len().min(at + 6)],
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_file_both_apis_have_is_guarded() {
+    fn files(dir: &Path, under: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, under, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path.strip_prefix(under).unwrap().display().to_string());
+            }
+        }
+    }
+    let listed = |api: &str| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../{api}/src"));
+        let mut out = Vec::new();
+        files(&src, &src, &mut out);
+        out
+    };
+    let reactive = listed("reactive-api");
+    let mut both: Vec<String> = listed("blocking-api")
+        .into_iter()
+        .filter(|f| reactive.contains(f))
+        .collect();
+    both.sort();
+    let mut guarded: Vec<String> = TWINS
+        .iter()
+        .map(|t| t.file)
+        .chain(SKELETONS.iter().map(|t| t.file))
+        .map(str::to_owned)
+        .collect();
+    guarded.sort();
+    assert_eq!(
+        guarded, both,
+        "every file both APIs have is a twin, compared line for line (TWINS) or by its skeleton \
+         (SKELETONS)"
+    );
+}
+
+#[test]
+fn the_skeleton_sees_a_step_added_removed_or_moved() {
+    let text = "//! Doc: fn not_this.\nasync fn persist(c: &mut C) {\n    // sql::NOT_THIS\n    c.run(sql::INSERT_ORDER)?;\n    c.run(sql::INSERT_ITEMS)?;\n    app.metrics.persist_retries.inc();\n    self.metrics\n        .shed\n        .inc();\n}\n#[cfg(test)]\nmod tests { fn t() {} }\n";
+    let entries = [
+        "fn persist",
+        "sql::INSERT_ORDER",
+        "sql::INSERT_ITEMS",
+        "metrics.persist_retries",
+        "metrics.shed",
+    ];
+    assert_eq!(skeleton(text), entries.map(str::to_owned));
+    let moved = text.replace(
+        "c.run(sql::INSERT_ORDER)?;\n    c.run(sql::INSERT_ITEMS)?;",
+        "c.run(sql::INSERT_ITEMS)?;\n    c.run(sql::INSERT_ORDER)?;",
+    );
+    assert_ne!(skeleton(&moved), skeleton(text));
+    assert_ne!(
+        skeleton(&text.replace("    c.run(sql::INSERT_ITEMS)?;\n", "")),
+        skeleton(text)
+    );
 }
