@@ -231,6 +231,19 @@ impl TestApp {
         testbed::prometheus::value_of(&text, name)
     }
 
+    /// Waits until the recovery pass every API runs at start-up has let go of the pool: it
+    /// claims the keys left in `CHARGING`, then counts the deferred ones — two connections held
+    /// (`db_transaction_duration_seconds_count{kind="recovery"}`). With
+    /// [`crate::quiet_background`], nothing else takes a connection but the test's requests.
+    pub async fn after_the_start_up_pass(&self) {
+        crate::eventually(20, "the start-up recovery pass to end", || async {
+            self.metric(r#"db_transaction_duration_seconds_count{kind="recovery"}"#)
+                .await
+                .is_some_and(|n| n >= 2.0)
+        })
+        .await;
+    }
+
     /// Rows in a table of the API's database.
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))

@@ -18,7 +18,7 @@ mod stub_gateway;
 
 pub use app::{Api, TestApp, build, start_nats};
 pub use database::{TestDatabase, admin_url, freezable_database};
-pub use money::{assert_money_balances, fast_recovery};
+pub use money::{assert_money_balances, fast_recovery, quiet_background};
 pub use orders::{OTHER_TOKEN, TOKEN, valid_order};
 pub use redirect::{RedirectingDeps, Trap};
 pub use stub_gateway::StubGateway;

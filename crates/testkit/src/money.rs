@@ -13,6 +13,15 @@ pub fn fast_recovery(s: &mut CommonSettings) {
     s.reconcile_interval_ms = 200;
 }
 
+/// No background work on the pool after start-up: no retention sweep and no recovery pass
+/// but the one at start (see [`TestApp::after_the_start_up_pass`]), for a test that counts
+/// the pool's connections or its acquire timeouts.
+pub fn quiet_background(s: &mut CommonSettings) {
+    s.key_retention_days = 0;
+    s.events.outbox_retention_hours = 0;
+    s.reconcile_interval_ms = 3_600_000;
+}
+
 /// Every order's charge is live in mock-deps' ledger under the order's payment key, with its
 /// amount, every live charge has its order, and no key was charged twice.
 pub async fn assert_money_balances(app: &TestApp) {

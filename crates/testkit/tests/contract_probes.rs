@@ -70,8 +70,11 @@ fn flood(
 async fn probes_answer_within_100ms_while_reads_flood(api: Api) {
     let app = TestApp::spawn_with(api, slow_seller(3000), |_| {}).await;
     let reads = flood(&app, 200, Duration::from_secs(2));
-    // Let the reads arrive and queue.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The reads have taken every place once the slow seller has that many calls open.
+    testkit::eventually(10, "the reads to take every place", || async {
+        app.deps.stats().seller.requests as usize >= READ_PLACES
+    })
+    .await;
     assert_probes_fast(&app, "while 200 reads wait on a slow seller").await;
     for read in reads {
         // Answered (no such order), refused at once (the reads' queue is full), or given up.
@@ -198,8 +201,11 @@ async fn reads_whose_clients_left_are_not_run(api: Api) {
         read.await.unwrap();
     }
     // Every client has given up. The reads already calling the seller finish their call; none
-    // starts afterwards.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // starts afterwards: in the window below, no call may begin.
+    testkit::eventually(10, "the seller's open calls to end", || async {
+        app.deps.stats().seller.in_flight == 0
+    })
+    .await;
     let settled = app.deps.stats().seller.requests;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let later = app.deps.stats().seller.requests;

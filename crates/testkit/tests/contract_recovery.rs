@@ -202,6 +202,7 @@ async fn recovery_backs_off_when_the_gateway_is_down(api: Api) {
     })
     .await;
     let start = stub.lookups();
+    // The window the lookups are counted over.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let in_three_seconds = stub.lookups() - start;
     // Back-off 1 s, then 2 s: each key is tried at most twice more in 3 s. Without it, a pass

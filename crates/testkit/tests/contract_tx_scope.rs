@@ -21,7 +21,13 @@ contract_tests!(
 async fn connections_in_use_during_payment(api: Api, scope: TxScope) -> i64 {
     let mut mocks = MockConfig::instant();
     mocks.payment.latency_ms = 1500;
-    let app = TestApp::spawn_with(api, mocks, |s| s.db_tx_scope = scope).await;
+    let app = TestApp::spawn_with(api, mocks, |s| {
+        s.db_tx_scope = scope;
+        testkit::quiet_background(s);
+    })
+    .await;
+    // The count below is the order's connections alone.
+    app.after_the_start_up_pass().await;
     let request = tokio::spawn({
         let (client, url) = (app.client.clone(), format!("{}/orders", app.address));
         async move {

@@ -10,6 +10,23 @@ use std::time::{Duration, Instant};
 use labkit::process::{self, ServiceProcess};
 use labkit::procstat::{self, Sampler, Target};
 
+/// Polls `check` every 10 ms until it holds, failing after `secs` seconds with `what`.
+fn until(secs: u64, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The name the kernel gives process `pid` (`/proc/PID/comm`), empty once it is gone.
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
 fn sh(name: &str, script: &str, log: &Path) -> ServiceProcess {
     ServiceProcess::spawn(
         name,
@@ -27,9 +44,10 @@ fn output_goes_to_the_log_and_drop_stops_the_child() {
     let log = dir.path().join("logs/svc.log");
     let svc = sh("svc", "echo $GREETING; echo oops >&2; exec sleep 30", &log);
     let pid = svc.pid();
-    std::thread::sleep(Duration::from_millis(300));
+    until(10, "both lines in the log", || {
+        svc.log_tail(5) == "hello\noops"
+    });
     assert!(procstat::running(pid));
-    assert_eq!(svc.log_tail(5), "hello\noops");
     assert!(svc.try_wait().unwrap().is_none());
     drop(svc);
     assert!(!procstat::running(pid));
@@ -48,22 +66,25 @@ fn kill_is_immediate_and_reaches_the_whole_group() {
         ),
         &dir.path().join("log"),
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let child: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // The shell writes its child's pid once the child runs (and its trap is set before that).
+    let read_pid = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()?
+            .trim()
+            .parse::<u32>()
+            .ok()
+    };
+    until(10, "the child's pid in its file", || read_pid().is_some());
+    let child = read_pid().unwrap();
     let start = Instant::now();
     let status = svc.kill().unwrap();
     assert_eq!(status.signal(), Some(9), "{status}");
     assert!(start.elapsed() < Duration::from_millis(200));
     assert!(!procstat::running(svc.pid()));
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        !procstat::running(child),
-        "the group's other process survived"
-    );
+    // SIGKILL to the group is delivered at once; the orphan is reaped by init a moment later.
+    until(5, "the group's other process to end", || {
+        !procstat::running(child)
+    });
     // Killing an exited process again is harmless and reports the same status.
     assert_eq!(svc.kill().unwrap().signal(), Some(9));
 }
@@ -76,7 +97,8 @@ fn stop_escalates_to_sigkill_when_sigterm_is_ignored() {
         "trap '' TERM; exec sleep 30",
         &dir.path().join("log"),
     );
-    std::thread::sleep(Duration::from_millis(200));
+    // Once the shell has become `sleep`, its trap was set: SIGTERM stays ignored across exec.
+    until(10, "the shell to exec sleep", || comm(svc.pid()) == "sleep");
     let start = Instant::now();
     let status = svc.stop(Duration::from_millis(300)).unwrap();
     assert_eq!(status.signal(), Some(9), "{status}");
@@ -212,7 +234,11 @@ fn sampler_reads_cpu_memory_threads_and_files() {
         .add("self", Target::Myself)
         .add("tree", Target::Tree(tree.pid()));
     sampler.add("gone", Target::Process(u32::MAX / 2));
+    until(10, "the tree's three processes", || {
+        procstat::tree_pids(tree.pid()).is_ok_and(|p| p.len() == 3)
+    });
     let first = sampler.sample();
+    // The window the tree's CPU is measured over.
     std::thread::sleep(Duration::from_millis(800));
     let second = sampler.sample();
     let names: Vec<&str> = second.iter().map(|(n, _)| n.as_str()).collect();
