@@ -1,4 +1,4 @@
-//! The capacity search's stopping-resource rule (`scenario::capacity_cause`) on the report's
+//! The capacity search's stopping-resource rule (`scenario::capacity::cause`) on the report's
 //! recorded runs (`loadtest/report/tests/fixtures`), each changed only where a cause shows: an
 //! OOM kill, another death, the harness flagged, RSS at the limit, the thread bound, the
 //! admission cap, the CPU quota, the database pool, PostgreSQL's core, a burst of slow
@@ -8,7 +8,7 @@ use std::path::Path;
 
 use lab_results::scenario::StoppedBy;
 use lab_results::{ApiExit, OUTCOME_OVERLOADED, RunResults};
-use loadtest::scenario::capacity_cause::{is_transient, stopped_by};
+use loadtest::scenario::capacity::cause::{is_transient, stopped_by};
 
 fn fixture(api: &str) -> RunResults {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -232,6 +232,71 @@ fn a_burst_of_slow_transactions_is_postgres_and_transient() {
         s.harness.postgres_cpu_percent = Some(96.0)
     });
     assert!(!is_transient(&stopped_by(&pg_core)));
+}
+
+/// In a pod of 0.125 CPU (10 ms periods), three plateau seconds throttled in 95–99 of their 100
+/// periods, with the transactions of the first slow and the event loop's lag rule refusing
+/// orders in them: the quota in bursts, not PostgreSQL. The same refusals outside the throttled
+/// seconds are not put on the quota.
+#[test]
+fn refusals_in_seconds_throttled_in_most_periods_are_the_cpu_quota_in_bursts() {
+    let run = |refused_in_burst: bool| {
+        let mut r = quiet();
+        r.config.limits.cpu_period_us = Some(10_000);
+        let first = r.seconds.iter().find(|s| s.phase == "constant").unwrap().t;
+        let burst = first + 5..first + 8;
+        steady_transactions(&mut r, |t| if t == first + 5 { 6.0 } else { 1.0 });
+        let mut periods = 0.0;
+        plateau_seconds(&mut r, |s| {
+            let in_burst = burst.contains(&s.t);
+            periods += if in_burst {
+                95.0 + f64::from(s.t - first - 5) * 2.0
+            } else {
+                2.0
+            };
+            s.api_metrics.as_mut().unwrap().cgroup_throttled_periods = Some(periods);
+            s.outcomes.remove(OUTCOME_OVERLOADED);
+            if in_burst == refused_in_burst {
+                s.outcomes.insert(OUTCOME_OVERLOADED.into(), 30);
+            }
+        });
+        let refused = 30 * if refused_in_burst { 3 } else { 17 };
+        r.plateau
+            .as_mut()
+            .unwrap()
+            .errors_by_kind
+            .insert(OUTCOME_OVERLOADED.into(), refused);
+        stopped_by(&r)
+    };
+    let c = run(true);
+    assert_eq!(c.stopped_by, StoppedBy::Cpu, "{c:?}");
+    assert!(
+        c.evidence
+            .contains("in 3 plateau seconds its cgroup was throttled in 95–99 %"),
+        "{c:?}"
+    );
+    assert!(
+        c.evidence.contains("90 of the plateau's 90 orders"),
+        "{c:?}"
+    );
+    assert!(!is_transient(&c));
+    let elsewhere = run(false);
+    assert_ne!(elsewhere.stopped_by, StoppedBy::Cpu, "{elsewhere:?}");
+}
+
+/// An API killed for its memory limit is a miss of the API's, even when the generator fell
+/// behind once its connections failed; a live API with the rig at its limit is harness-bound.
+#[test]
+fn a_step_whose_api_died_is_the_api_s_miss_not_the_harness() {
+    use loadtest::scenario::capacity::outcome;
+    use loadtest::scenario::capacity::search::Step;
+    let mut r = quiet();
+    r.harness_bound = Some("generator fell behind its schedule".into());
+    assert_eq!(outcome(false, &r), Step::HarnessBound);
+    r.api_exit = Some(death(9, true));
+    assert_eq!(outcome(false, &r), Step::Missed);
+    assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Memory);
+    assert_eq!(outcome(true, &r), Step::Met);
 }
 
 #[test]

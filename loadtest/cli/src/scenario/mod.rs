@@ -18,10 +18,10 @@
 //! - `events`: two-phase vs after-commit vs outbox under a healthy, a slowed and a
 //!   crashing setting, with NATS JetStream (`events.rs`, runs of its own in `lab/events.rs`).
 //! - `batching` (experiment E): persist batch size × database RTT, both APIs, durable
-//!   commits → 26 runs (`batching.rs`, which runs them itself: it measures the flush cost first and
+//!   commits → 26 runs (`batching/`, which runs them itself: it measures the flush cost first and
 //!   sets PostgreSQL's `commit_delay` for two of them).
 //! - `capacity` and `threads`: each API's capacity found by search and what stopped it, and
-//!   blocking-api's thread count swept against Little's law (`capacity.rs`, which runs them
+//!   blocking-api's thread count swept against Little's law (`capacity/`, which runs them
 //!   itself: the search picks each step's rate from the last).
 //! - `soak`: each API for 30 minutes at a steady 75/s: what grows between an early minute and the
 //!   last, and its tables at the end (`soak.rs`) → 2 runs.
@@ -32,20 +32,12 @@
 //! except for a fault plan, which restarts it: then the lab starts its own.
 
 mod batching;
-mod batching_ceiling;
-mod batching_plan;
-mod batching_rows;
 pub mod capacity;
-pub mod capacity_cause;
-pub mod capacity_points;
-pub mod capacity_search;
 mod conclusions;
 mod conditions;
-pub mod crossover;
 mod events;
 mod faults_plan;
 mod findings;
-mod fsync;
 mod overload;
 mod points;
 pub mod registry;
@@ -188,8 +180,8 @@ pub fn variants(name: ScenarioName, base: &LabArgs) -> Result<Vec<Variant>> {
             }
         }
         ScenarioName::Batching => {
-            let delay = batching_plan::commit_delay_us(None);
-            out = batching_plan::cells(base, delay)
+            let delay = batching::plan::commit_delay_us(None);
+            out = batching::plan::cells(base, delay)
                 .into_iter()
                 .map(|c| c.variant)
                 .collect();

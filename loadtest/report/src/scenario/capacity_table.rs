@@ -1,6 +1,6 @@
 //! The page of `--scenario capacity` and `--scenario threads`, drawn from their `scenario.json`
 //! alone: one row per lab run, led by what was measured, the sentences the rows bear out and the
-//! charts (the lab's `scenario/capacity.rs` runs the search and writes the page).
+//! charts (the lab's `scenario/capacity/` runs the search and writes the page).
 
 use lab_results::numbers::{fixed, ms_or_s};
 use lab_results::scenario::{CapacityFile, CapacityPoint, StepPoint, StoppedBy};

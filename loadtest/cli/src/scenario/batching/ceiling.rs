@@ -1,6 +1,6 @@
 //! The batching scenario's predicted ceiling: the most orders/s a run could reach if only its
 //! round trips and WAL flushes left unbatched held it back, beside which its table shows each
-//! row (`batching_rows.rs`).
+//! row (`rows.rs`).
 //!
 //! The ceiling (Little's law, as beside the blocking plateau: connections ÷ time each order holds
 //! one). An autocommit statement holds its pooled connection for one round trip, its execution in

@@ -11,9 +11,14 @@
 //! then, to show what batching costs one order when nothing queues, batch 1 and 100 at an
 //! unsaturated `LOW_RATE` orders/s (open model) per API.
 //! Pool of `POOL` (the db-latency scenario's), admission control off (the closed model bounds
-//! what is in flight). The runs and these constants are planned in `batching_plan.rs`; the rows
-//! and `scenario.json` are computed in `batching_rows.rs`, the table formatted by
+//! what is in flight). The runs and these constants are planned in `plan.rs`; the rows
+//! and `scenario.json` are computed in `rows.rs`, the table formatted by
 //! `lab_report::scenario::batching`.
+
+mod ceiling;
+mod fsync;
+pub(super) mod plan;
+mod rows;
 
 use std::path::{Path, PathBuf};
 
@@ -21,11 +26,10 @@ use anyhow::{Context, Result};
 use lab_results::RunResults;
 use sqlx::Connection;
 
-use super::batching_plan::{COMMIT_SIBLINGS, Cell, ServerSettings, cells, commit_delay_us};
-use super::fsync;
 use crate::lab_args::{Durability, LabArgs};
 use crate::services::Database;
 use lab_report::scenario::{ScenarioTable, render_html, render_markdown};
+use plan::{COMMIT_SIBLINGS, Cell, ServerSettings, cells, commit_delay_us};
 
 /// Runs the scenario: the flush figure, the database once for all runs, each run with its
 /// `commit_delay`, then `summary.md`, `scenario.html` and `scenario.json`.
@@ -70,8 +74,8 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         done.push((cell, runs));
     }
     drop(db);
-    let mut table = super::batching_rows::table(&done, fsync.as_ref(), &server);
-    let json = serde_json::to_value(super::batching_rows::json(&done, fsync.as_ref(), &server))?;
+    let mut table = rows::table(&done, fsync.as_ref(), &server);
+    let json = serde_json::to_value(rows::json(&done, fsync.as_ref(), &server))?;
     std::fs::write(
         out.join("scenario.json"),
         serde_json::to_string_pretty(&json)?,

@@ -1,11 +1,11 @@
 //! The batching scenario's plan: its grid of runs and the settings every run shares, read by the
-//! runner (`batching.rs`) and by the rows computed from the runs (`batching_rows.rs`).
+//! runner (`mod.rs`) and by the rows computed from the runs (`rows.rs`).
 
 use lab_results::{MockLatencies, Shedding};
 
-use super::Variant;
 use super::fsync::FsyncFigure;
 use crate::lab_args::{Durability, LabArgs};
+use crate::scenario::Variant;
 
 pub const BATCH_MAX: [usize; 5] = [1, 2, 10, 100, 1000];
 pub const RTT_MS: [f64; 2] = [0.0, 6.5];

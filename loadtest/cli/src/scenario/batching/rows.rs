@@ -3,7 +3,7 @@
 //! and flushes left unbatched predict (`lab_results::batching::BatchRow`), computed from the runs;
 //! the page's table formats them (`lab_report::scenario::batching`).
 //!
-//! The ceiling each row is held against is `batching_ceiling.rs`'s.
+//! The ceiling each row is held against is `ceiling.rs`'s.
 //!
 //! A row more than 15 % below its ceiling gets the reason its report shows: the API at its CPU
 //! quota (the ceiling is then the CPU's, the quota ÷ its CPU per order), or a harness-bound run.
@@ -11,9 +11,9 @@
 use lab_results::RunResults;
 use lab_results::batching::{BatchRow as Row, Ceiling};
 
-use super::batching_ceiling::{Hold, ceiling};
-use super::batching_plan::{CLIENTS, Cell, POOL, ServerSettings, WAIT_MS};
+use super::ceiling::{Hold, ceiling};
 use super::fsync::FsyncFigure;
+use super::plan::{CLIENTS, Cell, POOL, ServerSettings, WAIT_MS};
 use lab_report::scenario::batching::{self, Plan};
 use lab_report::scenario::{ScenarioTable, VariantRuns};
 
@@ -232,5 +232,5 @@ pub fn json(
 }
 
 #[cfg(test)]
-#[path = "batching_rows_tests.rs"]
+#[path = "rows_tests.rs"]
 mod tests;

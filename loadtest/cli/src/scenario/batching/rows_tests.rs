@@ -1,5 +1,5 @@
 use super::*;
-use crate::scenario::batching_plan::cells;
+use crate::scenario::batching::plan::cells;
 use lab_results::DbActivity;
 
 fn lab_args() -> crate::lab_args::LabArgs {

@@ -16,7 +16,10 @@
 //!    throttled in [`THROTTLED_SHARE`] of the plateau's CFS periods (the limits' `cpu_period_us`),
 //!    or its threads queued for the CPU ([`RUN_QUEUE_PCT`]: schedstat's run delay, summed over
 //!    its threads) — a core shared by a thousand threads that wake together is saturated in
-//!    bursts its mean use does not show.
+//!    bursts its mean use does not show; or, in bursts, most of the orders refused overloaded
+//!    (the event loop's lag rule) were refused in seconds throttled in [`THROTTLED_SHARE`] of
+//!    their periods — in a pod of a fraction of a core, a few seconds at the quota stall the
+//!    event loop past `MAX_LOOP_LAG_MS`, and the transactions of those seconds look slow.
 //! 6. **db_pool** — requests waited for a pooled connection in most plateau seconds, or an
 //!    acquire timed out (the pool's counter, or 503 `database_unavailable` while requests waited).
 //! 7. **postgres** — PostgreSQL's processes used [`POSTGRES_SHARE`] of one core; or its
@@ -164,9 +167,9 @@ pub fn stopped_by(r: &RunResults) -> Cause {
     }
     let cap = r
         .config
-        .api_settings
-        .get("MAX_IN_FLIGHT")
-        .and_then(|m| m.parse::<f64>().ok())
+        .settings()
+        .max_in_flight
+        .map(|m| m as f64)
         .filter(|m| *m > 0.0);
     let overloaded = r
         .plateau
@@ -248,6 +251,25 @@ pub fn stopped_by(r: &RunResults) -> Cause {
                  overloaded by its event loop's lag rule",
                 wait / 100.0,
                 cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
+            ),
+        );
+    }
+    if let Some(burst) = throttled_bursts(&secs, r.config.limits.cpu_period_us)
+        && overloaded > 0
+        && 2 * burst.refused >= overloaded
+    {
+        return Cause::new(
+            StoppedBy::Cpu,
+            burst.seconds as f64,
+            1.0,
+            "seconds throttled in most periods",
+            format!(
+                "its CPU quota, in bursts: in {} plateau seconds its cgroup was throttled in {} of \
+                 the CFS periods, and {} of the plateau's {overloaded} orders refused overloaded \
+                 (its event loop's lag rule) were refused in them",
+                burst.seconds,
+                burst.shares(),
+                burst.refused
             ),
         );
     }
@@ -344,6 +366,54 @@ fn throttled_share(secs: &[&SecondSample], period_us: Option<u64>) -> Option<f64
     let per_second = 1e6 / period_us.unwrap_or(100_000).max(1) as f64;
     let periods = per_second * (counter.len().saturating_sub(1)) as f64;
     (periods > 0.0).then(|| (last - first) / periods)
+}
+
+/// Plateau seconds whose cgroup was throttled in at least [`THROTTLED_SHARE`] of their CFS
+/// periods: how many, the least and most share among them, and the orders refused overloaded in
+/// them. `None` when there is none.
+struct Bursts {
+    seconds: usize,
+    least: f64,
+    most: f64,
+    refused: u64,
+}
+
+impl Bursts {
+    /// `99 %`, or `92–99 %` when the seconds differ.
+    fn shares(&self) -> String {
+        let (least, most) = (100.0 * self.least, 100.0 * self.most);
+        if format!("{least:.0}") == format!("{most:.0}") {
+            format!("{most:.0} %")
+        } else {
+            format!("{least:.0}–{most:.0} %")
+        }
+    }
+}
+
+fn throttled_bursts(secs: &[&SecondSample], period_us: Option<u64>) -> Option<Bursts> {
+    let per_second = 1e6 / period_us.unwrap_or(100_000).max(1) as f64;
+    let mut found: Option<Bursts> = None;
+    for w in secs.windows(2) {
+        let counter = |s: &SecondSample| s.api_metrics.and_then(|m| m.cgroup_throttled_periods);
+        let (Some(a), Some(b)) = (counter(w[0]), counter(w[1])) else {
+            continue;
+        };
+        let share = (b - a) / per_second;
+        if share < THROTTLED_SHARE {
+            continue;
+        }
+        let refused = w[1].outcomes.get(OUTCOME_OVERLOADED).copied().unwrap_or(0);
+        let f = found.get_or_insert(Bursts {
+            seconds: 0,
+            least: f64::MAX,
+            most: 0.0,
+            refused: 0,
+        });
+        f.seconds += 1;
+        (f.least, f.most) = (f.least.min(share), f.most.max(share));
+        f.refused += refused;
+    }
+    found
 }
 
 /// Pool acquire timeouts over the plateau (a cumulative counter's rise).

@@ -21,14 +21,14 @@ use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
 use crate::cli::CrossoverArgs;
 
 pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
-    let mut files = Vec::new();
+    let (mut files, mut notes) = (Vec::new(), Vec::new());
     for dir in &args.folders {
         let path = dir.join("scenario.json");
         let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
         let mut file: CapacityFile =
             serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
-        fill_in_flight(&mut file, dir);
-        if file.scenario != super::ScenarioName::Capacity.as_str() {
+        notes.extend(reread_steps(&mut file, dir));
+        if file.scenario != crate::scenario::ScenarioName::Capacity.as_str() {
             bail!(
                 "{} is of --scenario {}, not capacity",
                 path.display(),
@@ -43,7 +43,8 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
             .total_cmp(&cores(b))
             .then(b.critical_path_ms.cmp(&a.critical_path_ms))
     });
-    let table = table(&files);
+    let mut table = table(&files);
+    table.notes.extend(notes);
     write(&table, &args.out)?;
     println!("{}", table.conclusion.join("\n"));
     println!("crossover: {}", args.out.join("crossover.html").display());
@@ -55,11 +56,14 @@ fn cores(f: &CapacityFile) -> f64 {
     f.limits.as_ref().and_then(|l| l.cpu_cores).unwrap_or(1.0)
 }
 
-/// A search written before its steps recorded `peak_in_flight` and `rss_per_in_flight_kib`:
-/// each step's figures read from its own results file, in the folder the search named after it
-/// (`<api>-<rate>`, `<api>-<threads>-threads-<rate>`; `-again` for a rate's second run). A step
-/// whose folder is gone keeps the figures absent.
-fn fill_in_flight(file: &mut CapacityFile, dir: &Path) {
+/// Each step read again from its own results file, in the folder the search named after it
+/// (`<api>-<rate>`, `<api>-<threads>-threads-<rate>`; `-again` for a rate's second run): the
+/// orders in flight and RSS per order in flight of a search that predates them, and what
+/// stopped the API at each missed step by this build's rules (`capacity::cause`), so that every
+/// search on one page is read the same way. Returns a note per cause that changed; a step whose
+/// folder is gone keeps what the file says.
+fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
+    let mut changed = Vec::new();
     for c in &mut file.capacities {
         let mut seen = std::collections::HashSet::new();
         for s in &mut c.steps {
@@ -68,9 +72,6 @@ fn fill_in_flight(file: &mut CapacityFile, dir: &Path) {
             } else {
                 "-again"
             };
-            if s.peak_in_flight.is_some() {
-                continue;
-            }
             let rate = format!("{:.0}{again}", s.rate_rps);
             let slugs = [
                 Some(format!("{}-{rate}", s.api)),
@@ -84,11 +85,37 @@ fn fill_in_flight(file: &mut CapacityFile, dir: &Path) {
             else {
                 continue;
             };
-            s.peak_in_flight = super::capacity_points::peak_in_flight(&r);
-            s.rss_per_in_flight_kib =
-                crate::bench::memory::figure(&r).map(|f| f.rss_per_in_flight_kib);
+            if s.peak_in_flight.is_none() {
+                s.peak_in_flight = super::points::peak_in_flight(&r);
+                s.rss_per_in_flight_kib =
+                    crate::bench::memory::figure(&r).map(|f| f.rss_per_in_flight_kib);
+            }
+            if !s.met_objective {
+                let now = super::cause::stopped_by(&r);
+                let was = s.cause.as_ref().map(|c| c.stopped_by);
+                if was != Some(now.stopped_by) {
+                    changed.push(format!(
+                        "{} at {rate}/s: {} by this build's rules (the search's own reading: {})",
+                        s.api,
+                        now.stopped_by.as_str(),
+                        was.map_or("none", |w| w.as_str())
+                    ));
+                }
+                s.cause = Some(now);
+            }
+        }
+        // The point's cause is its first failing rate's, as the search reads it.
+        let first = c
+            .first_failing_rps
+            .and_then(|f| c.steps.iter().find(|s| s.rate_rps == f));
+        if let Some(cause) = first.and_then(|s| s.cause.clone())
+            && c.stopped_by != StoppedBy::Harness
+        {
+            c.stopped_by = cause.stopped_by;
+            c.evidence = Some(cause);
         }
     }
+    changed
 }
 
 /// The one run's results in a step's folder (`results-*.json`).
@@ -106,9 +133,15 @@ fn results_in(dir: &Path) -> Option<lab_results::RunResults> {
 
 fn write(table: &ScenarioTable, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    std::fs::write(out.join("crossover.md"), super::render_markdown(table))?;
-    std::fs::write(out.join("crossover.html"), super::render_html(table))?;
-    super::capacity::write_charts(table, out)
+    std::fs::write(
+        out.join("crossover.md"),
+        crate::scenario::render_markdown(table),
+    )?;
+    std::fs::write(
+        out.join("crossover.html"),
+        crate::scenario::render_html(table),
+    )?;
+    super::write_charts(table, out)
 }
 
 /// The crossover table (`lab_report::scenario::crossover`) with its conclusion: per critical
@@ -377,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn a_step_without_its_in_flight_figures_reads_them_from_its_own_results_file() {
+    fn a_step_is_read_again_from_its_own_results_file() {
         let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../report/tests/fixtures/blocking-api-0.json");
         let r = lab_results::RunResults::load(&fixture).unwrap();
@@ -386,7 +419,7 @@ mod tests {
         let step_dir = dir.path().join("blocking-api-100-again");
         std::fs::create_dir(&step_dir).unwrap();
         std::fs::copy(&fixture, step_dir.join("results-blocking-0.json")).unwrap();
-        let step = super::super::capacity_points::step_point(&r, 100.0, true);
+        let step = super::super::points::step_point(&r, 100.0, true);
         let expected = (step.peak_in_flight, step.rss_per_in_flight_kib);
         assert!(expected.0.is_some_and(|n| n > 0), "{expected:?}");
         let blank = |s: &StepPoint| StepPoint {
@@ -397,7 +430,7 @@ mod tests {
         let mut c = cap("blocking-api", None, Some(100.0), StoppedBy::Cpu);
         c.steps = vec![blank(&step), blank(&step)];
         let mut f = file(2200, vec![c]);
-        fill_in_flight(&mut f, dir.path());
+        reread_steps(&mut f, dir.path());
         let steps = &f.capacities[0].steps;
         assert_eq!(
             (steps[0].peak_in_flight, steps[0].rss_per_in_flight_kib),
@@ -409,5 +442,27 @@ mod tests {
         );
         let row = &table(std::slice::from_ref(&f)).rows[0];
         assert_eq!(row[7], expected.0.unwrap().to_string());
+
+        // A missed step: its cause is read again by this build's rules, and the point's with it.
+        let now = super::super::cause::stopped_by(&r);
+        let other = if now.stopped_by == StoppedBy::Memory {
+            StoppedBy::Postgres
+        } else {
+            StoppedBy::Memory
+        };
+        let missed_dir = dir.path().join("blocking-api-120");
+        std::fs::create_dir(&missed_dir).unwrap();
+        std::fs::copy(&fixture, missed_dir.join("results-blocking-0.json")).unwrap();
+        let mut missed = super::super::points::step_point(&r, 120.0, false);
+        missed.cause.as_mut().unwrap().stopped_by = other;
+        let mut c = cap("blocking-api", None, Some(100.0), other);
+        c.first_failing_rps = Some(120.0);
+        c.steps = vec![step.clone(), missed];
+        let mut f = file(2200, vec![c]);
+        let notes = reread_steps(&mut f, dir.path());
+        assert_eq!(f.capacities[0].stopped_by, now.stopped_by);
+        assert_eq!(f.capacities[0].evidence.as_ref(), Some(&now));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with("blocking-api at 120/s: "), "{notes:?}");
     }
 }

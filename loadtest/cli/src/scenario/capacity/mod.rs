@@ -2,11 +2,11 @@
 //! blocking-api's thread count swept, so the verdict does not rest on a thread count we chose.
 //!
 //! - `capacity`: for each API (and, for blocking-api, each `--blocking-threads`), a search over
-//!   open-model rates (`capacity_search`): each step is a full lab run of `hold-R` (a 10 s ramp
+//!   open-model rates (`search.rs`): each step is a full lab run of `hold-R` (a 10 s ramp
 //!   to R, 20 s at R) with its money check, judged against the objective (`--slo`, default the
 //!   critical path × 1.15, 2xx ≥ 99 %) over the plateau. The result is the highest rate that met
 //!   it and the lowest that missed it, at most 5 % of the rate found apart (or `--resolution R`
-//!   /s), and what stopped the API at the first rate that did not (`capacity_cause`), or "above
+//!   /s), and what stopped the API at the first rate that did not (`cause.rs`), or "above
 //!   X/s, harness-bound" when the rig was the limit. Each step runs the API in the pod given
 //!   (`--api-cpus`, `--api-memory-mib`), recorded in `scenario.json`'s `limits`.
 //! - `threads`: blocking-api at `BLOCKING_THREADS` 200 … 4000 at 300/s and 750/s, reactive-api
@@ -14,6 +14,11 @@
 //!   thread count that met the objective at each rate against Little's law (rate × critical path).
 //!
 //! A step that loses money fails the scenario (exit 3), as any lab run does.
+
+pub mod cause;
+pub mod crossover;
+pub mod points;
+pub mod search;
 
 use std::path::{Path, PathBuf};
 
@@ -26,8 +31,8 @@ use lab_results::RunResults;
 use lab_results::scenario::{CapacityFile, CapacityPoint, Cause, StepPoint, StoppedBy};
 
 use super::ScenarioName;
-use super::capacity_points::step_point;
-use super::capacity_search::{DEFAULT_RESOLUTION, Resolution, Search, Step};
+use points::step_point;
+use search::{DEFAULT_RESOLUTION, Resolution, Search, Step};
 
 /// The search's first rate and its top rate, orders/s.
 pub const START_RPS: f64 = 100.0;
@@ -247,26 +252,29 @@ impl Runner<'_> {
             failed.push(format!("{slug}: an end-of-run check or the money failed"));
         }
         let point = step_point(r, rate, missed.is_empty());
-        let outcome = if missed.is_empty() {
-            Step::Met
-        } else if r.harness_bound.is_some() {
-            Step::HarnessBound
-        } else {
-            Step::Missed
-        };
-        Ok((point, outcome))
+        Ok((point, outcome(missed.is_empty(), r)))
+    }
+}
+
+/// How a step counts in the search: met; a miss of the API's; or harness-bound, when the rig
+/// was at its limit — unless the API died in the run (killed for its memory limit, or crashed):
+/// that miss is the API's, whatever the generator's lateness once its connections failed.
+pub fn outcome(met: bool, r: &RunResults) -> Step {
+    if met {
+        Step::Met
+    } else if r.harness_bound.is_some() && r.api_exit.is_none() {
+        Step::HarnessBound
+    } else {
+        Step::Missed
     }
 }
 
 /// A step that missed the objective with nothing at its limit, or on a burst that came and went
-/// (`capacity_cause::is_transient`).
+/// (`cause::is_transient`).
 fn unexplained(step: &StepPoint) -> bool {
     !step.met_objective
         && step.harness_bound.is_none()
-        && step
-            .cause
-            .as_ref()
-            .is_some_and(super::capacity_cause::is_transient)
+        && step.cause.as_ref().is_some_and(cause::is_transient)
 }
 
 fn objective_text(base: &LabArgs, r: &RunResults) -> String {

@@ -1,12 +1,12 @@
 //! How one lab run of `--scenario capacity` or `--scenario threads` becomes a row of its
-//! `scenario.json` (`lab_results::scenario::StepPoint`): what the runner (`capacity.rs`) records
+//! `scenario.json` (`lab_results::scenario::StepPoint`): what the runner (`mod.rs`) records
 //! and the page (`lab_report::scenario::capacity_table`) reads.
 
 use lab_results::RunResults;
 use lab_results::numbers::MIB;
 use lab_results::scenario::StepPoint;
 
-use super::capacity_cause::stopped_by;
+use super::cause::stopped_by;
 
 /// The figures of one run, over its plateau.
 pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
@@ -17,14 +17,11 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
         0.0
     };
     let orders = r.summary.ok.max(1) as f64;
+    let settings = r.config.settings();
     StepPoint {
         api: r.api.clone(),
-        blocking_threads: r
-            .config
-            .api_settings
-            .get("BLOCKING_THREADS")
-            .and_then(|t| t.parse().ok()),
-        allocator: r.config.api_settings.get("ALLOCATOR").cloned(),
+        blocking_threads: settings.blocking_threads.and_then(|t| t.try_into().ok()),
+        allocator: settings.allocator,
         rate_rps: rate,
         met_objective: met,
         harness_bound: r.harness_bound.clone(),
