@@ -3,6 +3,7 @@
 //! load shed at admission, timeouts and other errors, arrivals the generator did not send. Each
 //! cause is one sentence naming its numbers; a cause without evidence is not mentioned.
 
+use lab_results::settings::RecordedSettings;
 use lab_results::{ApiMetrics, OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, SecondSample};
 
 use super::facts::Facts;
@@ -34,10 +35,6 @@ fn during(n: f64, of: usize, span: Span) -> String {
         Span::Plateau => format!("in {n:.0} of the plateau's {of} s"),
         Span::Whole => format!("in {n:.0} s of the run"),
     }
-}
-
-fn setting(run: &RunResults, name: &str) -> Option<f64> {
-    run.config.api_settings.get(name)?.parse().ok()
 }
 
 /// The bound above is a number the run chose, not the model's limit: say so, with the CPU it had
@@ -107,16 +104,21 @@ pub fn causes(f: &Facts<'_, '_>) -> Vec<Rich> {
     }
     // The two pools: every place taken (busy thread, connection in use), or requests waiting.
     type Gauges = fn(&ApiMetrics) -> (Option<f64>, Option<f64>);
-    let pools: [(&str, &str, Gauges); 2] = [
-        ("BLOCKING_THREADS", "pool of {} blocking threads", |m| {
-            (m.blocking_pool_busy, m.blocking_pool_queued)
-        }),
-        ("DB_POOL_SIZE", "database pool of {} connections", |m| {
-            (m.db_pool_in_use, m.db_pool_waiting)
-        }),
+    type Size = fn(&RecordedSettings) -> Option<u64>;
+    let pools: [(Size, &str, Gauges); 2] = [
+        (
+            |s| s.blocking_threads,
+            "pool of {} blocking threads",
+            |m| (m.blocking_pool_busy, m.blocking_pool_queued),
+        ),
+        (
+            |s| s.db_pool_size,
+            "database pool of {} connections",
+            |m| (m.db_pool_in_use, m.db_pool_waiting),
+        ),
     ];
-    for (name, what, gauges) in pools {
-        let Some(size) = med(&|r| setting(r, name)) else {
+    for (size_of, what, gauges) in pools {
+        let Some(size) = med(&|r| size_of(&r.config.settings()).map(|n| n as f64)) else {
             continue;
         };
         let full = count(&|_, s| {
