@@ -307,9 +307,8 @@ fn skeleton(text: &str) -> Vec<String> {
                 ("mod ", 4)
             } else if rest.starts_with("sql::") {
                 ("sql::", 5)
-            } else if rest.starts_with("metrics.") || rest.starts_with(".metrics.") {
-                let skip = if rest.starts_with('.') { 9 } else { 8 };
-                ("metrics.", skip)
+            } else if rest.starts_with("metrics.") {
+                ("metrics.", 8)
             } else {
                 at += rest.chars().next().map_or(1, char::len_utf8);
                 continue;

@@ -355,15 +355,20 @@ pub fn stopped_by(r: &RunResults) -> Cause {
     }
 }
 
-/// Share of the plateau's CFS periods in which the cgroup was throttled: `period_us` long (the
-/// limits' `cpu_period_us`; a file without it ran the kernel's default of 100 ms).
+/// CFS periods in a second: `period_us` long (the limits' `cpu_period_us`; a file without it ran
+/// the kernel's default of 100 ms).
+fn periods_per_second(period_us: Option<u64>) -> f64 {
+    1e6 / period_us.unwrap_or(100_000).max(1) as f64
+}
+
+/// Share of the plateau's CFS periods in which the cgroup was throttled.
 fn throttled_share(secs: &[&SecondSample], period_us: Option<u64>) -> Option<f64> {
     let counter: Vec<f64> = secs
         .iter()
         .filter_map(|s| s.api_metrics.and_then(|m| m.cgroup_throttled_periods))
         .collect();
     let (first, last) = (counter.first()?, counter.last()?);
-    let per_second = 1e6 / period_us.unwrap_or(100_000).max(1) as f64;
+    let per_second = periods_per_second(period_us);
     let periods = per_second * (counter.len().saturating_sub(1)) as f64;
     (periods > 0.0).then(|| (last - first) / periods)
 }
@@ -391,7 +396,7 @@ impl Bursts {
 }
 
 fn throttled_bursts(secs: &[&SecondSample], period_us: Option<u64>) -> Option<Bursts> {
-    let per_second = 1e6 / period_us.unwrap_or(100_000).max(1) as f64;
+    let per_second = periods_per_second(period_us);
     let mut found: Option<Bursts> = None;
     for w in secs.windows(2) {
         let counter = |s: &SecondSample| s.api_metrics.and_then(|m| m.cgroup_throttled_periods);

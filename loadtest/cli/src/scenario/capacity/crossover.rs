@@ -73,22 +73,14 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
                 "-again"
             };
             let rate = format!("{:.0}{again}", s.rate_rps);
-            let slugs = [
-                Some(format!("{}-{rate}", s.api)),
-                s.blocking_threads
-                    .map(|t| format!("{}-{t}-threads-{rate}", s.api)),
-            ];
-            let Some(r) = slugs
-                .into_iter()
-                .flatten()
-                .find_map(|slug| results_in(&dir.join(slug)))
-            else {
+            // Threads sized per rate (`auto`) name no count in the folder; a fixed count does.
+            let slugs = [None, s.blocking_threads]
+                .map(|threads| super::step_slug(&s.api, threads, s.rate_rps, again));
+            let Some(r) = slugs.iter().find_map(|slug| results_in(&dir.join(slug))) else {
                 continue;
             };
             if s.peak_in_flight.is_none() {
-                s.peak_in_flight = super::points::peak_in_flight(&r);
-                s.rss_per_in_flight_kib =
-                    crate::bench::memory::figure(&r).map(|f| f.rss_per_in_flight_kib);
+                (s.peak_in_flight, s.rss_per_in_flight_kib) = super::points::in_flight(&r);
             }
             if !s.met_objective {
                 let now = super::cause::stopped_by(&r);

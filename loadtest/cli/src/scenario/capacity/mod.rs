@@ -230,10 +230,7 @@ impl Runner<'_> {
             args.blocking_threads = BlockingThreads::Fixed(t);
         }
         self.db.share_with(&mut args);
-        let slug = match threads {
-            Some(t) => format!("{api}-{t}-threads-{rate:.0}{suffix}"),
-            None => format!("{api}-{rate:.0}{suffix}"),
-        };
+        let slug = step_slug(api, threads, rate, suffix);
         args.out = Some(self.out.join(&slug));
         eprintln!("scenario {}: {slug}", file.scenario);
         let (runs, vout) = crate::lab::lab(args)
@@ -253,6 +250,15 @@ impl Runner<'_> {
         }
         let point = step_point(r, rate, missed.is_empty());
         Ok((point, outcome(missed.is_empty(), r)))
+    }
+}
+
+/// The folder of one step under the scenario's: `<api>-<rate>`, or `<api>-<threads>-threads-<rate>`
+/// for a fixed thread count, then `suffix` (`-again` for a rate's second run).
+pub fn step_slug(api: &str, threads: Option<u32>, rate: f64, suffix: &str) -> String {
+    match threads {
+        Some(t) => format!("{api}-{t}-threads-{rate:.0}{suffix}"),
+        None => format!("{api}-{rate:.0}{suffix}"),
     }
 }
 

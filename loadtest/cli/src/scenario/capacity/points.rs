@@ -18,6 +18,7 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
     };
     let orders = r.summary.ok.max(1) as f64;
     let settings = r.config.settings();
+    let (peak_in_flight, rss_per_in_flight_kib) = in_flight(r);
     StepPoint {
         api: r.api.clone(),
         blocking_threads: settings.blocking_threads.and_then(|t| t.try_into().ok()),
@@ -37,18 +38,22 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
         cause: (!met).then(|| stopped_by(r)),
         cpu_by_role: r.cpu_by_role.clone(),
         plateau_orders: r.plateau.as_ref().map(|p| p.ok),
-        peak_in_flight: peak_in_flight(r),
-        rss_per_in_flight_kib: crate::bench::memory::figure(r).map(|f| f.rss_per_in_flight_kib),
+        peak_in_flight,
+        rss_per_in_flight_kib,
     }
 }
 
-/// The most orders in flight (the generator's open requests) in any second before the drain.
-pub fn peak_in_flight(r: &RunResults) -> Option<u64> {
-    r.seconds
+/// The most orders in flight (the generator's open requests) in any second before the drain,
+/// and RSS per order in flight, KiB (`bench --memory`'s estimator, [`crate::bench::memory::figure`]).
+pub fn in_flight(r: &RunResults) -> (Option<u64>, Option<f64>) {
+    let peak = r
+        .seconds
         .iter()
         .filter(|s| s.phase != "drain")
         .map(|s| s.in_flight)
-        .max()
+        .max();
+    let rss = crate::bench::memory::figure(r).map(|f| f.rss_per_in_flight_kib);
+    (peak, rss)
 }
 
 /// What each thread the load added cost, KiB: the least-squares slope of RSS on the thread count
