@@ -284,6 +284,95 @@ fn refusals_in_seconds_throttled_in_most_periods_are_the_cpu_quota_in_bursts() {
     assert_ne!(elsewhere.stopped_by, StoppedBy::Cpu, "{elsewhere:?}");
 }
 
+/// blocking-api with 7 threads sized for a 22 ms critical path: every sample finds the whole
+/// pool busy while orders are refused — the threads ran out, each order holding one longer than
+/// the critical path. A pool with room in its samples is not the limit.
+#[test]
+fn a_pool_busy_in_every_sample_with_refusals_is_threads_with_the_hold_time() {
+    let run = |busy: f64| {
+        let mut r = quiet();
+        r.config
+            .api_settings
+            .insert("BLOCKING_THREADS".into(), "7".into());
+        plateau_seconds(&mut r, |s| {
+            s.api_metrics.as_mut().unwrap().blocking_pool_busy = Some(busy);
+            s.api_process.as_mut().unwrap().cpu_wait_percent = Some(36.0);
+        });
+        let p = r.plateau.as_mut().unwrap();
+        p.errors_by_kind.insert(OUTCOME_OVERLOADED.into(), 263);
+        p.ok_throughput_rps = 240.0;
+        stopped_by(&r)
+    };
+    let c = run(7.0);
+    assert_eq!(c.stopped_by, StoppedBy::Threads, "{c:?}");
+    assert!(c.evidence.contains("all 7 threads busy in"), "{c:?}");
+    assert!(c.evidence.contains("held its thread 29 ms"), "{c:?}");
+    assert!(c.evidence.contains("1.5 ms per order"), "{c:?}");
+    assert_ne!(run(6.0).stopped_by, StoppedBy::Threads);
+}
+
+/// In a pod of 0.125 CPU (10 ms periods) at 8 % mean CPU, throttled in 4–12 of every second's
+/// 100 periods, the seconds throttled most the slowest: each throttled period stops every thread
+/// for up to 8.75 ms, the quota in stalls. Throttled in only half the seconds, at a mean far
+/// below the quota, or with a tail that does not follow the throttling (the disk's), it is not.
+#[test]
+fn throttled_in_most_seconds_with_the_tail_following_is_the_cpu_in_stalls() {
+    let run = |cpu: f64, every: u32, follows: bool| {
+        let mut r = quiet();
+        r.config.limits.cpu_period_us = Some(10_000);
+        r.config.limits.cpu_cores = Some(0.125);
+        let mut periods = 0.0;
+        plateau_seconds(&mut r, |s| {
+            let rise = if s.t % every != 0 {
+                0.0
+            } else if s.t % 3 == 0 {
+                12.0
+            } else {
+                4.0
+            };
+            periods += rise;
+            s.api_metrics.as_mut().unwrap().cgroup_throttled_periods = Some(periods);
+            s.api_process.as_mut().unwrap().cpu_percent = cpu;
+            let l = s.latency_ms.as_mut().unwrap();
+            l.p99 = 240.0 + 5.0 * if follows { rise } else { 12.0 - rise };
+        });
+        stopped_by(&r)
+    };
+    let c = run(8.0, 1, true);
+    assert_eq!(c.stopped_by, StoppedBy::Cpu, "{c:?}");
+    assert!(c.evidence.contains("in stalls"), "{c:?}");
+    assert!(
+        c.evidence.contains("up to 8.75 ms of a 10 ms period"),
+        "{c:?}"
+    );
+    assert!(c.evidence.contains("of a 12.5 % quota"), "{c:?}");
+    assert!(c.evidence.contains("(r = 1.00)"), "{c:?}");
+    assert_eq!(run(4.0, 1, true).stopped_by, StoppedBy::Unidentified);
+    assert_eq!(run(8.0, 2, true).stopped_by, StoppedBy::Unidentified);
+    assert_eq!(run(8.0, 1, false).stopped_by, StoppedBy::Unidentified);
+}
+
+/// A step flagged harness-bound is measured again, as a miss nothing explains is; a step whose
+/// API died is not (the miss is its own), nor a miss with its cause found.
+#[test]
+fn a_harness_bound_or_unexplained_step_is_measured_again() {
+    use loadtest::scenario::capacity::points::step_point;
+    use loadtest::scenario::capacity::worth_measuring_again;
+    let mut r = quiet();
+    assert!(worth_measuring_again(&step_point(&r, 120.0, false)));
+    assert!(!worth_measuring_again(&step_point(&r, 120.0, true)));
+    r.harness_bound = Some("generator fell behind its schedule".into());
+    assert!(worth_measuring_again(&step_point(&r, 120.0, true)));
+    assert!(worth_measuring_again(&step_point(&r, 120.0, false)));
+    r.api_exit = Some(death(9, true));
+    assert!(!worth_measuring_again(&step_point(&r, 120.0, false)));
+    let mut pool = quiet();
+    plateau_seconds(&mut pool, |s| {
+        s.api_metrics.as_mut().unwrap().db_pool_waiting = Some(12.0);
+    });
+    assert!(!worth_measuring_again(&step_point(&pool, 120.0, false)));
+}
+
 /// An API killed for its memory limit is a miss of the API's, even when the generator fell
 /// behind once its connections failed; a live API with the rig at its limit is harness-bound.
 #[test]

@@ -235,6 +235,34 @@ fn knee(profile: &Profile, steps: &[Acc]) -> Option<f64> {
     held.checked_sub(1).map(|i| profile.phases[i].to_rate)
 }
 
+/// The machine's busy share beyond the lab's own processes at which a late generator's seconds
+/// say so, % of a core: something else ran on the machine then.
+pub const OUTSIDE_PERCENT: f64 = 20.0;
+
+/// Mean CPU, % of a core, that the machine spent beyond the API, the generator, mock-deps,
+/// PostgreSQL and the sampler over `seconds` (the kernel's own work on their behalf included);
+/// `None` without the machine's reading.
+pub fn outside_the_lab(seconds: &[&SecondSample]) -> Option<f64> {
+    let per_second: Vec<f64> = seconds
+        .iter()
+        .filter_map(|s| {
+            let h = &s.harness;
+            let ours: f64 = [
+                s.api_process.map(|p| p.cpu_percent),
+                h.generator_cpu_percent,
+                h.mock_deps_cpu_percent,
+                h.postgres_cpu_percent,
+                h.sampler_cpu_percent,
+            ]
+            .iter()
+            .flatten()
+            .sum();
+            h.machine_cpu_percent.map(|m| (m - ours).max(0.0))
+        })
+        .collect();
+    (!per_second.is_empty()).then(|| per_second.iter().sum::<f64>() / per_second.len() as f64)
+}
+
 /// Says why the harness, not the API, may have been the limit; `None` when nothing points at it.
 ///
 /// Rules: the generator's lateness p99 above [`LATE_P99_MS`] for 2 s or more (it did not offer the
@@ -263,8 +291,17 @@ pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> O
         .collect();
     if late.len() >= 2 {
         let worst = late.iter().map(|l| l.1).fold(0.0, f64::max);
+        let late_seconds: Vec<&SecondSample> = seconds
+            .iter()
+            .filter(|s| late.iter().any(|l| l.0 == s.t))
+            .collect();
+        let outside = outside_the_lab(&late_seconds)
+            .filter(|o| *o >= OUTSIDE_PERCENT)
+            .map_or(String::new(), |o| {
+                format!("; in those seconds {o:.0} % of a core ran outside the lab's processes")
+            });
         reasons.push(format!(
-            "generator fell behind its schedule: lateness p99 > {LATE_P99_MS} ms in {} s (first at t={} s, worst {worst:.0} ms)",
+            "generator fell behind its schedule: lateness p99 > {LATE_P99_MS} ms in {} s (first at t={} s, worst {worst:.0} ms){outside}",
             late.len(),
             late[0].0
         ));

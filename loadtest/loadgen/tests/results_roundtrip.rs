@@ -251,10 +251,33 @@ fn harness_bound_blames_the_harness_not_a_busy_api() {
     assert_eq!(harness_bound(&api_bound, &limits, 4), None);
     // A late generator is always flagged.
     let late: Vec<_> = (0..10).map(|t| second(t, 99.0, 10.0, 120.0)).collect();
+    let why = harness_bound(&late, &limits, 4).unwrap();
+    assert!(why.contains("lateness"), "{why}");
     assert!(
-        harness_bound(&late, &limits, 4)
-            .unwrap()
-            .contains("lateness")
+        !why.contains("outside"),
+        "no machine reading, nothing said: {why}"
+    );
+    // … and when the machine was busier than the lab's processes in those seconds, by how much.
+    let busy_elsewhere = |outside: f64| -> Vec<SecondSample> {
+        (0..10)
+            .map(|t| {
+                let mut s = second(t, 12.0, 5.0, if t >= 6 { 90.0 } else { 2.0 });
+                s.harness.generator_cpu_percent = Some(7.0);
+                s.harness.postgres_cpu_percent = Some(33.0);
+                s.harness.machine_cpu_percent = Some(57.0 + if t >= 6 { outside } else { 0.0 });
+                s
+            })
+            .collect()
+    };
+    let why = harness_bound(&busy_elsewhere(52.0), &limits, 2).unwrap();
+    assert!(
+        why.contains("in those seconds 52 % of a core ran outside the lab's processes"),
+        "{why}"
+    );
+    let why = harness_bound(&busy_elsewhere(8.0), &limits, 2).unwrap();
+    assert!(
+        !why.contains("outside"),
+        "a few % is the kernel's own: {why}"
     );
 }
 

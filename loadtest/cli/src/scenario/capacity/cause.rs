@@ -20,6 +20,17 @@
 //!    (the event loop's lag rule) were refused in seconds throttled in [`THROTTLED_SHARE`] of
 //!    their periods — in a pod of a fraction of a core, a few seconds at the quota stall the
 //!    event loop past `MAX_LOOP_LAG_MS`, and the transactions of those seconds look slow.
+//!    **threads** (measured) — blocking-api's whole pool was busy in [`POOL_FULL_SHARE`] of the
+//!    plateau's samples while orders were refused overloaded: each order held its thread longer
+//!    than the critical path (its own work, and its wait for the CPU), so threads sized by
+//!    Little's law on the critical path ran out below the bound rule 3 computes from it.
+//!    **cpu** (stalls) — throttled in [`STALL_SECONDS_SHARE`] of the plateau's seconds and in
+//!    [`STALL_PERIODS_SHARE`] of its CFS periods, at half its quota or more on average, and the
+//!    seconds throttled most were the slowest (each second's throttled periods and its p99
+//!    correlate at [`STALL_CORRELATION`] or more): each throttled period stops every thread until
+//!    the next one (period × (1 − quota)), and the latency's tail pays for it while the mean use
+//!    stays below the quota. A tail set by something else (the disk's flushes) does not follow
+//!    the throttling second by second.
 //! 6. **db_pool** — requests waited for a pooled connection in most plateau seconds, or an
 //!    acquire timed out (the pool's counter, or 503 `database_unavailable` while requests waited).
 //! 7. **postgres** — PostgreSQL's processes used [`POSTGRES_SHARE`] of one core; or its
@@ -34,6 +45,8 @@
 use lab_results::scenario::{Cause, StoppedBy};
 use lab_results::{OUTCOME_OVERLOADED, RunResults, SecondSample};
 
+use super::throttling::{throttled_bursts, throttled_seconds, throttled_share};
+
 /// Peak RSS at this share of the memory limit counts as the memory limit reached.
 pub const MEMORY_SHARE: f64 = 0.90;
 /// A plateau at this share of the Little's-law bound has reached it.
@@ -42,6 +55,16 @@ pub const BOUND_SHARE: f64 = 0.95;
 pub const CPU_SHARE: f64 = 0.95;
 /// Throttled in this share of the plateau's CFS periods: the quota held it back.
 pub const THROTTLED_SHARE: f64 = 0.5;
+/// blocking-api's threads all busy in this share of the plateau's samples: the pool ran out.
+pub const POOL_FULL_SHARE: f64 = 0.9;
+/// Throttled in at least one CFS period in this share of the plateau's seconds …
+pub const STALL_SECONDS_SHARE: f64 = 0.75;
+/// … and in this share of all its periods, …
+pub const STALL_PERIODS_SHARE: f64 = 0.05;
+/// … at this share of its quota or more, on average, …
+pub const STALL_CPU_SHARE: f64 = 0.5;
+/// … with each second's p99 following its throttled periods (Pearson's r): the quota stalls it.
+pub const STALL_CORRELATION: f64 = 0.5;
 /// Runnable threads waiting for the CPU, summed, % of a core (100 = one thread always waiting):
 /// a thousand threads on one core wake together, and the event loop waits behind them.
 pub const RUN_QUEUE_PCT: f64 = 100.0;
@@ -273,6 +296,71 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             ),
         );
     }
+    let wait_ms_per_order = |orders_rps: f64| {
+        run_queue
+            .filter(|_| orders_rps > 0.0)
+            .map_or("?".to_owned(), |w| format!("{:.1}", 10.0 * w / orders_rps))
+    };
+    let served = r.plateau.as_ref().unwrap_or(&r.summary).ok_throughput_rps;
+    if let Some(threads) = r.config.settings().blocking_threads.filter(|t| *t > 0)
+        && overloaded > 0
+    {
+        let busy: Vec<f64> = secs
+            .iter()
+            .filter_map(|s| s.api_metrics.and_then(|m| m.blocking_pool_busy))
+            .collect();
+        let full = busy.iter().filter(|b| **b >= threads as f64).count();
+        if !busy.is_empty() && full as f64 >= POOL_FULL_SHARE * busy.len() as f64 {
+            let hold_ms = 1000.0 * threads as f64 / served.max(f64::MIN_POSITIVE);
+            let path = critical_path_s(r).map_or("?".to_owned(), |p| format!("{:.0}", 1000.0 * p));
+            return Cause::new(
+                StoppedBy::Threads,
+                full as f64,
+                POOL_FULL_SHARE * busy.len() as f64,
+                "samples with every thread busy",
+                format!(
+                    "all {threads} threads busy in {full} of {} plateau samples, and {overloaded} \
+                     orders refused overloaded: at {served:.0} orders/s each held its thread \
+                     {hold_ms:.0} ms (Little's law: {threads} ÷ {served:.0}/s) against a {path} ms \
+                     critical path — the rest its own work, its wait for the CPU ({} ms per order, \
+                     schedstat) and the database",
+                    busy.len(),
+                    wait_ms_per_order(served)
+                ),
+            );
+        }
+    }
+    if let Some(stalls) = throttled_seconds(&secs)
+        && let Some(share) = throttled_share(&secs, r.config.limits.cpu_period_us)
+        && let Some(cpu) = cpu
+        && stalls.throttled as f64 >= STALL_SECONDS_SHARE * stalls.seconds as f64
+        && share >= STALL_PERIODS_SHARE
+        && cpu >= STALL_CPU_SHARE * 100.0 * cores
+        && let Some(r_p99) = stalls.p99_correlation
+        && r_p99 >= STALL_CORRELATION
+    {
+        let period_ms = r.config.limits.cpu_period_us.unwrap_or(100_000) as f64 / 1000.0;
+        return Cause::new(
+            StoppedBy::Cpu,
+            100.0 * share,
+            100.0 * STALL_PERIODS_SHARE,
+            "% of CFS periods, in most seconds",
+            format!(
+                "its CPU quota, in stalls: throttled in {} of {} plateau seconds ({:.0} % of its CFS \
+                 periods; each stops every thread for up to {:.2} ms of a {period_ms:.0} ms period), \
+                 its threads waiting for the CPU {} ms per order (schedstat), at {cpu:.0} % mean CPU \
+                 of a {:.1} % quota; p99 {:.0} ms, and each second's p99 followed its throttled \
+                 periods (r = {r_p99:.2})",
+                stalls.throttled,
+                stalls.seconds,
+                100.0 * share,
+                period_ms * (1.0 - cores.min(1.0)),
+                wait_ms_per_order(served),
+                100.0 * cores,
+                r.plateau.as_ref().unwrap_or(&r.summary).latency_ms.p99
+            ),
+        );
+    }
     let waiting = secs
         .iter()
         .filter(|s| s.api_metrics.and_then(|m| m.db_pool_waiting).unwrap_or(0.0) > 0.0)
@@ -353,72 +441,6 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
         ),
     }
-}
-
-/// CFS periods in a second: `period_us` long (the limits' `cpu_period_us`; a file without it ran
-/// the kernel's default of 100 ms).
-fn periods_per_second(period_us: Option<u64>) -> f64 {
-    1e6 / period_us.unwrap_or(100_000).max(1) as f64
-}
-
-/// Share of the plateau's CFS periods in which the cgroup was throttled.
-fn throttled_share(secs: &[&SecondSample], period_us: Option<u64>) -> Option<f64> {
-    let counter: Vec<f64> = secs
-        .iter()
-        .filter_map(|s| s.api_metrics.and_then(|m| m.cgroup_throttled_periods))
-        .collect();
-    let (first, last) = (counter.first()?, counter.last()?);
-    let per_second = periods_per_second(period_us);
-    let periods = per_second * (counter.len().saturating_sub(1)) as f64;
-    (periods > 0.0).then(|| (last - first) / periods)
-}
-
-/// Plateau seconds whose cgroup was throttled in at least [`THROTTLED_SHARE`] of their CFS
-/// periods: how many, the least and most share among them, and the orders refused overloaded in
-/// them. `None` when there is none.
-struct Bursts {
-    seconds: usize,
-    least: f64,
-    most: f64,
-    refused: u64,
-}
-
-impl Bursts {
-    /// `99 %`, or `92–99 %` when the seconds differ.
-    fn shares(&self) -> String {
-        let (least, most) = (100.0 * self.least, 100.0 * self.most);
-        if format!("{least:.0}") == format!("{most:.0}") {
-            format!("{most:.0} %")
-        } else {
-            format!("{least:.0}–{most:.0} %")
-        }
-    }
-}
-
-fn throttled_bursts(secs: &[&SecondSample], period_us: Option<u64>) -> Option<Bursts> {
-    let per_second = periods_per_second(period_us);
-    let mut found: Option<Bursts> = None;
-    for w in secs.windows(2) {
-        let counter = |s: &SecondSample| s.api_metrics.and_then(|m| m.cgroup_throttled_periods);
-        let (Some(a), Some(b)) = (counter(w[0]), counter(w[1])) else {
-            continue;
-        };
-        let share = (b - a) / per_second;
-        if share < THROTTLED_SHARE {
-            continue;
-        }
-        let refused = w[1].outcomes.get(OUTCOME_OVERLOADED).copied().unwrap_or(0);
-        let f = found.get_or_insert(Bursts {
-            seconds: 0,
-            least: f64::MAX,
-            most: 0.0,
-            refused: 0,
-        });
-        f.seconds += 1;
-        (f.least, f.most) = (f.least.min(share), f.most.max(share));
-        f.refused += refused;
-    }
-    found
 }
 
 /// Pool acquire timeouts over the plateau (a cumulative counter's rise).

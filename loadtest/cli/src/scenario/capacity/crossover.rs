@@ -72,7 +72,15 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
             } else {
                 "-again"
             };
-            let rate = format!("{:.0}{again}", s.rate_rps);
+            let rate = format!(
+                "{:.0}/s{}",
+                s.rate_rps,
+                if again.is_empty() {
+                    ""
+                } else {
+                    " (its second run)"
+                }
+            );
             // Threads sized per rate (`auto`) name no count in the folder; a fixed count does.
             let slugs = [None, s.blocking_threads]
                 .map(|threads| super::step_slug(&s.api, threads, s.rate_rps, again));
@@ -87,7 +95,7 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
                 let was = s.cause.as_ref().map(|c| c.stopped_by);
                 if was != Some(now.stopped_by) {
                     changed.push(format!(
-                        "{} at {rate}/s: {} by this build's rules (the search's own reading: {})",
+                        "{} at {rate}: {} by this build's rules (the search's own reading: {})",
                         s.api,
                         now.stopped_by.as_str(),
                         was.map_or("none", |w| w.as_str())

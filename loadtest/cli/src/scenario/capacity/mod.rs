@@ -7,8 +7,10 @@
 //!   critical path × 1.15, 2xx ≥ 99 %) over the plateau. The result is the highest rate that met
 //!   it and the lowest that missed it, at most 5 % of the rate found apart (or `--resolution R`
 //!   /s), and what stopped the API at the first rate that did not (`cause.rs`), or "above
-//!   X/s, harness-bound" when the rig was the limit. Each step runs the API in the pod given
-//!   (`--api-cpus`, `--api-memory-mib`), recorded in `scenario.json`'s `limits`.
+//!   X/s, harness-bound" when the rig was the limit twice at a rate (a step flagged
+//!   harness-bound, or one that missed with nothing at its limit, is measured once more). Each
+//!   step runs the API in the pod given (`--api-cpus`, `--api-memory-mib`), recorded in
+//!   `scenario.json`'s `limits`.
 //! - `threads`: blocking-api at `BLOCKING_THREADS` 200 … 4000 at 300/s and 750/s, reactive-api
 //!   beside it at the same rates: orders/s, 2xx share, p99, CPU and RSS per thread; the smallest
 //!   thread count that met the objective at each rate against Little's law (rate × critical path).
@@ -19,6 +21,7 @@ pub mod cause;
 pub mod crossover;
 pub mod points;
 pub mod search;
+mod throttling;
 
 use std::path::{Path, PathBuf};
 
@@ -159,9 +162,10 @@ impl Runner<'_> {
         let mut steps: Vec<StepPoint> = Vec::new();
         while let Some(rate) = search.next() {
             let (mut step, mut outcome) = self.step(api, threads, rate, "", file, failed).await?;
-            if unexplained(&step) {
-                // A miss no measured resource explains, or one on a burst of slow commits, is
-                // measured once more before it counts: the second run decides.
+            if worth_measuring_again(&step) {
+                // A miss no measured resource explains, one on a burst of slow commits, or a run
+                // the rig was flagged in is measured once more before it counts: the second run
+                // decides, and the first stays in the table with what it showed.
                 steps.push(step);
                 (step, outcome) = self
                     .step(api, threads, rate, "-again", file, failed)
@@ -275,12 +279,15 @@ pub fn outcome(met: bool, r: &RunResults) -> Step {
     }
 }
 
-/// A step that missed the objective with nothing at its limit, or on a burst that came and went
-/// (`cause::is_transient`).
-fn unexplained(step: &StepPoint) -> bool {
-    !step.met_objective
+/// A step whose figure may not be the API's own: it missed the objective with nothing at its
+/// limit, or on a burst that came and went (`cause::is_transient`), or the rig was flagged
+/// harness-bound in it (a generator late behind something else that ran on its core says nothing
+/// of the API). A step whose API died is its own miss, whatever the flag.
+pub fn worth_measuring_again(step: &StepPoint) -> bool {
+    let transient = !step.met_objective
         && step.harness_bound.is_none()
-        && step.cause.as_ref().is_some_and(cause::is_transient)
+        && step.cause.as_ref().is_some_and(cause::is_transient);
+    transient || (step.harness_bound.is_some() && step.died.is_none())
 }
 
 fn objective_text(base: &LabArgs, r: &RunResults) -> String {

@@ -6,8 +6,9 @@
 //! midpoint is geometric, so each step halves the ratio of the bracket whatever the rate's order
 //! of magnitude (a capacity of 20/s and one of 1,200/s take as many steps); with a width it is
 //! arithmetic. Rates are whole (profile
-//! `hold-R`), so a bracket never narrows below 1/s. A step flagged harness-bound ends the search:
-//! past it the rig, not the API, sets the figures.
+//! `hold-R`), so a bracket never narrows below 1/s. A step flagged harness-bound (the runner
+//! measures such a step twice, `capacity::worth_measuring_again`) ends the search: past it the
+//! rig, not the API, sets the figures.
 
 /// What one step showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
