@@ -8,6 +8,7 @@
 #
 #   scripts/k8s-local.sh                      # reactive-api, ramp-300 × 0.25
 #   K8S_LOCAL_TARGET=blocking-api K8S_LOCAL_PROFILE=ramp-150 K8S_LOCAL_SCALE=1 scripts/k8s-local.sh
+#   K8S_LOCAL_READY_S=0 scripts/k8s-local.sh  # the diagnostics of a start that does not finish
 #
 # Needs podman, kubectl (for `kubectl kustomize`) and the images order-lab:local and postgres:15:
 # run scripts/compose-e2e.sh once first (it installs podman and builds them). The generators are
@@ -61,6 +62,33 @@ if (major, minor) < (4, 4):
 open(played, "w").write("---\n".join(docs))
 EOF
 
+# What a start that did not finish leaves to read: each container's state and restarts, each
+# service answered from inside its own container (the process) against through the host's port
+# (the engine's port mapping), the NAT rules of the published ports, and every log.
+diagnose() {
+    podman ps -a --format '{{.Names}} {{.Status}}'
+    for c in postgres-pod-0-postgres mock-deps-pod-0-mock-deps blocking-api-pod-0-api reactive-api-pod-0-api; do
+        echo "--- $c: $(podman inspect "$c" --format 'started {{.State.StartedAt}}, restarts {{.RestartCount}}, exit code {{.State.ExitCode}}, IP {{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' 2>&1)"
+    done
+    for probe in "mock-deps-pod-0-mock-deps 9090 /health" "blocking-api-pod-0-api 8081 /ready" \
+        "reactive-api-pod-0-api 8082 /ready"; do
+        read -r c service_port path <<<"$probe"
+        inside=$(podman exec "$c" curl -sS -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$service_port$path" 2>&1)
+        outside=$(curl -sS -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$service_port$path" 2>&1)
+        echo "--- $c $path: from inside the container: $inside; through the host's port $service_port: $outside"
+    done
+    echo "--- the APIs' way to PostgreSQL: $(podman exec blocking-api-pod-0-api sh -c 'grep host.containers.internal /etc/hosts; timeout 2 bash -c "exec 3<>/dev/tcp/host.containers.internal/5432" && echo "port 5432 open"' 2>&1 | tr '\n' ' ')"
+    echo "--- networks and bridges"
+    podman network ls 2>&1
+    podman network inspect podman-default-kube-network --format '{{range .Subnets}}{{.Subnet}} {{end}}on {{.NetworkInterface}}' 2>&1
+    ip -br addr show type bridge 2>&1
+    echo "--- NAT rules of the published ports"
+    iptables -t nat -S 2>/dev/null | grep -E -- '--dport (5432|8081|8082|9090)' || echo "(none, or no iptables)"
+    for c in postgres-pod-0-postgres mock-deps-pod-0-mock-deps blocking-api-pod-0-api reactive-api-pod-0-api; do
+        echo "--- log of $c"; podman logs --timestamps "$c" 2>&1 | head -60 || true
+    done
+}
+
 down() {
     podman kube down "$played" >/dev/null 2>&1 || true
     podman secret rm $secret_name >/dev/null 2>&1 || true
@@ -68,21 +96,63 @@ down() {
 }
 down
 trap down EXIT
+
+# The manifests publish these on the host. Another user of one of them (the compose run's
+# containers still going down, a PostgreSQL of the host) would take the pods' traffic or refuse
+# it: wait up to 30 s for them to be free, then name what holds them.
+# The compose run's containers and network (scripts/compose-e2e.sh takes them down as it ends)
+# are gone first as well: its network and the pods' take the same free subnet and bridge in turn.
+host_ports=(5432 8081 8082 9090)
+compose_left() {
+    podman ps -aq --filter label=com.docker.compose.project=order-lab-e2e 2>/dev/null
+    podman network ls --format '{{.Name}}' 2>/dev/null | grep '^order-lab-e2e' || true
+}
+held() { ss -Htln "( $(printf 'sport = :%s or ' "${host_ports[@]}") sport = :0 )" 2>/dev/null; }
+for i in $(seq 30); do
+    [ -z "$(held)" ] && [ -z "$(compose_left)" ] && break
+    if [ "$i" = 30 ]; then
+        echo "k8s-local: after 30 s, host ports or the compose run still in the way:" >&2
+        ss -Htlnp "( $(printf 'sport = :%s or ' "${host_ports[@]}") sport = :0 )" >&2 || true
+        podman ps -a --format '{{.Names}} {{.Status}} {{.Ports}}' >&2 || true
+        podman network ls >&2 || true
+        exit 1
+    fi
+    sleep 1
+done
+
 if [ -s "$out/secret.json" ]; then
     podman secret create $secret_name "$out/secret.json" >/dev/null
 fi
 say "podman kube play ($podman_version) of deploy/k8s/overlays/local"
 podman kube play "$played" >/dev/null
 
-ready() { curl -fsS -m 2 "http://127.0.0.1:$1/ready" >/dev/null 2>&1; }
-deadline=$((SECONDS + 180))
-until ready 8081 && ready 8082 && curl -fsS -m 2 http://127.0.0.1:9090/health >/dev/null 2>&1; do
+# Each service's readiness through its published port, said once when it first answers, so a
+# start that does not finish names the part that did not answer.
+checks=("postgres tcp 5432" "mock-deps http://127.0.0.1:9090/health"
+    "blocking-api http://127.0.0.1:8081/ready" "reactive-api http://127.0.0.1:8082/ready")
+answers() { # service, url or "tcp PORT"
+    case $2 in
+        tcp) timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$3" 2>/dev/null ;;
+        *) curl -fsS -m 2 -o /dev/null "$2" 2>/dev/null ;;
+    esac
+}
+declare -A up=()
+ready_s=${K8S_LOCAL_READY_S:-180}
+deadline=$((SECONDS + ready_s))
+while [ ${#up[@]} -lt ${#checks[@]} ]; do
+    for c in "${checks[@]}"; do
+        read -r name what tcp_port <<<"$c"
+        [ -n "${up[$name]:-}" ] && continue
+        if answers "$name" "$what" "$tcp_port"; then
+            up[$name]=1
+            say "$name answers on the host after $((SECONDS - t0)) s"
+        fi
+    done
+    [ ${#up[@]} -lt ${#checks[@]} ] || break
     if [ $SECONDS -gt $deadline ]; then
-        podman ps -a --format '{{.Names}} {{.Status}}'
-        for c in blocking-api-pod-0-api reactive-api-pod-0-api postgres-pod-0-postgres; do
-            echo "--- $c"; podman logs --tail 20 $c 2>&1 || true
-        done
-        echo "k8s-local: the services were not ready within 180 s" >&2
+        diagnose
+        echo "k8s-local: not ready within $ready_s s: $(for c in "${checks[@]}"; do
+            read -r name _ <<<"$c"; [ -n "${up[$name]:-}" ] || printf '%s ' "$name"; done)" >&2
         exit 1
     fi
     sleep 2
