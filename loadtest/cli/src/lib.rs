@@ -19,10 +19,11 @@
 //!   ([`pod`]: its limits),
 //!   fresh state, warm-up, measurement ([`run`]), end-of-run checks; [`money`]: every charge
 //!   against the orders, once the API settled them; [`gave_up`]: the orders made for clients
-//!   that gave up; [`inject`]: a dependency slowed mid-run; [`scenario`]: the source experiments
-//!   as several lab runs and one table; [`bench`]: the capacity benchmark (CPU, statements, calls
-//!   and memory per order, each API alone in its CPU); [`merge`]: the shards of one run
-//!   (`run --shard I/N`) added up into the run.
+//!   that gave up; [`inject`]: a dependency slowed mid-run; [`faults`]: the faults a run's plan
+//!   injects (kills, restarts, outages, slow uploads, a slow broker); [`scenario`]: the source
+//!   experiments as several lab runs and one table; [`bench`]: the capacity benchmark (CPU,
+//!   statements, calls and memory per order, each API alone in its CPU); [`merge`]: the shards
+//!   of one run (`run --shard I/N`) added up into the run.
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 
@@ -31,6 +32,7 @@ pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod exit_status;
+pub mod faults;
 pub mod gave_up;
 pub mod inject;
 pub mod invariants;

@@ -7,7 +7,7 @@
 //! are slow (the API publishing through its outbox to a NATS behind a latency proxy). The plan is
 //! recorded in the run's configuration; what happened, and when, are the run's events.
 //!
-//! The lab carries the plan out (`loadtest/cli/src/lab/faults.rs`); this module parses and describes it.
+//! The lab carries the plan out (`loadtest/cli/src/faults/`); this module parses and describes it.
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! The order events counted after a run: every order in PostgreSQL against every subject in the
 //! broker's stream — an order without its event is lost, a subject with more than one message
 //! duplicated, an event without its order orphaned. The events scenario's count, and the
-//! slowed-broker fault's (`slow_broker.rs`).
+//! slowed-broker fault's (`faults/slow_broker.rs`).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,7 @@ use event_broker::Broker;
 use sqlx::Connection;
 
 /// Every order in the database at `database_url` against every subject in `broker`'s stream.
-pub(super) async fn census(broker: &Broker, database_url: &str) -> Result<Census> {
+pub(crate) async fn census(broker: &Broker, database_url: &str) -> Result<Census> {
     let subjects = broker.census().await?;
     let mut conn = sqlx::PgConnection::connect(database_url).await?;
     let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM orders")

@@ -268,14 +268,14 @@ impl EventsLab {
 }
 
 /// What remains to settle.
-pub(super) struct Pending {
+pub(crate) struct Pending {
     /// Outbox rows not yet sent.
     pub unsent: i64,
     prepared: i64,
     charging: i64,
 }
 
-pub(super) async fn pending(database_url: &str) -> Result<Pending> {
+pub(crate) async fn pending(database_url: &str) -> Result<Pending> {
     let mut conn = sqlx::PgConnection::connect(database_url).await?;
     let (unsent, prepared, charging): (i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM order_outbox WHERE sent_at IS NULL),

@@ -18,18 +18,16 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-mod census;
+pub(crate) mod census;
 mod db_activity;
 pub mod events;
 mod exit_watch;
-mod faults;
 mod one_run;
 mod overload;
-mod slow_broker;
-mod slow_uploads;
 mod warmup;
 
 use crate::api_env::{ApiSettings, PersistBatch, add_database};
+use crate::faults::slow_broker;
 use crate::lab_args::{AUTO_THREADS_HEADROOM, BlockingThreads, LabArgs, api_names};
 use crate::run::{environment, new_run_id, set_mock_latencies};
 use crate::services::{Database, MockDepsProcess};
@@ -40,8 +38,9 @@ use loadgen::profile::Profile;
 use order_core::plumbing::deps_client::DepsClient;
 use order_core::plumbing::settings::DepsHttp;
 
-/// What every run of this lab invocation shares.
-struct Lab {
+/// What every run of this lab invocation shares; the fault plan's part (`crate::faults`) reads
+/// the fields it acts on.
+pub(crate) struct Lab {
     args: LabArgs,
     profile: Profile,
     latency: MockLatencies,
@@ -51,16 +50,16 @@ struct Lab {
     /// What the APIs are given: `database_url`, or the latency proxy in front of it.
     api_database_url: Option<String>,
     injection: Option<Injection>,
-    faults: Option<FaultPlan>,
+    pub(crate) faults: Option<FaultPlan>,
     /// The database, when the lab opened it (a fault plan may restart it).
-    db: Option<Arc<Database>>,
+    pub(crate) db: Option<Arc<Database>>,
     /// The latency proxy between the APIs and PostgreSQL, when there is one (an added RTT, or a
     /// fault plan that freezes the database).
-    db_proxy: Option<Arc<latency_proxy::LatencyProxy>>,
+    pub(crate) db_proxy: Option<Arc<latency_proxy::LatencyProxy>>,
     /// NATS behind its latency proxy, for a fault plan that slows the broker.
-    broker: Option<slow_broker::SlowBroker>,
+    pub(crate) broker: Option<slow_broker::SlowBroker>,
     postgres_pid: Option<u32>,
-    deps_url: String,
+    pub(crate) deps_url: String,
     deps_pid: Option<u32>,
     environment: Environment,
     /// How `--blocking-threads auto` sized the pool, when it did.

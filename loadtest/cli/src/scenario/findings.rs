@@ -189,7 +189,10 @@ pub fn apply(
             table.charts.push(charts::faults(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
-        _ => {}
+        ScenarioName::SlowDependency
+        | ScenarioName::Capacity
+        | ScenarioName::Threads
+        | ScenarioName::Soak => {}
     }
     Ok(())
 }

@@ -208,7 +208,12 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
         ScenarioName::Batching => return batching::run(base).await,
         // Adaptive (each step depends on the last), so not a list of variants.
         ScenarioName::Capacity | ScenarioName::Threads => return capacity::run(name, base).await,
-        _ => {}
+        ScenarioName::Remotecall
+        | ScenarioName::DbLatency
+        | ScenarioName::SlowDependency
+        | ScenarioName::Faults
+        | ScenarioName::Overload
+        | ScenarioName::Soak => {}
     }
     let variants = variants(name, &base)?;
     let out = output_folder(name, &base)?;

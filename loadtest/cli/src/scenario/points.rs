@@ -35,7 +35,12 @@ pub fn rows(name: ScenarioName, done: &[(Variant, Vec<RunResults>)]) -> Option<V
         }
         ScenarioName::Overload => serde_json::to_value(all().map(overload).collect::<Vec<_>>()),
         ScenarioName::Faults => serde_json::to_value(all().map(faults).collect::<Vec<_>>()),
-        _ => return None,
+        ScenarioName::SlowDependency
+        | ScenarioName::Events
+        | ScenarioName::Capacity
+        | ScenarioName::Threads
+        | ScenarioName::Soak
+        | ScenarioName::Batching => return None,
     };
     Some(value.expect("plain structs serialise"))
 }

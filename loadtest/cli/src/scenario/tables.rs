@@ -14,7 +14,12 @@ pub fn build(name: ScenarioName, done: &[(Variant, Vec<RunResults>)]) -> Scenari
         ScenarioName::DbLatency => tables::db_latency(&done),
         ScenarioName::Faults => faults::table(&done, &faults_plan::page_plan()),
         ScenarioName::Overload => overload::table(&done),
-        _ => tables::slow_dependency(&done),
+        ScenarioName::SlowDependency
+        | ScenarioName::Events
+        | ScenarioName::Capacity
+        | ScenarioName::Threads
+        | ScenarioName::Soak
+        | ScenarioName::Batching => tables::slow_dependency(&done),
     };
     tables::with_links_and_checks(table, &done)
 }

@@ -3,7 +3,7 @@
 //! fault sets the proxy's round trip to the fault's delay for its window, so every JetStream
 //! acknowledgement the relay waits for takes at least that long; orders themselves never wait on
 //! the broker in this mode. After the run the lab waits for the relay to drain the outbox and
-//! counts the orders against the stream (`census::census`, the events scenario's count).
+//! counts the orders against the stream (`lab::census::census`, the events scenario's count).
 //!
 //! Between runs the outbox is drained before the tables are emptied and the stream is recreated
 //! after, so that no event of the warm-up or of the run before lands in the next run's stream.
@@ -17,9 +17,9 @@ use lab_results::faults::{BrokerAck, BrokerRecord};
 use labkit::nats::EphemeralNats;
 use latency_proxy::LatencyProxy;
 
-use super::census::census;
-use super::events::pending;
 use crate::api_env::EventsEnv;
+use crate::lab::census::census;
+use crate::lab::events::pending;
 use order_core::plumbing::events_mode::EventsMode;
 
 /// The API's `NATS_TIMEOUT_MS` in these runs: its default, so that the row says whether the
@@ -31,7 +31,7 @@ fn nats_timeout_ms() -> u64 {
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 
 /// NATS, the proxy in front of it, and a client of the lab's straight to NATS.
-pub(super) struct SlowBroker {
+pub(crate) struct SlowBroker {
     // Dropped last: the proxy and the client go before the server.
     proxy: Arc<LatencyProxy>,
     client: Broker,

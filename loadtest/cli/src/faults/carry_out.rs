@@ -14,8 +14,8 @@ use anyhow::{Context, Result};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::Lab;
 use super::{slow_broker, slow_uploads};
+use crate::lab::Lab;
 use crate::run::patch_mock_config;
 use crate::services::{ApiProcess, Database};
 use lab_results::faults::{
@@ -38,7 +38,7 @@ struct Outcome {
 }
 
 /// What [`Lab::end_faults`] gives back.
-pub(super) struct Ended {
+pub(crate) struct Ended {
     pub process: Option<ApiProcess>,
     /// The faults' events (the payment faults' one at t = 0 first).
     pub events: Vec<Event>,
@@ -47,7 +47,7 @@ pub(super) struct Ended {
 }
 
 /// The faults of one run, under way.
-pub(super) struct Running {
+pub(crate) struct Running {
     plan: Option<FaultPlan>,
     stop: Arc<Notify>,
     task: JoinHandle<Outcome>,
@@ -56,7 +56,7 @@ pub(super) struct Running {
 impl Lab {
     /// Turns the payment faults on and starts the task that kills and restarts on `clock`.
     /// Takes the API process (the task may restart it); [`Lab::end_faults`] gives it back.
-    pub(super) async fn start_faults(
+    pub(crate) async fn start_faults(
         &self,
         process: Option<ApiProcess>,
         api_url: &str,
@@ -92,7 +92,7 @@ impl Lab {
     }
 
     /// Cancels the faults not yet due, waits for one under way, turns the payment faults off.
-    pub(super) async fn end_faults(&self, running: Running) -> Result<Ended> {
+    pub(crate) async fn end_faults(&self, running: Running) -> Result<Ended> {
         running.stop.notify_one();
         let Outcome {
             process,
@@ -142,7 +142,7 @@ fn payment_faults(plan: &FaultPlan) -> ConfigPatch {
 }
 
 /// For each fault event, the time to the first 201 after it.
-pub(super) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultRecovery> {
+pub(crate) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultRecovery> {
     events
         .iter()
         .filter(|e| {
@@ -494,5 +494,5 @@ async fn carry_out(
 }
 
 #[cfg(test)]
-#[path = "faults_tests.rs"]
+#[path = "carry_out_tests.rs"]
 mod tests;
