@@ -35,6 +35,8 @@ pub fn rows(name: ScenarioName, done: &[(Variant, Vec<RunResults>)]) -> Option<V
         }
         ScenarioName::Overload => serde_json::to_value(all().map(overload).collect::<Vec<_>>()),
         ScenarioName::Faults => serde_json::to_value(all().map(faults).collect::<Vec<_>>()),
+        // Events, Capacity, Threads and Batching have runners of their own and never come here
+        // (`scenario::run` returns first); named, so that a new scenario stops the build here.
         ScenarioName::SlowDependency
         | ScenarioName::Events
         | ScenarioName::Capacity

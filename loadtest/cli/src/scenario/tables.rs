@@ -14,6 +14,8 @@ pub fn build(name: ScenarioName, done: &[(Variant, Vec<RunResults>)]) -> Scenari
         ScenarioName::DbLatency => tables::db_latency(&done),
         ScenarioName::Faults => faults::table(&done, &faults_plan::page_plan()),
         ScenarioName::Overload => overload::table(&done),
+        // Events, Capacity, Threads and Batching have runners of their own and never come here
+        // (`scenario::run` returns first); named, so that a new scenario stops the build here.
         ScenarioName::SlowDependency
         | ScenarioName::Events
         | ScenarioName::Capacity
