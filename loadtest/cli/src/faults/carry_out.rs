@@ -18,11 +18,11 @@ use super::{slow_broker, slow_uploads};
 use crate::lab::Lab;
 use crate::run::patch_mock_config;
 use crate::services::{ApiProcess, Database};
+use lab_results::Event;
 use lab_results::faults::{
     BROKER_ACK_LABEL, DB_FREEZE_LABEL, DB_RESTART_LABEL, FaultPlan, GATEWAY_DOWN_LABEL, KILL_LABEL,
     SLOW_UPLOADS_LABEL,
 };
-use lab_results::{Event, FaultRecovery, RetryRecord};
 use loadgen::clock::Clock;
 use mock_deps::admin::{ConfigPatch, EndpointPatch};
 
@@ -139,30 +139,6 @@ fn payment_faults(plan: &FaultPlan) -> ConfigPatch {
         hang_ms: plan.hang_ms,
         ..ConfigPatch::default()
     }
-}
-
-/// For each fault event, the time to the first 201 after it.
-pub(crate) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultRecovery> {
-    events
-        .iter()
-        .filter(|e| {
-            [
-                KILL_LABEL,
-                DB_RESTART_LABEL,
-                DB_FREEZE_LABEL,
-                SLOW_UPLOADS_LABEL,
-                GATEWAY_DOWN_LABEL,
-                BROKER_ACK_LABEL,
-            ]
-            .iter()
-            .any(|l| e.label.starts_with(l))
-        })
-        .map(|e| FaultRecovery {
-            fault: e.label.clone(),
-            t: e.t,
-            first_201_after_s: retries.first_created_after(e.t),
-        })
-        .collect()
 }
 
 /// What the faults act on.

@@ -3,8 +3,9 @@
 //! its time on the run's clock and recorded as an event of the run.
 //!
 //! - `carry_out.rs`: the plan carried out — payment faults through mock-deps' admin API, the API
-//!   killed and restarted, PostgreSQL restarted or frozen, the gateway unreachable, and the time
-//!   to recover from each (`recovery`);
+//!   killed and restarted, PostgreSQL restarted or frozen, the gateway unreachable;
+//! - `recovery.rs`: the time the API took to serve again after each fault (a module of its own,
+//!   which the lab run reads without importing the plan's carrying out, which imports the run);
 //! - `slow_uploads.rs`: connections that hold an order's body back, one byte at a time;
 //! - `slow_broker.rs`: the NATS broker behind a latency proxy whose acknowledgements the fault
 //!   slows, and the count of the events after the run.
@@ -14,7 +15,6 @@
 //! is [`crate::inject`].
 
 mod carry_out;
+pub(crate) mod recovery;
 pub(crate) mod slow_broker;
 mod slow_uploads;
-
-pub(crate) use carry_out::recovery;

@@ -176,7 +176,7 @@ impl Lab {
         results.events.extend(fault_events);
         results.events.sort_by(|a, b| a.t.total_cmp(&b.t));
         if let Some(r) = results.retries.as_mut() {
-            r.recovery = crate::faults::recovery(&results.events, r);
+            r.recovery = crate::faults::recovery::recovery(&results.events, r);
         }
         results.invariants = invariants::all(
             &results,

@@ -54,7 +54,7 @@ pub const BOUND_SHARE: f64 = 0.95;
 /// Mean CPU over the plateau at this share of the API's quota is its CPU.
 pub const CPU_SHARE: f64 = 0.95;
 /// Throttled in this share of the plateau's CFS periods: the quota held it back.
-pub const THROTTLED_SHARE: f64 = 0.5;
+pub use super::throttling::THROTTLED_SHARE;
 /// blocking-api's threads all busy in this share of the plateau's samples: the pool ran out.
 pub const POOL_FULL_SHARE: f64 = 0.9;
 /// Throttled in at least one CFS period in this share of the plateau's seconds …

@@ -5,7 +5,9 @@
 
 use lab_results::{OUTCOME_OVERLOADED, SecondSample};
 
-use super::cause::THROTTLED_SHARE;
+/// Throttled in this share of the plateau's CFS periods (over the plateau, or in one second of
+/// a burst): the quota held it back.
+pub const THROTTLED_SHARE: f64 = 0.5;
 
 /// CFS periods in a second: `period_us` long (the limits' `cpu_period_us`; a file without it ran
 /// the kernel's default of 100 ms).

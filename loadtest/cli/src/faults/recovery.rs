@@ -1,0 +1,32 @@
+//! How long the API took to serve again after each fault: the time from the fault's event to the
+//! first order created after it, read from the run's events and the generator's record of 201s.
+
+use lab_results::faults::{
+    BROKER_ACK_LABEL, DB_FREEZE_LABEL, DB_RESTART_LABEL, GATEWAY_DOWN_LABEL, KILL_LABEL,
+    SLOW_UPLOADS_LABEL,
+};
+use lab_results::{Event, FaultRecovery, RetryRecord};
+
+/// For each fault event, the time to the first 201 after it.
+pub(crate) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultRecovery> {
+    events
+        .iter()
+        .filter(|e| {
+            [
+                KILL_LABEL,
+                DB_RESTART_LABEL,
+                DB_FREEZE_LABEL,
+                SLOW_UPLOADS_LABEL,
+                GATEWAY_DOWN_LABEL,
+                BROKER_ACK_LABEL,
+            ]
+            .iter()
+            .any(|l| e.label.starts_with(l))
+        })
+        .map(|e| FaultRecovery {
+            fault: e.label.clone(),
+            t: e.t,
+            first_201_after_s: retries.first_created_after(e.t),
+        })
+        .collect()
+}
