@@ -14,6 +14,7 @@ use lab_results::batching::{BatchRow as Row, Ceiling};
 use super::ceiling::{Hold, ceiling};
 use super::fsync::FsyncFigure;
 use super::plan::{CLIENTS, Cell, POOL, ServerSettings, WAIT_MS};
+use crate::scenario::ScenarioName;
 use lab_report::scenario::batching::{self, Plan};
 use lab_report::scenario::{ScenarioTable, VariantRuns};
 
@@ -214,7 +215,7 @@ pub fn json(
     server: &ServerSettings,
 ) -> serde_json::Value {
     serde_json::json!({
-        "scenario": "batching",
+        "scenario": ScenarioName::Batching.as_str(),
         "clients": CLIENTS,
         "db_pool_size": POOL,
         "persist_batch_wait_ms": WAIT_MS,
