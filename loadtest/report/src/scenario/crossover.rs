@@ -26,7 +26,8 @@ pub fn table(files: &[CapacityFile]) -> ScenarioTable {
                 highest rate that met that search's objective and the lowest that missed it. At \
                 the highest rate met: the most orders in flight in a second (blocking-api holds a \
                 thread for each), RSS per order in flight (the slope of RSS on the orders in \
-                flight over the ramp and the plateau) and the API's CPU per order."
+                flight over the ramp and the plateau; — when they spanned fewer than 50, too few \
+                for a slope) and the API's CPU per order."
             .to_owned(),
         columns: [
             "critical path",
