@@ -306,6 +306,7 @@ fn row(at: &[&SecondSample]) -> SampleRow {
             mock_deps_cpu_percent: first(|s| s.harness.mock_deps_cpu_percent),
             postgres_cpu_percent: first(|s| s.harness.postgres_cpu_percent),
             machine_cpu_percent: first(|s| s.harness.machine_cpu_percent),
+            machine_steal_percent: first(|s| s.harness.machine_steal_percent),
             sampler_cpu_percent: at
                 .iter()
                 .filter_map(|s| s.harness.sampler_cpu_percent)

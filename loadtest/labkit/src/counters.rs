@@ -67,12 +67,23 @@ pub fn stacks_in(maps: &procfs::process::MemoryMaps, stack_kib: u64) -> (u64, u6
 
 /// Busy CPU time of the whole machine so far, all CPUs together, seconds.
 pub fn machine_busy_seconds() -> anyhow::Result<f64> {
-    Ok(machine_jiffies()?.0 as f64 / ticks_per_second())
+    Ok(machine_jiffies()?.busy as f64 / ticks_per_second())
 }
 
-/// `(busy, total)` jiffies of all CPUs so far ([`busy_jiffies`], and those plus idle and iowait):
-/// two readings give the share of the machine's CPU time that was busy between them.
-pub fn machine_jiffies() -> anyhow::Result<(u64, u64)> {
+/// Jiffies of all CPUs so far, from `/proc/stat`'s `cpu` line: two readings give the share of
+/// the machine's CPU time that was busy between them, and of it the share its hypervisor took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineJiffies {
+    /// [`busy_jiffies`]: steal included.
+    pub busy: u64,
+    /// `steal`: time a virtual machine's CPUs were ready to run while its host ran something
+    /// else (other tenants) — a machine's own processes cannot account for it.
+    pub steal: u64,
+    /// [`total_jiffies`]: busy, idle and iowait.
+    pub total: u64,
+}
+
+pub fn machine_jiffies() -> anyhow::Result<MachineJiffies> {
     imp::machine_jiffies()
 }
 
@@ -117,9 +128,13 @@ mod imp {
         procfs::KernelStats::current().context("reading /proc/stat")
     }
 
-    pub(super) fn machine_jiffies() -> anyhow::Result<(u64, u64)> {
+    pub(super) fn machine_jiffies() -> anyhow::Result<super::MachineJiffies> {
         let total = kernel_stats()?.total;
-        Ok((super::busy_jiffies(&total), super::total_jiffies(&total)))
+        Ok(super::MachineJiffies {
+            busy: super::busy_jiffies(&total),
+            steal: total.steal.unwrap_or(0),
+            total: super::total_jiffies(&total),
+        })
     }
 
     pub(super) fn thread_stacks(pid: u32, stack_kib: u64) -> anyhow::Result<(u64, u64)> {
@@ -172,7 +187,7 @@ mod imp {
         100.0
     }
 
-    pub(super) fn machine_jiffies() -> anyhow::Result<(u64, u64)> {
+    pub(super) fn machine_jiffies() -> anyhow::Result<super::MachineJiffies> {
         anyhow::bail!("machine counters need Linux's /proc")
     }
 
@@ -247,8 +262,9 @@ mod tests {
         assert!(c.threads >= 1);
         assert!(c.voluntary_switches + c.involuntary_switches > 0, "{c:?}");
         assert!(machine_busy_seconds().unwrap() > 0.0);
-        let (busy, total) = machine_jiffies().unwrap();
-        assert!(0 < busy && busy < total, "{busy} of {total}");
+        let j = machine_jiffies().unwrap();
+        assert!(0 < j.busy && j.busy < j.total, "{j:?}");
+        assert!(j.steal <= j.busy, "steal is a part of busy: {j:?}");
         assert!(online_cpus() >= 1);
         // Counted from a thread of Rust's default stack size, so there is at least that one.
         let (stacks, rss) =

@@ -239,28 +239,30 @@ fn knee(profile: &Profile, steps: &[Acc]) -> Option<f64> {
 /// say so, % of a core: something else ran on the machine then.
 pub const OUTSIDE_PERCENT: f64 = 20.0;
 
-/// Mean CPU, % of a core, that the machine spent beyond the API, the generator, mock-deps,
-/// PostgreSQL and the sampler over `seconds` (the kernel's own work on their behalf included);
-/// `None` without the machine's reading.
+/// Mean CPU, % of a core, that the machine spent beyond the API, the generator (the sampler is
+/// a thread of it), mock-deps and PostgreSQL over `seconds`: other processes, the kernel's own
+/// threads, and on a virtual machine the time its host took (steal); `None` without the
+/// machine's reading.
 pub fn outside_the_lab(seconds: &[&SecondSample]) -> Option<f64> {
-    let per_second: Vec<f64> = seconds
+    mean_of(seconds, |s| {
+        let h = &s.harness;
+        let ours: f64 = [
+            s.api_process.map(|p| p.cpu_percent),
+            h.generator_cpu_percent,
+            h.mock_deps_cpu_percent,
+            h.postgres_cpu_percent,
+        ]
         .iter()
-        .filter_map(|s| {
-            let h = &s.harness;
-            let ours: f64 = [
-                s.api_process.map(|p| p.cpu_percent),
-                h.generator_cpu_percent,
-                h.mock_deps_cpu_percent,
-                h.postgres_cpu_percent,
-                h.sampler_cpu_percent,
-            ]
-            .iter()
-            .flatten()
-            .sum();
-            h.machine_cpu_percent.map(|m| (m - ours).max(0.0))
-        })
-        .collect();
-    (!per_second.is_empty()).then(|| per_second.iter().sum::<f64>() / per_second.len() as f64)
+        .flatten()
+        .sum();
+        h.machine_cpu_percent.map(|m| (m - ours).max(0.0))
+    })
+}
+
+/// The mean of `f` over the seconds that have it.
+fn mean_of(seconds: &[&SecondSample], f: impl Fn(&SecondSample) -> Option<f64>) -> Option<f64> {
+    let values: Vec<f64> = seconds.iter().filter_map(|s| f(s)).collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 /// Says why the harness, not the API, may have been the limit; `None` when nothing points at it.
@@ -298,7 +300,17 @@ pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> O
         let outside = outside_the_lab(&late_seconds)
             .filter(|o| *o >= OUTSIDE_PERCENT)
             .map_or(String::new(), |o| {
-                format!("; in those seconds {o:.0} % of a core ran outside the lab's processes")
+                let steal = mean_of(&late_seconds, |s| s.harness.machine_steal_percent).map_or(
+                    String::new(),
+                    |st| {
+                        format!(
+                            ", {st:.0} % of it the host's (steal: other tenants of the VM's host)"
+                        )
+                    },
+                );
+                format!(
+                    "; in those seconds {o:.0} % of a core ran outside the lab's processes{steal}"
+                )
             });
         reasons.push(format!(
             "generator fell behind its schedule: lateness p99 > {LATE_P99_MS} ms in {} s (first at t={} s, worst {worst:.0} ms){outside}",

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use labkit::counters::MachineJiffies;
 use labkit::procstat::{
     self, ProcSample, Sampler, Target, TreeParts, cpu_percent, cpu_wait_percent,
 };
@@ -144,12 +145,16 @@ pub async fn run(
             _ => None,
         };
         prev_jobs = jobs;
-        let machine = match (prev_stat, stat) {
-            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
-                Some(100.0 * cores() * (b1 - b0) as f64 / (t1 - t0) as f64)
-            }
+        // Shares of the machine's jiffies between the two readings, in % of a core.
+        let share = |part: fn(&MachineJiffies) -> u64| match (prev_stat, stat) {
+            (Some(a), Some(b)) if b.total > a.total => Some(
+                100.0 * cores() * part(&b).saturating_sub(part(&a)) as f64
+                    / (b.total - a.total) as f64,
+            ),
             _ => None,
         };
+        let machine = share(|j| j.busy);
+        let steal = share(|j| j.steal);
         prev_stat = stat;
         let pct = |name: &str| match (prev.get(name), cur.get(name)) {
             (Some(a), Some(b)) => cpu_percent(a, b),
@@ -183,6 +188,7 @@ pub async fn run(
                 mock_deps_cpu_percent: pct("mock-deps"),
                 postgres_cpu_percent: postgres_jobs.map(|j| j.total()),
                 machine_cpu_percent: machine,
+                machine_steal_percent: steal,
                 sampler_cpu_percent: sampler_pct,
                 postgres_jobs,
             },

@@ -274,6 +274,16 @@ fn harness_bound_blames_the_harness_not_a_busy_api() {
         why.contains("in those seconds 52 % of a core ran outside the lab's processes"),
         "{why}"
     );
+    assert!(!why.contains("steal"), "no steal reading, none said: {why}");
+    let mut stolen = busy_elsewhere(52.0);
+    for s in &mut stolen {
+        s.harness.machine_steal_percent = Some(if s.t >= 6 { 40.0 } else { 0.0 });
+    }
+    let why = harness_bound(&stolen, &limits, 2).unwrap();
+    assert!(
+        why.contains("52 % of a core ran outside the lab's processes, 40 % of it the host's"),
+        "{why}"
+    );
     let why = harness_bound(&busy_elsewhere(8.0), &limits, 2).unwrap();
     assert!(
         !why.contains("outside"),

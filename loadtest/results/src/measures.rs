@@ -133,6 +133,10 @@ pub struct HarnessSample {
     /// The whole machine, every process (other tenants included), from `/proc/stat`.
     #[serde(default)]
     pub machine_cpu_percent: Option<f64>,
+    /// Of it, the time the machine's host took from it (`/proc/stat`'s steal: its CPUs ready to
+    /// run while the hypervisor ran other tenants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_steal_percent: Option<f64>,
     /// The sampler's own thread (its `/proc` reads and `/metrics` scrapes), a part of
     /// `generator_cpu_percent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
