@@ -245,18 +245,24 @@ pub const OUTSIDE_PERCENT: f64 = 20.0;
 /// machine's reading.
 pub fn outside_the_lab(seconds: &[&SecondSample]) -> Option<f64> {
     mean_of(seconds, |s| {
-        let h = &s.harness;
-        let ours: f64 = [
-            s.api_process.map(|p| p.cpu_percent),
-            h.generator_cpu_percent,
-            h.mock_deps_cpu_percent,
-            h.postgres_cpu_percent,
-        ]
-        .iter()
-        .flatten()
-        .sum();
-        h.machine_cpu_percent.map(|m| (m - ours).max(0.0))
+        let ours = lab_cpu_percent(s);
+        s.harness.machine_cpu_percent.map(|m| (m - ours).max(0.0))
     })
+}
+
+/// The CPU of the lab's own processes in one second, % of a core: the API, the generator (its
+/// sampler included), mock-deps and PostgreSQL, those measured.
+fn lab_cpu_percent(s: &SecondSample) -> f64 {
+    let h = &s.harness;
+    [
+        s.api_process.map(|p| p.cpu_percent),
+        h.generator_cpu_percent,
+        h.mock_deps_cpu_percent,
+        h.postgres_cpu_percent,
+    ]
+    .iter()
+    .flatten()
+    .sum()
 }
 
 /// The mean of `f` over the seconds that have it.
@@ -355,15 +361,9 @@ pub fn harness_bound(seconds: &[SecondSample], limits: &Limits, cores: u32) -> O
         "the machine (every process, other tenants included)",
         SATURATED * 100.0 * cores,
         &|s| {
-            let h = &s.harness;
-            let ours = [
-                s.api_process.map(|p| p.cpu_percent),
-                h.generator_cpu_percent,
-                h.mock_deps_cpu_percent,
-                h.postgres_cpu_percent,
-            ];
-            h.machine_cpu_percent
-                .or_else(|| Some(ours.iter().flatten().sum()))
+            s.harness
+                .machine_cpu_percent
+                .or_else(|| Some(lab_cpu_percent(s)))
         },
     );
     if limits.pinning.is_none() {

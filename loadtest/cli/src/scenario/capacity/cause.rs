@@ -117,11 +117,6 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / f64::from(n))
 }
 
-/// The offered rate of the run's plateau (its summary), arrivals per second.
-fn offered_rps(r: &RunResults) -> f64 {
-    r.plateau.as_ref().unwrap_or(&r.summary).offered_rps
-}
-
 /// The critical path of the mocked dependencies, seconds.
 fn critical_path_s(r: &RunResults) -> Option<f64> {
     let ms = r.config.mock_latency_ms?.critical_path_ms() as f64;
@@ -131,6 +126,9 @@ fn critical_path_s(r: &RunResults) -> Option<f64> {
 /// What stopped the API in `r`, a run that missed the objective.
 pub fn stopped_by(r: &RunResults) -> Cause {
     let secs = plateau(r);
+    // The plateau's figures (the whole run's when it had none), and the API's settings.
+    let summary = r.plateau.as_ref().unwrap_or(&r.summary);
+    let settings = r.config.settings();
     let mib = |b: f64| b / (1024.0 * 1024.0);
     if let Some(exit) = &r.api_exit {
         let by = if exit.oom_killed {
@@ -167,7 +165,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             format!("peak RSS {p:.0} MiB of its {l:.0} MiB limit"),
         );
     }
-    let offered = offered_rps(r);
+    let offered = summary.offered_rps;
     if let Some(l) = &r.littles_law {
         let measured = l
             .measured_plateau_rps
@@ -188,16 +186,11 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             );
         }
     }
-    let cap = r
-        .config
-        .settings()
+    let cap = settings
         .max_in_flight
         .map(|m| m as f64)
         .filter(|m| *m > 0.0);
-    let overloaded = r
-        .plateau
-        .as_ref()
-        .unwrap_or(&r.summary)
+    let overloaded = summary
         .errors_by_kind
         .get(OUTCOME_OVERLOADED)
         .copied()
@@ -242,7 +235,8 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             ),
         );
     }
-    if let Some(share) = throttled_share(&secs, r.config.limits.cpu_period_us)
+    let throttled = throttled_share(&secs, r.config.limits.cpu_period_us);
+    if let Some(share) = throttled
         && share >= THROTTLED_SHARE
     {
         return Cause::new(
@@ -301,8 +295,8 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             .filter(|_| orders_rps > 0.0)
             .map_or("?".to_owned(), |w| format!("{:.1}", 10.0 * w / orders_rps))
     };
-    let served = r.plateau.as_ref().unwrap_or(&r.summary).ok_throughput_rps;
-    if let Some(threads) = r.config.settings().blocking_threads.filter(|t| *t > 0)
+    let served = summary.ok_throughput_rps;
+    if let Some(threads) = settings.blocking_threads.filter(|t| *t > 0)
         && overloaded > 0
     {
         let busy: Vec<f64> = secs
@@ -331,7 +325,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
         }
     }
     if let Some(stalls) = throttled_seconds(&secs)
-        && let Some(share) = throttled_share(&secs, r.config.limits.cpu_period_us)
+        && let Some(share) = throttled
         && let Some(cpu) = cpu
         && stalls.throttled as f64 >= STALL_SECONDS_SHARE * stalls.seconds as f64
         && share >= STALL_PERIODS_SHARE
@@ -357,7 +351,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
                 period_ms * (1.0 - cores.min(1.0)),
                 wait_ms_per_order(served),
                 100.0 * cores,
-                r.plateau.as_ref().unwrap_or(&r.summary).latency_ms.p99
+                summary.latency_ms.p99
             ),
         );
     }
@@ -366,10 +360,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
         .filter(|s| s.api_metrics.and_then(|m| m.db_pool_waiting).unwrap_or(0.0) > 0.0)
         .count();
     let timeouts = acquire_timeouts(&secs);
-    let unavailable = r
-        .plateau
-        .as_ref()
-        .unwrap_or(&r.summary)
+    let unavailable = summary
         .errors_by_kind
         .get("database_unavailable")
         .copied()
@@ -416,15 +407,14 @@ pub fn stopped_by(r: &RunResults) -> Cause {
                      slowest plateau second against {median:.1} ms in the median one, with no \
                      request waiting for a connection (durable commits waiting for the disk's \
                      flush); p99 {:.0} ms at {} % CPU",
-                    r.plateau.as_ref().unwrap_or(&r.summary).latency_ms.p99,
+                    summary.latency_ms.p99,
                     cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
                 ),
             );
         }
     }
-    let s = r.plateau.as_ref().unwrap_or(&r.summary);
-    let share = if s.offered > 0 {
-        100.0 * (s.ok + s.replayed) as f64 / s.offered as f64
+    let share = if summary.offered > 0 {
+        100.0 * (summary.ok + summary.replayed) as f64 / summary.offered as f64
     } else {
         0.0
     };
@@ -437,7 +427,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             "no resource at its limit: p99 {:.0} ms, 2xx {share:.1} % of arrivals ({overloaded} \
              refused overloaded below the admission cap, i.e. by the event loop's lag rule \
              where the API has one), mean CPU {} %",
-            s.latency_ms.p99,
+            summary.latency_ms.p99,
             cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
         ),
     }

@@ -67,20 +67,14 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
     for c in &mut file.capacities {
         let mut seen = std::collections::HashSet::new();
         for s in &mut c.steps {
-            let again = if seen.insert(s.rate_rps.to_bits()) {
-                ""
+            let (again, rate) = if seen.insert(s.rate_rps.to_bits()) {
+                ("", format!("{:.0}/s", s.rate_rps))
             } else {
-                "-again"
+                (
+                    super::AGAIN,
+                    format!("{:.0}/s (its second run)", s.rate_rps),
+                )
             };
-            let rate = format!(
-                "{:.0}/s{}",
-                s.rate_rps,
-                if again.is_empty() {
-                    ""
-                } else {
-                    " (its second run)"
-                }
-            );
             // Threads sized per rate (`auto`) name no count in the folder; a fixed count does.
             let slugs = [None, s.blocking_threads]
                 .map(|threads| super::step_slug(&s.api, threads, s.rate_rps, again));

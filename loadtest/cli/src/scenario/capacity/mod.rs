@@ -167,9 +167,7 @@ impl Runner<'_> {
                 // the rig was flagged in is measured once more before it counts: the second run
                 // decides, and the first stays in the table with what it showed.
                 steps.push(step);
-                (step, outcome) = self
-                    .step(api, threads, rate, "-again", file, failed)
-                    .await?;
+                (step, outcome) = self.step(api, threads, rate, AGAIN, file, failed).await?;
             }
             search.record(rate, outcome);
             if outcome == Step::Met && step.harness_bound.is_some() {
@@ -257,8 +255,11 @@ impl Runner<'_> {
     }
 }
 
+/// The end of the folder's name of a rate's second run.
+pub const AGAIN: &str = "-again";
+
 /// The folder of one step under the scenario's: `<api>-<rate>`, or `<api>-<threads>-threads-<rate>`
-/// for a fixed thread count, then `suffix` (`-again` for a rate's second run).
+/// for a fixed thread count, then `suffix` ([`AGAIN`] for a rate's second run).
 pub fn step_slug(api: &str, threads: Option<u32>, rate: f64, suffix: &str) -> String {
     match threads {
         Some(t) => format!("{api}-{t}-threads-{rate:.0}{suffix}"),

@@ -36,18 +36,20 @@ pub(super) struct Stalls {
     pub(super) p99_correlation: Option<f64>,
 }
 
-pub(super) fn throttled_seconds(secs: &[&SecondSample]) -> Option<Stalls> {
+/// Each plateau second with a throttling reading before it: the periods it was throttled in (the
+/// cumulative counter's rise), and the second.
+fn rises<'a>(secs: &[&'a SecondSample]) -> Vec<(f64, &'a SecondSample)> {
     let counter = |s: &SecondSample| s.api_metrics.and_then(|m| m.cgroup_throttled_periods);
-    let rises: Vec<(f64, Option<f64>)> = secs
-        .windows(2)
-        .filter_map(|w| {
-            let rise = counter(w[1])? - counter(w[0])?;
-            Some((rise, w[1].latency_ms.map(|l| l.p99)))
-        })
-        .collect();
+    secs.windows(2)
+        .filter_map(|w| Some((counter(w[1])? - counter(w[0])?, w[1])))
+        .collect()
+}
+
+pub(super) fn throttled_seconds(secs: &[&SecondSample]) -> Option<Stalls> {
+    let rises = rises(secs);
     let paired: Vec<(f64, f64)> = rises
         .iter()
-        .filter_map(|(rise, p99)| Some((*rise, (*p99)?)))
+        .filter_map(|(rise, s)| Some((*rise, s.latency_ms?.p99)))
         .collect();
     (!rises.is_empty()).then(|| Stalls {
         seconds: rises.len(),
@@ -58,7 +60,7 @@ pub(super) fn throttled_seconds(secs: &[&SecondSample]) -> Option<Stalls> {
 
 /// Pearson's correlation coefficient of the pairs; `None` for fewer than three, or when either
 /// side never varies.
-pub(super) fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
+fn pearson(pairs: &[(f64, f64)]) -> Option<f64> {
     let n = pairs.len() as f64;
     if pairs.len() < 3 {
         return None;
@@ -103,16 +105,16 @@ impl Bursts {
 pub(super) fn throttled_bursts(secs: &[&SecondSample], period_us: Option<u64>) -> Option<Bursts> {
     let per_second = periods_per_second(period_us);
     let mut found: Option<Bursts> = None;
-    for w in secs.windows(2) {
-        let counter = |s: &SecondSample| s.api_metrics.and_then(|m| m.cgroup_throttled_periods);
-        let (Some(a), Some(b)) = (counter(w[0]), counter(w[1])) else {
-            continue;
-        };
-        let share = (b - a) / per_second;
+    for (rise, second) in rises(secs) {
+        let share = rise / per_second;
         if share < THROTTLED_SHARE {
             continue;
         }
-        let refused = w[1].outcomes.get(OUTCOME_OVERLOADED).copied().unwrap_or(0);
+        let refused = second
+            .outcomes
+            .get(OUTCOME_OVERLOADED)
+            .copied()
+            .unwrap_or(0);
         let f = found.get_or_insert(Bursts {
             seconds: 0,
             least: f64::MAX,
