@@ -65,9 +65,13 @@ EOF
 # What a start that did not finish leaves to read: each container's state and restarts, each
 # service answered from inside its own container (the process) against through the host's port
 # (the engine's port mapping), the NAT rules of the published ports, and every log.
+containers=(postgres-pod-0-postgres mock-deps-pod-0-mock-deps blocking-api-pod-0-api reactive-api-pod-0-api)
 diagnose() {
+    # What fails here is what is being looked for (a curl refused, a tool missing): every reading
+    # is printed, none ends the diagnosis. The script exits 1 right after it.
+    set +e
     podman ps -a --format '{{.Names}} {{.Status}}'
-    for c in postgres-pod-0-postgres mock-deps-pod-0-mock-deps blocking-api-pod-0-api reactive-api-pod-0-api; do
+    for c in "${containers[@]}"; do
         echo "--- $c: $(podman inspect "$c" --format 'started {{.State.StartedAt}}, restarts {{.RestartCount}}, exit code {{.State.ExitCode}}, IP {{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' 2>&1)"
     done
     for probe in "mock-deps-pod-0-mock-deps 9090 /health" "blocking-api-pod-0-api 8081 /ready" \
@@ -84,8 +88,8 @@ diagnose() {
     ip -br addr show type bridge 2>&1
     echo "--- NAT rules of the published ports"
     iptables -t nat -S 2>/dev/null | grep -E -- '--dport (5432|8081|8082|9090)' || echo "(none, or no iptables)"
-    for c in postgres-pod-0-postgres mock-deps-pod-0-mock-deps blocking-api-pod-0-api reactive-api-pod-0-api; do
-        echo "--- log of $c"; podman logs --timestamps "$c" 2>&1 | head -60 || true
+    for c in "${containers[@]}"; do
+        echo "--- log of $c"; podman logs --timestamps "$c" 2>&1 | head -60
     done
 }
 
@@ -107,12 +111,14 @@ compose_left() {
     podman ps -aq --filter label=com.docker.compose.project=order-lab-e2e 2>/dev/null
     podman network ls --format '{{.Name}}' 2>/dev/null | grep '^order-lab-e2e' || true
 }
-held() { ss -Htln "( $(printf 'sport = :%s or ' "${host_ports[@]}") sport = :0 )" 2>/dev/null; }
+# ss's filter: a listening socket on any of them (port 0 closes the list and matches none).
+port_filter="( $(printf 'sport = :%s or ' "${host_ports[@]}") sport = :0 )"
+held() { ss -Htln "$port_filter" 2>/dev/null; }
 for i in $(seq 30); do
     [ -z "$(held)" ] && [ -z "$(compose_left)" ] && break
     if [ "$i" = 30 ]; then
         echo "k8s-local: after 30 s, host ports or the compose run still in the way:" >&2
-        ss -Htlnp "( $(printf 'sport = :%s or ' "${host_ports[@]}") sport = :0 )" >&2 || true
+        ss -Htlnp "$port_filter" >&2 || true
         podman ps -a --format '{{.Names}} {{.Status}} {{.Ports}}' >&2 || true
         podman network ls >&2 || true
         exit 1
@@ -130,10 +136,10 @@ podman kube play "$played" >/dev/null
 # start that does not finish names the part that did not answer.
 checks=("postgres tcp 5432" "mock-deps http://127.0.0.1:9090/health"
     "blocking-api http://127.0.0.1:8081/ready" "reactive-api http://127.0.0.1:8082/ready")
-answers() { # service, url or "tcp PORT"
-    case $2 in
-        tcp) timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$3" 2>/dev/null ;;
-        *) curl -fsS -m 2 -o /dev/null "$2" 2>/dev/null ;;
+answers() { # a URL, or "tcp PORT"
+    case $1 in
+        tcp) timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$2" 2>/dev/null ;;
+        *) curl -fsS -m 2 -o /dev/null "$1" 2>/dev/null ;;
     esac
 }
 declare -A up=()
@@ -143,7 +149,7 @@ while [ ${#up[@]} -lt ${#checks[@]} ]; do
     for c in "${checks[@]}"; do
         read -r name what tcp_port <<<"$c"
         [ -n "${up[$name]:-}" ] && continue
-        if answers "$name" "$what" "$tcp_port"; then
+        if answers "$what" "$tcp_port"; then
             up[$name]=1
             say "$name answers on the host after $((SECONDS - t0)) s"
         fi
