@@ -214,6 +214,12 @@ pub struct LabArgs {
     /// the profile's peak rate × the dependencies' critical path × 1.2 headroom.
     #[arg(long, default_value = "200", value_parser = BlockingThreads::parse)]
     pub blocking_threads: BlockingThreads,
+    /// With `--blocking-threads auto`: size the pool by this time a request holds its thread,
+    /// ms, instead of the critical path (in a pod of a fraction of a core an order holds its
+    /// thread for its own CPU work and its wait for the CPU too: 30 ms against a 22 ms critical
+    /// path at 0.125 CPU). `--scenario capacity` sets it from each met step's measurement.
+    #[arg(long)]
+    pub thread_hold_ms: Option<f64>,
     /// DEPS_CLIENT for blocking-api: `ureq` (each dependency call's I/O on the request's own
     /// thread, the thread-per-request model) or `reqwest-blocking` (every call's I/O on one
     /// runtime thread of reqwest's). Recorded with the runs' settings.

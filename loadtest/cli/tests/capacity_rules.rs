@@ -138,6 +138,72 @@ fn refusals_at_a_full_admission_cap_are_the_in_flight_cap() {
     assert_ne!(stopped_by(&r).stopped_by, StoppedBy::InFlightCap);
 }
 
+/// Where the API counted its refusals by reason, the evidence names them, and refusals that were
+/// all the lag rule's are not put on the admission cap; a file without the count says so rather
+/// than naming a rule.
+#[test]
+fn refusals_are_named_by_the_reason_the_api_counted_never_guessed() {
+    let with_counts = |loop_lag: f64, overloaded: f64| {
+        let mut r = quiet();
+        r.config
+            .api_settings
+            .insert("MAX_IN_FLIGHT".into(), "200".into());
+        r.plateau
+            .as_mut()
+            .unwrap()
+            .errors_by_kind
+            .insert(OUTCOME_OVERLOADED.into(), 500);
+        let mut n = 0.0;
+        plateau_seconds(&mut r, |s| {
+            let m = s.api_metrics.as_mut().unwrap();
+            m.in_flight = Some(200.0);
+            m.refusals = Some(lab_results::Refusals {
+                loop_lag: loop_lag * n,
+                overloaded: overloaded * n,
+                ..Default::default()
+            });
+            n += 1.0;
+        });
+        stopped_by(&r)
+    };
+    let plateau = quiet()
+        .seconds
+        .iter()
+        .filter(|s| s.phase == "constant")
+        .count() as f64
+        - 1.0;
+    let cap = with_counts(0.0, 25.0);
+    assert_eq!(cap.stopped_by, StoppedBy::InFlightCap, "{cap:?}");
+    assert!(
+        cap.evidence.contains(&format!(
+            "500 refused overloaded (0 by the event loop's lag rule, {:.0} for want of a place",
+            25.0 * plateau
+        )),
+        "{cap:?}"
+    );
+    let lag = with_counts(25.0, 0.0);
+    assert_ne!(lag.stopped_by, StoppedBy::InFlightCap, "{lag:?}");
+    assert!(!lag.evidence.contains("i.e."), "{lag:?}");
+    assert!(
+        lag.evidence.contains("by the event loop's lag rule"),
+        "{lag:?}"
+    );
+
+    let mut old = quiet();
+    old.plateau
+        .as_mut()
+        .unwrap()
+        .errors_by_kind
+        .insert(OUTCOME_OVERLOADED.into(), 40);
+    let c = stopped_by(&old);
+    assert_eq!(c.stopped_by, StoppedBy::Unidentified, "{c:?}");
+    assert!(
+        c.evidence
+            .contains("40 refused overloaded (by which rule, this file does not record)"),
+        "{c:?}"
+    );
+}
+
 #[test]
 fn a_cpu_at_its_quota_is_cpu() {
     let mut r = quiet();
@@ -222,7 +288,17 @@ fn a_burst_of_slow_transactions_is_postgres_and_transient() {
     assert_eq!(c.stopped_by, StoppedBy::Postgres, "{c:?}");
     assert!(c.evidence.contains("4.2 ms each"), "{c:?}");
     assert!(c.evidence.contains("against 1.0 ms"), "{c:?}");
+    assert!(c.evidence.contains("durable commits"), "{c:?}");
     assert!(is_transient(&c));
+    // On a database that does not flush its commits, the flush is not named.
+    let mut fsync_off = r.clone();
+    fsync_off
+        .config
+        .api_settings
+        .insert("PG_DURABILITY".into(), "off".into());
+    let off = stopped_by(&fsync_off);
+    assert!(!off.evidence.contains("durable commits"), "{off:?}");
+    assert!(off.evidence.contains("not the disk's flush"), "{off:?}");
     // A second only a little slower is noise, and a run whose requests waited for a
     // connection is the pool's (rule 6), not this one.
     steady_transactions(&mut r, |t| if t == burst { 1.8 } else { 1.0 });
@@ -276,7 +352,8 @@ fn refusals_in_seconds_throttled_in_most_periods_are_the_cpu_quota_in_bursts() {
         "{c:?}"
     );
     assert!(
-        c.evidence.contains("90 of the plateau's 90 orders"),
+        c.evidence
+            .contains("90 of the plateau's orders refused overloaded were refused in them"),
         "{c:?}"
     );
     assert!(!is_transient(&c));

@@ -29,6 +29,8 @@ pub const STRESS_MAX_P99_MS: f64 = 10_000.0;
 /// `hold-N`: the ramp's and the plateau's length, s (a capacity search's step).
 pub const HOLD_RAMP_S: f64 = 10.0;
 pub const HOLD_S: f64 = 20.0;
+/// `hold-N-S`: the phase at the plateau's rate before it, not judged.
+pub const SETTLE: &str = "settle";
 
 /// Built-in profiles listed by `loadtest profiles` (`ramp-N` and `closed-C-N` take any numbers).
 pub const BUILTIN: &[&str] = &[
@@ -140,15 +142,23 @@ impl Profile {
                 ("ramp-down", 30.0 * f, n, 0.0),
             ]);
             (Model::Open, phases)
-        } else if let Some(n) = name.strip_prefix("hold-") {
+        } else if let Some(rest) = name.strip_prefix("hold-") {
             // One step of a capacity search: a short ramp, so that connections open gradually,
-            // then a plateau at the rate the objective is judged at.
-            let n: f64 = number(n, name)? as f64;
-            let phases = chain(&[
-                ("ramp-up", HOLD_RAMP_S * f, 0.0, n),
-                ("constant", HOLD_S * f, n, n),
-            ]);
-            (Model::Open, phases)
+            // then (`hold-N-S`) S seconds at the rate for the orders in flight to stop rising,
+            // then a plateau at the rate the objective is judged at. S is not scaled by
+            // --duration-scale: the orders in flight settle after the critical path, whatever
+            // the run's length.
+            let (n, settle) = match rest.split_once('-') {
+                Some((n, settle)) => (number(n, name)?, number(settle, name)?),
+                None => (number(rest, name)?, 0),
+            };
+            let (n, settle) = (n as f64, settle as f64);
+            let mut specs = vec![("ramp-up", HOLD_RAMP_S * f, 0.0, n)];
+            if settle > 0.0 {
+                specs.push((SETTLE, settle, n, n));
+            }
+            specs.push(("constant", HOLD_S * f, n, n));
+            (Model::Open, chain(&specs))
         } else if let Some(rest) = name.strip_prefix("constant-") {
             let (n, secs) = rest
                 .split_once('-')

@@ -135,3 +135,20 @@ fn phase_lookup() {
     assert_eq!(p.phase_at(89.9), Some(2));
     assert_eq!(p.phase_at(90.0), None);
 }
+
+#[test]
+fn a_hold_settles_at_its_rate_before_the_judged_plateau_whatever_the_scale() {
+    let p = Profile::parse("hold-100-23", 0.5).unwrap();
+    let names: Vec<&str> = p.phases.iter().map(|ph| ph.name.as_str()).collect();
+    assert_eq!(names, ["ramp-up", SETTLE, "constant"]);
+    // The ramp and the plateau are halved, the settling is not: it is the critical path's.
+    assert_eq!(p.phases[1].start_s, 5.0);
+    assert_eq!(p.phases[1].duration_s, 23.0);
+    assert_eq!(p.plateau(), Some(2));
+    assert_eq!(p.plateau_seconds(), Some((28, 38)));
+    let secs = per_second(&p);
+    assert!(secs[5..38].iter().all(|&n| n == 100), "{secs:?}");
+    let plain = Profile::parse("hold-100", 1.0).unwrap();
+    assert_eq!(plain.phases.len(), 2, "no settling asked, none added");
+    assert!(Profile::parse("hold-100-0", 1.0).is_err());
+}

@@ -27,7 +27,7 @@ use labkit::procstat::{
 
 use crate::clock::Clock;
 use crate::thread_roles::ThreadWindow;
-use lab_results::{ApiMetrics, HarnessSample, PostgresJobs, ProcessSample};
+use lab_results::{ApiMetrics, HarnessSample, PostgresJobs, ProcessSample, Refusals};
 
 /// `metric name → value` of a Prometheus text, label sets summed: the lab's one reader of it,
 /// [`labkit::prometheus`].
@@ -251,7 +251,8 @@ async fn scrape_text(client: &reqwest::Client, url: &str) -> Option<String> {
 }
 
 async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
-    let m = scrape_metrics(client, url).await?;
+    let text = scrape_text(client, url).await?;
+    let m = parse_prometheus(&text);
     // The throttling counters only mean something where the API read its cgroup's cpu.stat.
     let cgroup = |name: &str| {
         (m.get("cgroup_cpu_stat_readable") == Some(&1.0))
@@ -269,7 +270,19 @@ async fn scrape(client: &reqwest::Client, url: &str) -> Option<ApiMetrics> {
         db_tx_count: m.get("db_transaction_duration_seconds_count").copied(),
         cgroup_throttled_periods: cgroup("cgroup_cpu_nr_throttled"),
         cgroup_throttled_seconds: cgroup("cgroup_cpu_throttled_seconds"),
+        refusals: Some(refusals(&text)),
     })
+}
+
+/// `orders_shed_total` by its `reason` label. A reason's series appears with its first
+/// refusal, so an answer without it is zero refusals. (Every reason the APIs count is one of
+/// `Refusals`'; the sampler's test reads each from the metric's help text.)
+fn refusals(text: &str) -> Refusals {
+    let mut r = Refusals::default();
+    for s in labkit::prometheus::samples(text).filter(|s| s.name == "orders_shed_total") {
+        r.set(label(s.series, "reason").unwrap_or(""), s.value);
+    }
+    r
 }
 
 /// For APIs the lab did not start: the settings their `/metrics` reveal.
@@ -351,5 +364,42 @@ impl Peaks {
     pub async fn stop(self) -> HashMap<String, f64> {
         let _ = self.stop.send(());
         self.task.await.unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use order_core::domain::error::ApiError;
+    use order_core::plumbing::metrics::Metrics;
+
+    #[test]
+    fn every_reason_an_api_refuses_for_is_read_apart() {
+        let metrics = Metrics::new(1, None);
+        let reasons = [
+            ApiError::Overloaded.code(),
+            "overloaded_loop_lag",
+            ApiError::DeadlineExceeded.code(),
+            ApiError::ClientGone.code(),
+        ];
+        for (n, reason) in reasons.iter().enumerate() {
+            metrics
+                .shed
+                .with_label_values(&[reason])
+                .inc_by(n as u64 + 1);
+        }
+        let r = refusals(&metrics.render());
+        assert_eq!(
+            (r.overloaded, r.loop_lag, r.deadline, r.client_gone),
+            (1.0, 2.0, 3.0, 4.0)
+        );
+        assert_eq!(r.total(), 10.0);
+        assert!(
+            reasons
+                .iter()
+                .all(|reason| Refusals::default().set(reason, 1.0)),
+            "each reason has a field"
+        );
+        assert_eq!(refusals("# no refusal yet\n"), Refusals::default());
     }
 }

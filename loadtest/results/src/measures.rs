@@ -119,6 +119,64 @@ pub struct ApiMetrics {
     /// `cgroup_cpu_throttled_seconds` (cumulative): time the API's threads were held back by it.
     #[serde(default)]
     pub cgroup_throttled_seconds: Option<f64>,
+    /// `orders_shed_total` by its reason (cumulative); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusals: Option<Refusals>,
+}
+
+/// The orders an API refused or stopped before the charge, by the reason it counts them under
+/// (`orders_shed_total{reason}`, cumulative), so that a step says which rule refused, not a guess.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Refusals {
+    /// `overloaded`: no place within `QUEUE_TIMEOUT_MS` (or a queue that could not drain in time).
+    pub overloaded: f64,
+    /// `overloaded_loop_lag`: the event loop ran late past the lag rule's threshold.
+    pub loop_lag: f64,
+    /// `deadline_exceeded`: work that had not reached the charge by `REQUEST_DEADLINE_MS`.
+    pub deadline: f64,
+    /// `client_closed_request`: the client left before the reservation.
+    pub client_gone: f64,
+}
+
+impl Refusals {
+    /// The reasons as `/metrics` names them, with their counts.
+    pub fn by_reason(&self) -> [(&'static str, f64); 4] {
+        [
+            ("overloaded", self.overloaded),
+            ("overloaded_loop_lag", self.loop_lag),
+            ("deadline_exceeded", self.deadline),
+            ("client_closed_request", self.client_gone),
+        ]
+    }
+
+    /// From `/metrics`' reason label; `false` for a reason this struct does not know.
+    pub fn set(&mut self, reason: &str, count: f64) -> bool {
+        let slot = match reason {
+            "overloaded" => &mut self.overloaded,
+            "overloaded_loop_lag" => &mut self.loop_lag,
+            "deadline_exceeded" => &mut self.deadline,
+            "client_closed_request" => &mut self.client_gone,
+            _ => return false,
+        };
+        *slot = count;
+        true
+    }
+
+    /// What was refused between `earlier` and `self` (counters only grow; a restarted API's
+    /// reset reads as zero).
+    pub fn since(&self, earlier: &Refusals) -> Refusals {
+        let d = |a: f64, b: f64| (a - b).max(0.0);
+        Refusals {
+            overloaded: d(self.overloaded, earlier.overloaded),
+            loop_lag: d(self.loop_lag, earlier.loop_lag),
+            deadline: d(self.deadline, earlier.deadline),
+            client_gone: d(self.client_gone, earlier.client_gone),
+        }
+    }
+
+    pub fn total(&self) -> f64 {
+        self.by_reason().iter().map(|(_, n)| n).sum()
+    }
 }
 
 /// CPU of the harness over one second, % of one core.

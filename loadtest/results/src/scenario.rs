@@ -261,6 +261,21 @@ pub struct StepPoint {
     /// the ramp and the plateau (`bench --memory`'s estimator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_per_in_flight_kib: Option<f64>,
+    /// The orders the API refused over the plateau by the reason it counted them under, and
+    /// each plateau second's (the rise of `orders_shed_total{reason}` over that second); absent
+    /// in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<crate::Refusals>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_per_second: Vec<crate::Refusals>,
+    /// How much the orders in flight rose over the judged plateau, %: the mean of its second
+    /// half against its first's. Near 0 in steady state; a queue still filling reads tens of %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_rise_pct: Option<f64>,
+    /// blocking-api: how long an order held its thread over the plateau, ms (Little's law on the
+    /// pool: its mean busy threads ÷ the orders served per second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_hold_ms: Option<f64>,
 }
 
 /// One API (and thread count) searched.
@@ -290,6 +305,12 @@ pub struct CapacityPoint {
 }
 
 impl CapacityPoint {
+    /// The run that decided `rate` in the search: its last (a rate measured again is decided by
+    /// its second run; the first stays in `steps` with what it showed).
+    pub fn deciding_step(&self, rate: f64) -> Option<&StepPoint> {
+        self.steps.iter().rfind(|s| s.rate_rps == rate)
+    }
+
     /// blocking-api's thread count when every step ran with the same one; `None` for an API
     /// without a thread pool, and for a search whose threads were sized for each rate
     /// (`--blocking-threads auto`).
@@ -325,4 +346,8 @@ pub struct CapacityFile {
     pub capacities: Vec<CapacityPoint>,
     /// `threads`: every run of the sweep.
     pub sweep: Vec<StepPoint>,
+    /// Why a committed search no longer counts (settings that a later search changed): kept
+    /// for history, left out of the crossover's ranges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<String>,
 }

@@ -51,6 +51,9 @@ pub struct Metrics {
     pub reads_refused: IntCounterVec,
     /// How late the event loop runs the tasks it wakes (smoothed; see `admission::LoopLag`).
     pub loop_lag: Gauge,
+    /// The part of that lateness the pod's own CFS throttling explains (`throttling::cfs_stall`):
+    /// the loop-lag rule refuses only above it.
+    pub loop_lag_stall: Gauge,
     /// The client connection cap (`MAX_CONNECTIONS`, `connection_cap`), and the connections
     /// above it whose requests were refused.
     pub connections_limit: IntGauge,
@@ -212,7 +215,13 @@ impl Metrics {
         .unwrap();
         let loop_lag = Gauge::new(
             "event_loop_lag_seconds",
-            "How late the event loop runs a task it woke, smoothed (MAX_LOOP_LAG_MS refuses above)",
+            "How late the event loop runs a task it woke, smoothed (refused above \
+             event_loop_stall_seconds + MAX_LOOP_LAG_MS)",
+        )
+        .unwrap();
+        let loop_lag_stall = Gauge::new(
+            "event_loop_stall_seconds",
+            "The longest stall of a period the pod's CPU quota explains (period - quota / CPUs)",
         )
         .unwrap();
         let connections_limit = gauge(
@@ -251,6 +260,7 @@ impl Metrics {
         reg(Box::new(shed.clone()));
         reg(Box::new(reads_refused.clone()));
         reg(Box::new(loop_lag.clone()));
+        reg(Box::new(loop_lag_stall.clone()));
         reg(Box::new(connections_limit.clone()));
         reg(Box::new(connections_refused.clone()));
         let blocking = blocking_threads.map(|max| {
@@ -297,6 +307,7 @@ impl Metrics {
             shed,
             reads_refused,
             loop_lag,
+            loop_lag_stall,
             connections_limit,
             connections_refused,
             blocking,

@@ -104,8 +104,10 @@ pub struct CommonSettings {
     #[arg(long, env = "QUEUE_TIMEOUT_MS", default_value_t = 100)]
     pub queue_timeout_ms: u64,
     /// Refuse new orders (503 `overloaded`, before anything else) while the event loop that
-    /// received them runs woken tasks this late (smoothed): the CPU is saturated, and every order
-    /// admitted now would only slow down the ones in flight. 0: no such refusal.
+    /// received them runs woken tasks this much later (smoothed) than the pod's own CFS stall
+    /// explains (`event_loop_stall_seconds`: period − quota ÷ CPUs, zero without a quota): the
+    /// CPU is saturated, and every order admitted now would only slow down the ones in flight.
+    /// 0: no such refusal.
     #[arg(long, env = "MAX_LOOP_LAG_MS", default_value_t = 5)]
     pub max_loop_lag_ms: u64,
     /// Work that has not reached the charge by then stops with 503 `deadline_exceeded` (work

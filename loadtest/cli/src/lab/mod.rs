@@ -83,13 +83,17 @@ fn auto_threads(args: &mut LabArgs, profile: &Profile) -> Option<String> {
         loadgen::profile::Model::Open => None,
     };
     let path = args.latency.critical_path_ms();
-    let n = args.blocking_threads.resolve(peak, clients, path);
+    let (held_ms, held_by) = match args.thread_hold_ms {
+        Some(ms) => (ms.ceil() as u64, "measured hold of a thread"),
+        None => (path, "critical path"),
+    };
+    let n = args.blocking_threads.resolve(peak, clients, held_ms);
     args.blocking_threads = BlockingThreads::Fixed(n);
     let rule = match clients {
         Some(c) => format!("auto: one per closed-model client ({c})"),
         None => format!(
-            "auto: Little's law, {peak:.0}/s peak × {:.2} s critical path × {AUTO_THREADS_HEADROOM}",
-            path as f64 / 1000.0
+            "auto: Little's law, {peak:.0}/s peak × {:.2} s {held_by} × {AUTO_THREADS_HEADROOM}",
+            held_ms as f64 / 1000.0
         ),
     };
     eprintln!("lab: --blocking-threads {n} ({rule})");

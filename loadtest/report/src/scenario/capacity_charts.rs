@@ -250,11 +250,16 @@ mod tests {
             plateau_orders: None,
             peak_in_flight: None,
             rss_per_in_flight_kib: None,
+            refused: None,
+            refused_per_second: Vec::new(),
+            in_flight_rise_pct: None,
+            thread_hold_ms: None,
         }
     }
 
     fn sweep() -> CapacityFile {
         CapacityFile {
+            superseded: None,
             scenario: "threads".to_owned(),
             objective: String::new(),
             critical_path_ms: 2000,
@@ -299,6 +304,7 @@ mod tests {
                 .collect()
         };
         CapacityFile {
+            superseded: None,
             scenario: "capacity".to_owned(),
             objective: String::new(),
             critical_path_ms: path_ms,

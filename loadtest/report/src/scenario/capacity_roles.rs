@@ -112,6 +112,7 @@ mod tests {
     #[test]
     fn no_chart_without_a_split() {
         let file = CapacityFile {
+            superseded: None,
             scenario: "threads".to_owned(),
             objective: String::new(),
             critical_path_ms: 2200,

@@ -9,8 +9,9 @@
 //!    saturated): the rig, not the API, may have set the limit, so the capacity is only "above".
 //! 3. **threads** — blocking-api's Little's-law bound (`BLOCKING_THREADS ÷ critical path`) is
 //!    below the offered rate and the plateau reached [`BOUND_SHARE`] of it.
-//! 4. **in_flight_cap** — admission (`MAX_IN_FLIGHT`) refused orders as `overloaded` while the
-//!    API's own in-flight count sat at the cap, and the cap's Little's-law bound
+//! 4. **in_flight_cap** — admission (`MAX_IN_FLIGHT`) refused orders for want of a place (the
+//!    API's own count by reason, [`plateau_refusals`]; an older file's `overloaded` answers) while
+//!    the API's own in-flight count sat at the cap, and the cap's Little's-law bound
 //!    (`MAX_IN_FLIGHT ÷ critical path`) is below the offered rate.
 //! 5. **cpu** — the API used [`CPU_SHARE`] of its CPU limit over the plateau, or its cgroup was
 //!    throttled in [`THROTTLED_SHARE`] of the plateau's CFS periods (the limits' `cpu_period_us`),
@@ -43,7 +44,7 @@
 //! None of these: **unidentified**, with the objective's figures as the evidence.
 
 use lab_results::scenario::{Cause, StoppedBy};
-use lab_results::{OUTCOME_OVERLOADED, RunResults, SecondSample};
+use lab_results::{OUTCOME_OVERLOADED, Refusals, RunResults, SecondSample};
 
 use super::throttling::{throttled_bursts, throttled_seconds, throttled_share};
 
@@ -115,6 +116,32 @@ fn plateau(r: &RunResults) -> Vec<&SecondSample> {
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     let (n, sum) = values.fold((0u32, 0.0), |(n, s), v| (n + 1, s + v));
     (n > 0).then(|| sum / f64::from(n))
+}
+
+/// What the API itself counted as refused over the plateau, by reason (`orders_shed_total`'s
+/// rise from the plateau's first sample to its last); `None` for a file whose samples do not
+/// record it.
+pub fn plateau_refusals(secs: &[&SecondSample]) -> Option<Refusals> {
+    let counted: Vec<Refusals> = secs
+        .iter()
+        .filter_map(|s| s.api_metrics.and_then(|m| m.refusals))
+        .collect();
+    Some(counted.last()?.since(counted.first()?))
+}
+
+/// The refusals as evidence: by the reason the API counted, or, in a file without that record,
+/// the clients' `overloaded` answers said to be of unrecorded reason (never a guess at the rule).
+fn refusals_text(overloaded: u64, refused: Option<&Refusals>) -> String {
+    match refused {
+        Some(r) => format!(
+            "{overloaded} refused overloaded ({:.0} by the event loop's lag rule, {:.0} for want \
+             of a place in time, as the API counted)",
+            r.loop_lag, r.overloaded
+        ),
+        None => {
+            format!("{overloaded} refused overloaded (by which rule, this file does not record)")
+        }
+    }
 }
 
 /// The critical path of the mocked dependencies, seconds.
@@ -195,12 +222,16 @@ pub fn stopped_by(r: &RunResults) -> Cause {
         .get(OUTCOME_OVERLOADED)
         .copied()
         .unwrap_or(0);
+    let refused = plateau_refusals(&secs);
+    // The admission cap's own refusals: where the API counted them by reason, those for want of
+    // a place; in an older file, every overloaded answer.
+    let for_want_of_a_place = refused.map_or(overloaded, |r| r.overloaded as u64);
     let peak_in_flight = secs
         .iter()
         .filter_map(|s| s.api_metrics.and_then(|m| m.in_flight))
         .fold(0.0, f64::max);
     if let (Some(cap), Some(path)) = (cap, critical_path_s(r))
-        && overloaded > 0
+        && for_want_of_a_place > 0
         && cap / path < offered
         && peak_in_flight >= BOUND_SHARE * cap
     {
@@ -210,8 +241,9 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             cap,
             "requests",
             format!(
-                "{overloaded} orders refused overloaded at its MAX_IN_FLIGHT of {cap:.0} (bound \
-                 {:.0}/s at {path:.2} s each, below the {offered:.0}/s offered)",
+                "{} at its MAX_IN_FLIGHT of {cap:.0} (bound {:.0}/s at {path:.2} s each, below \
+                 the {offered:.0}/s offered)",
+                refusals_text(overloaded, refused.as_ref()),
                 cap / path
             ),
         );
@@ -264,10 +296,10 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             "% of a core waiting",
             format!(
                 "its threads queued for the CPU: {:.1} runnable on average beside the one \
-                 running (schedstat run delay) at {} % use, and {overloaded} orders refused \
-                 overloaded by its event loop's lag rule",
+                 running (schedstat run delay) at {} % use; {}",
                 wait / 100.0,
-                cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
+                cpu.map_or("?".to_owned(), |c| format!("{c:.0}")),
+                refusals_text(overloaded, refused.as_ref())
             ),
         );
     }
@@ -282,11 +314,12 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             "seconds throttled in most periods",
             format!(
                 "its CPU quota, in bursts: in {} plateau seconds its cgroup was throttled in {} of \
-                 the CFS periods, and {} of the plateau's {overloaded} orders refused overloaded \
-                 (its event loop's lag rule) were refused in them",
+                 the CFS periods, and {} of the plateau's orders refused overloaded were refused \
+                 in them; over the plateau {}",
                 burst.seconds,
                 burst.shares(),
-                burst.refused
+                burst.refused,
+                refusals_text(overloaded, refused.as_ref())
             ),
         );
     }
@@ -313,12 +346,13 @@ pub fn stopped_by(r: &RunResults) -> Cause {
                 POOL_FULL_SHARE * busy.len() as f64,
                 "samples with every thread busy",
                 format!(
-                    "all {threads} threads busy in {full} of {} plateau samples, and {overloaded} \
-                     orders refused overloaded: at {served:.0} orders/s each held its thread \
+                    "all {threads} threads busy in {full} of {} plateau samples, and {}: at \
+                     {served:.0} orders/s each held its thread \
                      {hold_ms:.0} ms (Little's law: {threads} ÷ {served:.0}/s) against a {path} ms \
                      critical path — the rest its own work, its wait for the CPU ({} ms per order, \
                      schedstat) and the database",
                     busy.len(),
+                    refusals_text(overloaded, refused.as_ref()),
                     wait_ms_per_order(served)
                 ),
             );
@@ -405,8 +439,13 @@ pub fn stopped_by(r: &RunResults) -> Cause {
                 format!(
                     "its transactions slowed in bursts: {worst:.1} ms each on average in the \
                      slowest plateau second against {median:.1} ms in the median one, with no \
-                     request waiting for a connection (durable commits waiting for the disk's \
-                     flush); p99 {:.0} ms at {} % CPU",
+                     request waiting for a connection ({}); p99 {:.0} ms at {} % CPU",
+                    match settings.pg_durability.as_deref() {
+                        Some("off") =>
+                            "on a database that does not flush its commits: not the \
+                                        disk's flush",
+                        _ => "durable commits waiting for the disk's flush",
+                    },
                     summary.latency_ms.p99,
                     cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
                 ),
@@ -424,10 +463,10 @@ pub fn stopped_by(r: &RunResults) -> Cause {
         threshold: None,
         unit: String::new(),
         evidence: format!(
-            "no resource at its limit: p99 {:.0} ms, 2xx {share:.1} % of arrivals ({overloaded} \
-             refused overloaded below the admission cap, i.e. by the event loop's lag rule \
-             where the API has one), mean CPU {} %",
+            "no resource at its limit: p99 {:.0} ms, 2xx {share:.1} % of arrivals, {}, mean CPU \
+             {} %",
             summary.latency_ms.p99,
+            refusals_text(overloaded, refused.as_ref()),
             cpu.map_or("?".to_owned(), |c| format!("{c:.0}"))
         ),
     }

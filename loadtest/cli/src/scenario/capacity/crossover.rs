@@ -28,6 +28,12 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
         let mut file: CapacityFile =
             serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
         notes.extend(reread_steps(&mut file, dir));
+        if let Some(why) = &file.superseded {
+            notes.push(format!(
+                "{}: superseded ({why}), not in the ranges",
+                dir.display()
+            ));
+        }
         if file.scenario != crate::scenario::ScenarioName::Capacity.as_str() {
             bail!(
                 "{} is of --scenario {}, not capacity",
@@ -84,6 +90,9 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
             if s.peak_in_flight.is_none() {
                 (s.peak_in_flight, s.rss_per_in_flight_kib) = super::points::in_flight(&r);
             }
+            if s.refused.is_none() {
+                (s.refused, s.refused_per_second) = super::points::refusals(&r);
+            }
             if !s.met_objective {
                 let now = super::cause::stopped_by(&r);
                 let was = s.cause.as_ref().map(|c| c.stopped_by);
@@ -98,10 +107,9 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
                 s.cause = Some(now);
             }
         }
-        // The point's cause is its first failing rate's, as the search reads it.
-        let first = c
-            .first_failing_rps
-            .and_then(|f| c.steps.iter().find(|s| s.rate_rps == f));
+        // The point's cause is its first failing rate's, from the run that decided that rate
+        // (the second where it was measured again), as the search reads it.
+        let first = c.first_failing_rps.and_then(|f| c.deciding_step(f));
         if let Some(cause) = first.and_then(|s| s.cause.clone())
             && c.stopped_by != StoppedBy::Harness
         {
@@ -142,8 +150,20 @@ fn write(table: &ScenarioTable, out: &Path) -> Result<()> {
 /// path, which API served more.
 pub fn table(files: &[CapacityFile]) -> ScenarioTable {
     let mut table = crossover::table(files);
-    table.conclusion = files.iter().filter_map(conclusion).collect();
-    table.conclusion.extend(shares(files));
+    // Where a cell was searched at least twice per API its verdict is its ranges'
+    // (`ranges.rs`); a single search speaks for itself, as before.
+    let (mut ranged, mut single) = (Vec::new(), Vec::new());
+    for cell in super::ranges::cells(files) {
+        match super::ranges::cell_conclusion(&cell) {
+            Some(line) => ranged.push(line),
+            None => single.extend(cell.into_iter().cloned()),
+        }
+    }
+    table.conclusion = ranged;
+    table
+        .conclusion
+        .extend(single.iter().filter_map(conclusion));
+    table.conclusion.extend(shares(&single));
     table
 }
 
@@ -258,6 +278,7 @@ mod tests {
 
     fn file(path_ms: u64, caps: Vec<CapacityPoint>) -> CapacityFile {
         CapacityFile {
+            superseded: None,
             scenario: "capacity".to_owned(),
             objective: format!("p99 ≤ {path_ms} ms"),
             critical_path_ms: path_ms,

@@ -20,6 +20,7 @@
 pub mod cause;
 pub mod crossover;
 pub mod points;
+pub mod ranges;
 pub mod search;
 mod throttling;
 
@@ -49,6 +50,7 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
     let out = super::output_folder(name, &base)?;
     let db = super::shared_database(&base).await?;
     let mut file = CapacityFile {
+        superseded: None,
         scenario: name.as_str().to_owned(),
         objective: String::new(),
         critical_path_ms: base.latency.critical_path_ms(),
@@ -70,8 +72,12 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
     } else {
         for &rate in SWEEP_RATES {
             for (api, threads) in sweep_settings(&base) {
+                let at = Settings {
+                    threads,
+                    held: base.thread_hold_ms,
+                };
                 let (step, _) = runner
-                    .step(&api, threads, f64::from(rate), "", &mut file, &mut failed)
+                    .step(&api, at, f64::from(rate), "", &mut file, &mut failed)
                     .await?;
                 file.sweep.push(step);
             }
@@ -120,6 +126,13 @@ fn sweep_settings(base: &LabArgs) -> Vec<(String, Option<u32>)> {
     out
 }
 
+/// blocking-api's pool for one step: a fixed count, or (with `auto`) the hold time it is sized by.
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    threads: Option<u32>,
+    held: Option<f64>,
+}
+
 struct Runner<'a> {
     base: &'a LabArgs,
     db: &'a Database,
@@ -160,14 +173,21 @@ impl Runner<'_> {
             .map_or(DEFAULT_RESOLUTION, Resolution::Absolute);
         let mut search = Search::new(START_RPS, resolution, MAX_RPS);
         let mut steps: Vec<StepPoint> = Vec::new();
+        // `--blocking-threads auto`: each step's pool sized by the hold time the last met step
+        // measured in this pod (the critical path until one has), not by the dependencies alone.
+        let mut held = self.base.thread_hold_ms;
         while let Some(rate) = search.next() {
-            let (mut step, mut outcome) = self.step(api, threads, rate, "", file, failed).await?;
+            let at = Settings { threads, held };
+            let (mut step, mut outcome) = self.step(api, at, rate, "", file, failed).await?;
             if worth_measuring_again(&step) {
                 // A miss no measured resource explains, one on a burst of slow commits, or a run
                 // the rig was flagged in is measured once more before it counts: the second run
                 // decides, and the first stays in the table with what it showed.
                 steps.push(step);
-                (step, outcome) = self.step(api, threads, rate, AGAIN, file, failed).await?;
+                (step, outcome) = self.step(api, at, rate, AGAIN, file, failed).await?;
+            }
+            if outcome == Step::Met && self.base.blocking_threads == BlockingThreads::Auto {
+                held = step.thread_hold_ms.or(held);
             }
             search.record(rate, outcome);
             if outcome == Step::Met && step.harness_bound.is_some() {
@@ -177,9 +197,10 @@ impl Runner<'_> {
             steps.push(step);
         }
         let found = search.found();
+        // The run that decided the first failing rate: its last (`CapacityPoint::deciding_step`).
         let at_first_failing = found
             .first_failing
-            .and_then(|f| steps.iter().find(|s| s.rate_rps == f));
+            .and_then(|f| steps.iter().rfind(|s| s.rate_rps == f));
         let evidence = at_first_failing.and_then(|s| s.cause.clone()).or_else(|| {
             at_first_failing
                 .filter(|s| s.harness_bound.is_some())
@@ -218,7 +239,7 @@ impl Runner<'_> {
     async fn step(
         &self,
         api: &str,
-        threads: Option<u32>,
+        Settings { threads, held }: Settings,
         rate: f64,
         suffix: &str,
         file: &mut CapacityFile,
@@ -227,10 +248,11 @@ impl Runner<'_> {
         let mut args = self.base.clone();
         args.scenario = None;
         args.apis = vec![api.to_owned()];
-        args.load.profile = format!("hold-{rate:.0}");
+        args.load.profile = hold_profile(rate, self.base.latency.critical_path_ms());
         if let Some(t) = threads {
             args.blocking_threads = BlockingThreads::Fixed(t);
         }
+        args.thread_hold_ms = held;
         self.db.share_with(&mut args);
         let slug = step_slug(api, threads, rate, suffix);
         args.out = Some(self.out.join(&slug));
@@ -253,6 +275,20 @@ impl Runner<'_> {
         let point = step_point(r, rate, missed.is_empty());
         Ok((point, outcome(missed.is_empty(), r)))
     }
+}
+
+/// A step settles at its rate for this many critical paths, and [`SETTLE_EXTRA_S`] more, before
+/// its plateau is judged: with a 22 s critical path the orders in flight rise for 22 s after the
+/// ramp (Little's law), and a plateau judged before that is judged on a growing queue.
+pub const SETTLE_PATHS: f64 = 1.25;
+pub const SETTLE_EXTRA_S: f64 = 2.0;
+
+/// `hold-R-S`: the step's profile at `rate` for a critical path of `path_ms` (S seconds of
+/// settling: 3 s at 22 and 220 ms, 5 s at 2.2 s, 30 s at 22 s, so a 22 s step lasts 60 s at full
+/// length against 30 s before).
+pub fn hold_profile(rate: f64, path_ms: u64) -> String {
+    let settle = (SETTLE_PATHS * path_ms as f64 / 1000.0 + SETTLE_EXTRA_S).ceil();
+    format!("hold-{rate:.0}-{settle:.0}")
 }
 
 /// The end of the folder's name of a rate's second run.

@@ -2,9 +2,9 @@
 //! `scenario.json` (`lab_results::scenario::StepPoint`): what the runner (`mod.rs`) records
 //! and the page (`lab_report::scenario::capacity_table`) reads.
 
-use lab_results::RunResults;
 use lab_results::numbers::MIB;
 use lab_results::scenario::StepPoint;
+use lab_results::{Refusals, RunResults};
 
 use super::cause::stopped_by;
 
@@ -19,6 +19,7 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
     let orders = r.summary.ok.max(1) as f64;
     let settings = r.config.settings();
     let (peak_in_flight, rss_per_in_flight_kib) = in_flight(r);
+    let (refused, refused_per_second) = refusals(r);
     StepPoint {
         api: r.api.clone(),
         blocking_threads: settings.blocking_threads.and_then(|t| t.try_into().ok()),
@@ -40,7 +41,52 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
         plateau_orders: r.plateau.as_ref().map(|p| p.ok),
         peak_in_flight,
         rss_per_in_flight_kib,
+        refused,
+        refused_per_second,
+        in_flight_rise_pct: in_flight_rise_pct(r),
+        thread_hold_ms: thread_hold_ms(r, s.ok_throughput_rps),
     }
+}
+
+/// Little's law on blocking-api's pool over the plateau: its mean busy threads ÷ the orders
+/// served per second, ms; `None` for an API without a pool or a plateau that served nothing.
+pub fn thread_hold_ms(r: &RunResults, served_rps: f64) -> Option<f64> {
+    let busy: Vec<f64> = r
+        .seconds
+        .iter()
+        .filter(|s| s.phase == "constant")
+        .filter_map(|s| s.api_metrics.and_then(|m| m.blocking_pool_busy))
+        .collect();
+    (!busy.is_empty() && served_rps > 0.0)
+        .then(|| 1000.0 * busy.iter().sum::<f64>() / busy.len() as f64 / served_rps)
+}
+
+/// The plateau's second half's mean orders in flight against its first half's, % (`None`
+/// under 4 plateau seconds or with none in flight).
+pub fn in_flight_rise_pct(r: &RunResults) -> Option<f64> {
+    let counts: Vec<f64> = r
+        .seconds
+        .iter()
+        .filter(|s| s.phase == "constant")
+        .map(|s| s.in_flight as f64)
+        .collect();
+    let half = counts.len() / 2;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (first, second) = (mean(&counts[..half]), mean(&counts[half..]));
+    (half >= 2 && first > 0.0).then(|| 100.0 * (second - first) / first)
+}
+
+/// The plateau's refusals by reason as the API counted them, in all and second by second.
+pub fn refusals(r: &RunResults) -> (Option<Refusals>, Vec<Refusals>) {
+    let counted: Vec<Refusals> = r
+        .seconds
+        .iter()
+        .filter(|s| s.phase == "constant")
+        .filter_map(|s| s.api_metrics.and_then(|m| m.refusals))
+        .collect();
+    let per_second = counted.windows(2).map(|w| w[1].since(&w[0])).collect();
+    let total = counted.first().zip(counted.last()).map(|(a, b)| b.since(a));
+    (total, per_second)
 }
 
 /// The most orders in flight (the generator's open requests) in any second before the drain,
@@ -116,5 +162,84 @@ mod tests {
             rss_per_thread_kib(&run(&[(200, 1 << 30), (205, 2 << 30)])),
             None
         );
+    }
+
+    #[test]
+    fn a_plateau_still_filling_reads_as_a_rise_and_a_steady_one_as_none() {
+        let with_in_flight = |counts: &[u64]| {
+            let mut r = run(&[]);
+            r.seconds = counts
+                .iter()
+                .map(|&n| SecondSample {
+                    phase: "constant".to_owned(),
+                    in_flight: n,
+                    ..Default::default()
+                })
+                .collect();
+            r
+        };
+        // A 22 s critical path at 40/s judged before it settled: 400 → 800 in flight.
+        let rising = in_flight_rise_pct(&with_in_flight(&[400, 500, 600, 700, 800, 900])).unwrap();
+        assert!((rising - 60.0).abs() < 0.1, "{rising}");
+        let steady = in_flight_rise_pct(&with_in_flight(&[880, 881, 879, 880])).unwrap();
+        assert!(steady.abs() < 0.5, "{steady}");
+        assert_eq!(in_flight_rise_pct(&with_in_flight(&[1, 2, 3])), None);
+    }
+
+    #[test]
+    fn a_thread_is_held_its_pools_busy_count_over_the_rate_served() {
+        use lab_results::ApiMetrics;
+        let mut r = run(&[]);
+        r.seconds = [6.0, 8.0, 7.0]
+            .iter()
+            .map(|&busy| SecondSample {
+                phase: "constant".to_owned(),
+                api_metrics: Some(ApiMetrics {
+                    blocking_pool_busy: Some(busy),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect();
+        // 7 threads busy on average at 233 orders/s: each held 30 ms.
+        let ms = thread_hold_ms(&r, 233.0).unwrap();
+        assert!((ms - 30.04).abs() < 0.01, "{ms}");
+        assert_eq!(thread_hold_ms(&r, 0.0), None);
+        r.seconds.iter_mut().for_each(|s| s.api_metrics = None);
+        assert_eq!(thread_hold_ms(&r, 233.0), None, "no pool");
+    }
+
+    #[test]
+    fn the_refusals_are_each_plateau_seconds_rise_by_reason() {
+        use lab_results::{ApiMetrics, Refusals};
+        let mut r = run(&[]);
+        let counted = |loop_lag: f64, overloaded: f64, phase: &str| SecondSample {
+            phase: phase.to_owned(),
+            api_metrics: Some(ApiMetrics {
+                refusals: Some(Refusals {
+                    loop_lag,
+                    overloaded,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        r.seconds = vec![
+            counted(50.0, 0.0, "ramp-up"),
+            counted(60.0, 0.0, "constant"),
+            counted(60.0, 3.0, "constant"),
+            counted(75.0, 3.0, "constant"),
+        ];
+        let (total, per_second) = refusals(&r);
+        let total = total.unwrap();
+        assert_eq!(
+            (total.loop_lag, total.overloaded),
+            (15.0, 3.0),
+            "the ramp's left out"
+        );
+        let lag: Vec<f64> = per_second.iter().map(|s| s.loop_lag).collect();
+        assert_eq!(lag, [0.0, 15.0]);
+        assert_eq!(per_second[0].overloaded, 3.0);
     }
 }
