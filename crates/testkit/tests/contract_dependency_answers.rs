@@ -42,6 +42,9 @@ reqwest_blocking_tests!(
 /// 10 MB default (blocking-api).
 const PEAK_GROWTH_MAX_KIB: u64 = 8 * 1024;
 
+// The oversized answer is over the bound by construction.
+const _: () = assert!(mock_deps::config::OVERSIZED_BYTES > DEPS_ANSWER_MAX_BYTES);
+
 /// The process's peak resident set so far, KiB.
 fn peak_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
@@ -117,7 +120,6 @@ async fn an_answer_whose_length_is_over_the_bound_is_refused(api: Api) {
     let app = TestApp::spawn(api).await;
     app.deps
         .set_config(misanswering(BadAnswer::Oversized, |m| &mut m.seller));
-    assert!(mock_deps::config::OVERSIZED_BYTES > DEPS_ANSWER_MAX_BYTES);
     let response = app.post_order(TOKEN, &valid_order("oversized-1")).await;
     assert_dependency_failed(response, "seller").await;
     assert_eq!(refused(&app, "seller", "too_large").await, 1.0);
