@@ -29,7 +29,40 @@ pub struct EndpointConfig {
     /// `r < error_rate + hang_rate` hangs, else `r < error_rate + hang_rate + charged_error_rate`
     /// charges then fails; when they add up past 1 the earlier shares win.
     pub charged_error_rate: f64,
+    /// Share (0..=1) of requests answered as [`EndpointConfig::answer_fault`] says, drawn after
+    /// the three rates above (`r` below their sum plus this one). The payment gateway charges
+    /// first: the answer misbehaves after the charge is in the ledger.
+    pub answer_fault_rate: f64,
+    /// How those answers misbehave.
+    pub answer_fault: BadAnswer,
 }
+
+/// A misbehaving answer, as a slow, broken or compromised dependency (or a proxy in front of one)
+/// gives it; served by `bad_answer`. Each starts from the answer the endpoint would have given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BadAnswer {
+    /// Its head, then a chunked body that never ends (until the client goes away).
+    #[default]
+    Endless,
+    /// The answer padded with spaces (still valid JSON) to [`OVERSIZED_BYTES`], with its
+    /// `Content-Length`: only a size bound refuses it.
+    Oversized,
+    /// Its head at once, then the body one byte every [`DRIP_EVERY`].
+    Drip,
+    /// Its head with the whole body's `Content-Length`, half the body, then the connection
+    /// closed.
+    Cut,
+    /// The connection closed with no answer.
+    Reset,
+}
+
+/// The size of a [`BadAnswer::Oversized`] body: four times the bound both APIs read up to.
+pub const OVERSIZED_BYTES: usize = 4 * order_core::domain::deps::DEPS_ANSWER_MAX_BYTES;
+
+/// The pace of a [`BadAnswer::Drip`]: no read waits more than 0.4 s, so a timeout per read never
+/// fires, while a 30-byte answer takes 12 s, past any whole-call timeout of the lab.
+pub const DRIP_EVERY: std::time::Duration = std::time::Duration::from_millis(400);
 
 impl EndpointConfig {
     /// A healthy endpoint answering after `latency_ms`.
@@ -45,6 +78,7 @@ impl EndpointConfig {
             ("error_rate", self.error_rate),
             ("hang_rate", self.hang_rate),
             ("charged_error_rate", self.charged_error_rate),
+            ("answer_fault_rate", self.answer_fault_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return Err(format!("{name}.{field} must be within 0..=1, got {rate}"));
@@ -160,6 +194,10 @@ pub struct EndpointPatch {
     pub hang_rate: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub charged_error_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_fault_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_fault: Option<BadAnswer>,
 }
 
 impl EndpointPatch {
@@ -186,6 +224,12 @@ impl EndpointPatch {
         }
         if let Some(v) = self.charged_error_rate {
             target.charged_error_rate = v;
+        }
+        if let Some(v) = self.answer_fault_rate {
+            target.answer_fault_rate = v;
+        }
+        if let Some(v) = self.answer_fault {
+            target.answer_fault = v;
         }
     }
 }
@@ -307,6 +351,22 @@ mod tests {
         assert!(!up.apply(other).unwrap().gateway_unreachable);
         let old: MockConfig = serde_json::from_str(r#"{"hang_ms":5}"#).unwrap();
         assert!(!old.gateway_unreachable);
+    }
+
+    #[test]
+    fn an_answer_fault_is_named_and_rated_in_a_patch() {
+        let patch: ConfigPatch =
+            serde_json::from_str(r#"{"risk":{"answer_fault":"drip","answer_fault_rate":1}}"#)
+                .unwrap();
+        let next = patch.apply(MockConfig::instant()).unwrap();
+        assert_eq!(next.risk.answer_fault, BadAnswer::Drip);
+        assert_eq!(next.risk.answer_fault_rate, 1.0);
+        let over: ConfigPatch =
+            serde_json::from_str(r#"{"payment":{"answer_fault_rate":1.5}}"#).unwrap();
+        assert!(over.apply(MockConfig::instant()).is_err());
+        assert!(
+            serde_json::from_str::<ConfigPatch>(r#"{"risk":{"answer_fault":"slow"}}"#).is_err()
+        );
     }
 
     #[test]

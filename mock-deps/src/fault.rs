@@ -8,7 +8,7 @@ use std::time::Duration;
 use actix_web::HttpResponse;
 use rand::Rng;
 
-use crate::config::EndpointConfig;
+use crate::config::{BadAnswer, EndpointConfig};
 use crate::json;
 use crate::stats::Counters;
 
@@ -32,24 +32,31 @@ pub(crate) enum Fate {
     Hang,
     /// Payment only: record the charge, then answer 500 (see [`EndpointConfig::charged_error_rate`]).
     ChargedFail,
+    /// Answer (the gateway: after the charge) as [`EndpointConfig::answer_fault`] says.
+    BadAnswer,
 }
 
 /// One uniform draw decides: error, then hang, then charged-then-fail
-/// (see [`EndpointConfig::charged_error_rate`]).
+/// (see [`EndpointConfig::charged_error_rate`]), then a bad answer.
 pub(crate) fn draw_fate(cfg: &EndpointConfig, rng: &mut impl Rng) -> Fate {
-    if cfg.error_rate <= 0.0 && cfg.hang_rate <= 0.0 && cfg.charged_error_rate <= 0.0 {
+    let shares = [
+        (cfg.error_rate, Fate::Fail),
+        (cfg.hang_rate, Fate::Hang),
+        (cfg.charged_error_rate, Fate::ChargedFail),
+        (cfg.answer_fault_rate, Fate::BadAnswer),
+    ];
+    if shares.iter().all(|(rate, _)| *rate <= 0.0) {
         return Fate::Proceed;
     }
     let r: f64 = rng.random();
-    if r < cfg.error_rate {
-        Fate::Fail
-    } else if r < cfg.error_rate + cfg.hang_rate {
-        Fate::Hang
-    } else if r < cfg.error_rate + cfg.hang_rate + cfg.charged_error_rate {
-        Fate::ChargedFail
-    } else {
-        Fate::Proceed
+    let mut below = 0.0;
+    for (rate, fate) in shares {
+        below += rate;
+        if r < below {
+            return fate;
+        }
     }
+    Fate::Proceed
 }
 
 /// Waits the (jittered) latency, then draws the request's fate and counts it.
@@ -63,7 +70,7 @@ pub(crate) async fn delay_and_draw(cfg: &EndpointConfig, counters: &Counters) ->
     }
     let fate = draw_fate(cfg, &mut rand::rng());
     match fate {
-        Fate::Proceed => {}
+        Fate::Proceed | Fate::BadAnswer => {}
         Fate::Fail => Counters::bump(&counters.injected_errors),
         Fate::Hang => Counters::bump(&counters.hangs),
         Fate::ChargedFail => Counters::bump(&counters.injected_charged_errors),
@@ -81,19 +88,20 @@ pub(crate) async fn hang(hang_ms: u64) -> HttpResponse {
     json::gateway_timeout()
 }
 
-/// Applies latency and faults for an endpoint that charges nothing. `None`: go on and answer for
-/// real; `Some`: answer this instead.
+/// Applies latency and faults for an endpoint that charges nothing. `Ok`: go on and answer for
+/// real, spoiled as the [`BadAnswer`] says if there is one; `Err`: answer this instead.
 pub(crate) async fn inject(
     cfg: EndpointConfig,
     hang_ms: u64,
     counters: &Counters,
-) -> Option<HttpResponse> {
+) -> Result<Option<BadAnswer>, HttpResponse> {
     match delay_and_draw(&cfg, counters).await {
         // `MockConfig::validate` keeps `charged_error_rate` at 0 outside payment, so
         // `ChargedFail` cannot be drawn here; were it drawn, there is nothing to charge.
-        Fate::Proceed | Fate::ChargedFail => None,
-        Fate::Fail => Some(json::service_unavailable()),
-        Fate::Hang => Some(hang(hang_ms).await),
+        Fate::Proceed | Fate::ChargedFail => Ok(None),
+        Fate::BadAnswer => Ok(Some(cfg.answer_fault)),
+        Fate::Fail => Err(json::service_unavailable()),
+        Fate::Hang => Err(hang(hang_ms).await),
     }
 }
 
@@ -145,10 +153,15 @@ mod tests {
             charged_error_rate: 1.0,
             ..EndpointConfig::default()
         };
+        let bad_answer = EndpointConfig {
+            answer_fault_rate: 1.0,
+            ..EndpointConfig::default()
+        };
         for _ in 0..1000 {
             assert_eq!(draw_fate(&fail, &mut rng), Fate::Fail);
             assert_eq!(draw_fate(&hang, &mut rng), Fate::Hang);
             assert_eq!(draw_fate(&charged_fail, &mut rng), Fate::ChargedFail);
+            assert_eq!(draw_fate(&bad_answer, &mut rng), Fate::BadAnswer);
             assert_eq!(
                 draw_fate(&EndpointConfig::default(), &mut rng),
                 Fate::Proceed

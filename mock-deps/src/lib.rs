@@ -19,7 +19,9 @@
 //!
 //! The gateway behaves like a real one where the APIs' charge-safety depends on it: a charge it
 //! has started completes even when its client disconnects or times out, it can charge and then
-//! answer 500 ([`EndpointConfig::charged_error_rate`]), and it offers a reconciliation API
+//! answer 500 ([`EndpointConfig::charged_error_rate`]) or answer badly — endless, oversized,
+//! dripped, cut or dropped ([`BadAnswer`], which the seller and risk endpoints can do too) — and
+//! it offers a reconciliation API
 //! (`GET /gateway/payments/{key}`, `POST /gateway/payments/{key}/void`) so that the APIs'
 //! recovery can find out what happened to a charge and give it back; the ledger counts voids.
 //!
@@ -30,6 +32,7 @@
 //! (the wire contract) → `server` ([`MockDeps`] in-process, [`run`] for the binary).
 
 pub mod admin;
+mod bad_answer;
 pub mod config;
 mod fault;
 mod json;
@@ -40,7 +43,7 @@ mod settings;
 mod state;
 mod stats;
 
-pub use config::{ConfigPatch, EndpointConfig, EndpointPatch, MockConfig};
+pub use config::{BadAnswer, ConfigPatch, EndpointConfig, EndpointPatch, MockConfig};
 pub use ledger::{KeyCharges, Ledger};
 pub use server::{MockDeps, run};
 pub use settings::Settings;

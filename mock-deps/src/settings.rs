@@ -68,7 +68,7 @@ impl Settings {
             jitter_ms: self.jitter_ms,
             error_rate: self.error_rate,
             hang_rate: self.hang_rate,
-            charged_error_rate: 0.0,
+            ..EndpointConfig::default()
         };
         MockConfig {
             seller: endpoint(self.seller_latency_ms),

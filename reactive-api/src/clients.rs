@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use order_core::domain::contract::ValidOrder;
+use order_core::domain::deps::answer::{self, BoundedBody};
 use order_core::domain::deps::{
     self, GatewayPayment, PayRequest, PayResult, Recommendation, RiskRequest,
 };
 use order_core::domain::error::{ApiError, Dependency};
-use order_core::plumbing::deps_client;
+use order_core::plumbing::deps_client::{self, Answer};
 use order_core::plumbing::dns::DnsCache;
 use order_core::plumbing::metrics::Metrics;
 use order_core::plumbing::settings::CommonSettings;
@@ -53,8 +54,8 @@ impl Deps {
             .get(self.seller_url.clone())
             .timeout(timeout)
             .header("Authorization", token);
-        let (status, body) = self.call(Dependency::Seller, request).await?;
-        deps::seller_outcome(status, &body)
+        self.call(Dependency::Seller, request, deps::seller_outcome)
+            .await
     }
 
     /// Step 3: the risk analysis's recommendation, within `timeout` (as for `authenticate`).
@@ -69,8 +70,8 @@ impl Deps {
             .post(self.risk_url.clone())
             .timeout(timeout)
             .json(&RiskRequest::new(seller_id, order));
-        let (status, body) = self.call(Dependency::Risk, request).await?;
-        deps::risk_outcome(status, &body)
+        self.call(Dependency::Risk, request, deps::risk_outcome)
+            .await
     }
 
     /// Step 4: the charge, under the charge's idempotency key (`seller:reference:attempt`, stored
@@ -81,8 +82,8 @@ impl Deps {
             .post(self.pay_url.clone())
             .header("Idempotency-Key", gateway_key)
             .json(&PayRequest::new(order));
-        let (status, body) = self.call(Dependency::Payment, request).await?;
-        deps::pay_outcome(status, &body)
+        self.call(Dependency::Payment, request, deps::pay_outcome)
+            .await
     }
 
     /// Recovery: what the gateway knows of a charge (`None`: it never saw the key).
@@ -91,34 +92,58 @@ impl Deps {
         gateway_key: &str,
     ) -> Result<Option<GatewayPayment>, ApiError> {
         let url = deps::payment_url(&self.base, gateway_key);
-        let (status, body) = self.call(Dependency::Payment, self.http.get(url)).await?;
-        deps::lookup_outcome(status, &body)
+        let request = self.http.get(url);
+        self.call(Dependency::Payment, request, deps::lookup_outcome)
+            .await
     }
 
     /// Recovery: voids a charge, or blocks a key the gateway never saw from ever charging.
     pub async fn void_payment(&self, gateway_key: &str) -> Result<GatewayPayment, ApiError> {
         let url = deps::void_url(&self.base, gateway_key);
-        let (status, body) = self.call(Dependency::Payment, self.http.post(url)).await?;
-        deps::void_outcome(status, &body)
+        let request = self.http.post(url);
+        self.call(Dependency::Payment, request, deps::void_outcome)
+            .await
     }
 
-    async fn call(
+    /// Sends `request` and ends the call with `outcome`, one of `deps`'s readers
+    /// (`deps_client::settle`).
+    async fn call<T>(
         &self,
         dependency: Dependency,
         request: reqwest::RequestBuilder,
-    ) -> Result<(u16, Vec<u8>), ApiError> {
+        outcome: impl FnOnce(u16, &[u8]) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
         let start = Instant::now();
-        let result = async {
-            let response = request.send().await?;
-            let status = response.status().as_u16();
-            Ok::<_, reqwest::Error>((status, response.bytes().await?.to_vec()))
-        }
-        .await;
-        let ok = matches!(&result, Ok((status, _)) if deps::call_worked(*status));
-        self.metrics
-            .observe_dependency(dependency.as_str(), ok, start);
-        result.map_err(|e| ApiError::dependency(dependency, e))
+        let read = read(request).await;
+        deps_client::settle(&self.metrics, dependency, start, read, outcome)
     }
+}
+
+/// The answer to `request`, its body read chunk by chunk and refused once past
+/// `DEPS_ANSWER_MAX_BYTES` (at once, if its `Content-Length` says so). The request's timeout runs
+/// to the body's last byte (reqwest's total timeout), so a dripped body ends with it.
+async fn read(request: reqwest::RequestBuilder) -> anyhow::Result<Answer> {
+    let mut response = request.send().await?;
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    answer::check_length(response.content_length())?;
+    let mut body = BoundedBody::default();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.push(&chunk)?,
+            Ok(None) => break,
+            Err(e) => return Err(deps_client::body_failed(e.is_timeout(), e)),
+        }
+    }
+    Ok(Answer {
+        status,
+        content_type,
+        body: body.into_vec(),
+    })
 }
 
 /// `DEPS_URL` + a path, as a URL.

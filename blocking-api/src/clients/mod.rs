@@ -13,7 +13,9 @@
 //!   because it speaks HTTP/2 (`DEPS_HTTP=h2c`), which ureq does not.
 //!
 //! Both follow the rules of `order_core::plumbing::deps_client`: no redirect followed (a 3xx is an
-//! answer), a 4xx or 5xx is an answer too, connect bounded as the whole call is.
+//! answer), a 4xx or 5xx is an answer too, connect bounded as the whole call is, and the answer
+//! read as untrusted input (`order_core::domain::deps::answer`): its body bounded by
+//! `DEPS_ANSWER_MAX_BYTES`, the whole of it by the call's timeout.
 
 mod reqwest_blocking;
 mod ureq_client;
@@ -27,7 +29,7 @@ use order_core::domain::deps::{
     self, GatewayPayment, PayRequest, PayResult, Recommendation, RiskRequest,
 };
 use order_core::domain::error::{ApiError, Dependency};
-use order_core::plumbing::deps_client::DepsClient;
+use order_core::plumbing::deps_client::{self, DepsClient};
 use order_core::plumbing::dns::DnsCache;
 use order_core::plumbing::metrics::Metrics;
 use order_core::plumbing::settings::{CommonSettings, DepsHttp};
@@ -119,8 +121,7 @@ impl Deps {
             json: None,
             timeout: Some(timeout),
         };
-        let (status, body) = self.call(Dependency::Seller, call)?;
-        deps::seller_outcome(status, &body)
+        self.call(Dependency::Seller, call, deps::seller_outcome)
     }
 
     /// Step 3: the risk analysis's recommendation, within `timeout` (as for `authenticate`).
@@ -137,8 +138,7 @@ impl Deps {
             json: Some(json(Dependency::Risk, &RiskRequest::new(seller_id, order))?),
             timeout: Some(timeout),
         };
-        let (status, body) = self.call(Dependency::Risk, call)?;
-        deps::risk_outcome(status, &body)
+        self.call(Dependency::Risk, call, deps::risk_outcome)
     }
 
     /// Step 4: the charge, under the charge's idempotency key (`seller:reference:attempt`, stored
@@ -151,34 +151,37 @@ impl Deps {
             json: Some(json(Dependency::Payment, &PayRequest::new(order))?),
             timeout: None,
         };
-        let (status, body) = self.call(Dependency::Payment, call)?;
-        deps::pay_outcome(status, &body)
+        self.call(Dependency::Payment, call, deps::pay_outcome)
     }
 
     /// Recovery: what the gateway knows of a charge (`None`: it never saw the key).
     pub fn lookup_payment(&self, gateway_key: &str) -> Result<Option<GatewayPayment>, ApiError> {
         let url = deps::payment_url(&self.base, gateway_key);
-        let (status, body) = self.call(Dependency::Payment, bare(Method::Get, &url))?;
-        deps::lookup_outcome(status, &body)
+        let call = bare(Method::Get, &url);
+        self.call(Dependency::Payment, call, deps::lookup_outcome)
     }
 
     /// Recovery: voids a charge, or blocks a key the gateway never saw from ever charging.
     pub fn void_payment(&self, gateway_key: &str) -> Result<GatewayPayment, ApiError> {
         let url = deps::void_url(&self.base, gateway_key);
-        let (status, body) = self.call(Dependency::Payment, bare(Method::Post, &url))?;
-        deps::void_outcome(status, &body)
+        let call = bare(Method::Post, &url);
+        self.call(Dependency::Payment, call, deps::void_outcome)
     }
 
-    fn call(&self, dependency: Dependency, call: Call<'_>) -> Result<(u16, Vec<u8>), ApiError> {
+    /// Sends `call` with the client `DEPS_CLIENT` names and ends it with `outcome`, one of
+    /// `deps`'s readers (`deps_client::settle`).
+    fn call<T>(
+        &self,
+        dependency: Dependency,
+        call: Call<'_>,
+        outcome: impl FnOnce(u16, &[u8]) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
         let start = Instant::now();
-        let result = match &self.client {
-            Client::Ureq(c) => c.send(call).map_err(anyhow::Error::from),
-            Client::ReqwestBlocking(c) => c.send(call).map_err(anyhow::Error::from),
+        let read = match &self.client {
+            Client::Ureq(c) => c.send(call),
+            Client::ReqwestBlocking(c) => c.send(call),
         };
-        let ok = matches!(&result, Ok((status, _)) if deps::call_worked(*status));
-        self.metrics
-            .observe_dependency(dependency.as_str(), ok, start);
-        result.map_err(|e| ApiError::dependency(dependency, e))
+        deps_client::settle(&self.metrics, dependency, start, read, outcome)
     }
 }
 

@@ -8,13 +8,16 @@
 //! - no redirect followed (`max_redirects(0)` returns the 3xx as it came), so a card body never
 //!   goes to a host but `DEPS_URL`'s, and `order_core::domain::deps` reads the 3xx as today;
 //! - a 4xx or 5xx is an answer, not an error (`http_status_as_error(false)`);
+//! - the answer's body refused past `DEPS_ANSWER_MAX_BYTES` (ureq's body `limit`, and at once if
+//!   its `Content-Length` says so); the global timeout runs while it is read, to its last byte;
 //! - idle keep-alive connections kept `POOL_IDLE_TIMEOUT` for reuse;
 //! - an `https` `DEPS_URL` over rustls, the platform's roots verified by rustls-platform-verifier
 //!   (which reads `SSL_CERT_FILE`/`SSL_CERT_DIR` on Linux), as reqwest's TLS does.
 
 use std::time::Duration;
 
-use order_core::plumbing::deps_client::POOL_IDLE_TIMEOUT;
+use order_core::domain::deps::answer::{self, AnswerFault, DEPS_ANSWER_MAX_BYTES};
+use order_core::plumbing::deps_client::{self, Answer, POOL_IDLE_TIMEOUT};
 use order_core::plumbing::dns::{DnsCache, ResolveError};
 use order_core::plumbing::settings::CommonSettings;
 use ureq::tls::{RootCerts, TlsConfig};
@@ -101,8 +104,8 @@ impl UreqClient {
         ))
     }
 
-    /// The call's status and body; a 3xx, 4xx or 5xx is an answer, not an error.
-    pub(super) fn send(&self, call: Call<'_>) -> Result<(u16, Vec<u8>), ureq::Error> {
+    /// The call's answer; a 3xx, 4xx or 5xx is an answer, not an error.
+    pub(super) fn send(&self, call: Call<'_>) -> anyhow::Result<Answer> {
         let url = call.url.as_str();
         let response = match call.method {
             Method::Get => {
@@ -121,8 +124,27 @@ impl UreqClient {
             }
         }?;
         let status = response.status().as_u16();
-        let body = response.into_body().read_to_vec()?;
-        Ok((status, body))
+        let content_type = response
+            .headers()
+            .get(ureq::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut body = response.into_body();
+        answer::check_length(body.content_length())?;
+        let body = body
+            .with_config()
+            .limit(DEPS_ANSWER_MAX_BYTES as u64)
+            .read_to_vec()
+            .map_err(|e| match e {
+                ureq::Error::BodyExceedsLimit(_) => AnswerFault::TooLarge.into(),
+                ureq::Error::Timeout(_) => deps_client::body_failed(true, e),
+                e => deps_client::body_failed(false, e),
+            })?;
+        Ok(Answer {
+            status,
+            content_type,
+            body,
+        })
     }
 }
 

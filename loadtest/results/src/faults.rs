@@ -1,5 +1,6 @@
 //! Faults injected during a run (`--faults`), for the money-safety scenario: payment failures
-//! throughout (mock-deps' `error_rate`, `hang_rate`, `charged_error_rate`), a `kill -9` of the API
+//! throughout (mock-deps' `error_rate`, `hang_rate`, `charged_error_rate`, and its `answer_fault`
+//! `cut`: charged, then the answer cut mid-body), a `kill -9` of the API
 //! (restarted by the lab with the same settings), an immediate restart of PostgreSQL, and three
 //! outages with a length: PostgreSQL frozen (the latency proxy in front of it stops moving bytes),
 //! slow uploads (connections that send an order's headers and hold its body back) and the payment
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// How long the API stays down after its `kill -9` unless the spec says otherwise, seconds.
 pub const DEFAULT_DOWN_S: f64 = 2.0;
 
-/// `pay-error=R,pay-hang=R,pay-charged-error=R,hang-ms=MS,kill-api@S[+DOWN],restart-db@S,
+/// `pay-error=R,pay-hang=R,pay-charged-error=R,pay-cut=R,hang-ms=MS,kill-api@S[+DOWN],restart-db@S,
 /// db-freeze@S+LEN,slow-uploads=N@S+LEN,gateway-down@S+LEN,broker-ack=MS@S+LEN`, any subset, any
 /// order. Times are
 /// seconds into the measured run, multiplied by `--duration-scale` like the profile's phases; the
@@ -28,6 +29,9 @@ pub struct FaultPlan {
     pub payment_hang_rate: f64,
     /// Share of pay requests charged, then answered 500.
     pub payment_charged_error_rate: f64,
+    /// Share of pay requests charged, then answered with half a body and the connection closed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub payment_cut_rate: f64,
     /// How long a hung pay request hangs before mock-deps answers 504 (`None`: mock-deps' own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hang_ms: Option<u64>,
@@ -55,6 +59,10 @@ pub struct FaultPlan {
     /// `ack_ms` to every round trip for the window: each JetStream acknowledgement that long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broker_ack: Option<BrokerAck>,
+}
+
+fn is_zero(rate: &f64) -> bool {
+    *rate == 0.0
 }
 
 /// A fault with a length: from `at_s` (seconds into the measured run) for `for_s` seconds.
@@ -180,6 +188,7 @@ impl FaultPlan {
                     "pay-error" => plan.payment_error_rate = rate()?,
                     "pay-hang" => plan.payment_hang_rate = rate()?,
                     "pay-charged-error" => plan.payment_charged_error_rate = rate()?,
+                    "pay-cut" => plan.payment_cut_rate = rate()?,
                     "hang-ms" => plan.hang_ms = Some(value.trim().parse().with_context(usage)?),
                     other => bail!("--faults: unknown setting {other:?}; {}", usage()),
                 }
@@ -187,8 +196,7 @@ impl FaultPlan {
                 bail!("{}", usage());
             }
         }
-        let total =
-            plan.payment_error_rate + plan.payment_hang_rate + plan.payment_charged_error_rate;
+        let total = plan.payment_fault_share();
         if total > 1.0 {
             bail!("--faults: the payment fault shares add up to {total} > 1");
         }
@@ -228,9 +236,17 @@ impl FaultPlan {
         .collect()
     }
 
+    /// The share of pay requests that fail on purpose, one way or another.
+    fn payment_fault_share(&self) -> f64 {
+        self.payment_error_rate
+            + self.payment_hang_rate
+            + self.payment_charged_error_rate
+            + self.payment_cut_rate
+    }
+
     /// `true` when some pay request fails on purpose.
     pub fn has_payment_faults(&self) -> bool {
-        self.payment_error_rate + self.payment_hang_rate + self.payment_charged_error_rate > 0.0
+        self.payment_fault_share() > 0.0
     }
 
     /// One line for the events (t = 0) and the reports.
@@ -243,7 +259,14 @@ impl FaultPlan {
             self.hang_ms
                 .map_or(String::new(), |ms| format!(" ({ms} ms, then 504)")),
             pct(self.payment_charged_error_rate),
-        )
+        ) + &if self.payment_cut_rate > 0.0 {
+            format!(
+                ", {} charged then cut mid-answer",
+                pct(self.payment_cut_rate)
+            )
+        } else {
+            String::new()
+        }
     }
 }
 
@@ -285,6 +308,24 @@ impl BrokerRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_after_the_charge_is_a_payment_fault_of_its_own() {
+        let p = FaultPlan::parse("pay-charged-error=0.02,pay-cut=0.03", 1.0).unwrap();
+        assert_eq!(p.payment_cut_rate, 0.03);
+        assert!(p.has_payment_faults());
+        assert!(
+            p.describe_payment()
+                .ends_with("2 % charged then answered 500, 3 % charged then cut mid-answer")
+        );
+        assert!(FaultPlan::parse("pay-cut=0.5,pay-error=0.6", 1.0).is_err());
+        // A plan without it writes no field, and one written before it existed reads as none.
+        let none = FaultPlan::parse("pay-error=0.1", 1.0).unwrap();
+        let json = serde_json::to_string(&none).unwrap();
+        assert!(!json.contains("payment_cut_rate"), "{json}");
+        assert_eq!(serde_json::from_str::<FaultPlan>(&json).unwrap(), none);
+        assert!(!none.describe_payment().contains("cut"));
+    }
 
     #[test]
     fn the_scenario_spec_parses_and_scales() {

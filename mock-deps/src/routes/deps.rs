@@ -10,6 +10,7 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
+use crate::bad_answer;
 use crate::fault::inject;
 use crate::json;
 use crate::state::State;
@@ -42,14 +43,15 @@ pub(crate) async fn seller_authorization(
     let counters = &state.stats.seller;
     let _in_flight = counters.start();
     let cfg = state.config();
-    if let Some(injected) = inject(cfg.seller, cfg.hang_ms, counters).await {
-        return injected;
-    }
+    let spoil = match inject(cfg.seller, cfg.hang_ms, counters).await {
+        Ok(spoil) => spoil,
+        Err(injected) => return injected,
+    };
     let authorization = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    match seller_id(authorization) {
+    let answer = match seller_id(authorization) {
         Some(id) => {
             Counters::bump(&counters.ok);
             // `id` is `[a-z0-9-/?%]` only: nothing to escape in JSON.
@@ -59,7 +61,8 @@ pub(crate) async fn seller_authorization(
             Counters::bump(&counters.negative);
             json::unauthorized()
         }
-    }
+    };
+    bad_answer::maybe(spoil, answer)
 }
 
 /// Strings are borrowed from the body when they need no unescaping: no allocation per field.
@@ -95,16 +98,18 @@ pub(crate) async fn risk_validate(body: web::Bytes, state: web::Data<State>) -> 
     // actix buffers a body in an 8 KiB allocation: free it before waiting, it is not needed.
     drop(body);
     let cfg = state.config();
-    if let Some(injected) = inject(cfg.risk, cfg.hang_ms, counters).await {
-        return injected;
-    }
+    let spoil = match inject(cfg.risk, cfg.hang_ms, counters).await {
+        Ok(spoil) => spoil,
+        Err(injected) => return injected,
+    };
     Counters::bump(&counters.ok);
-    if approve {
+    let answer = if approve {
         json::fixed(StatusCode::OK, r#"{"recommendation":"APPROVE"}"#)
     } else {
         Counters::bump(&counters.negative);
         json::fixed(StatusCode::OK, r#"{"recommendation":"DISAPPROVE"}"#)
-    }
+    };
+    bad_answer::maybe(spoil, answer)
 }
 
 #[cfg(test)]

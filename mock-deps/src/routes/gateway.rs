@@ -14,6 +14,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
+use crate::bad_answer;
 use crate::config::EndpointConfig;
 use crate::fault::{self, Fate};
 use crate::json;
@@ -156,7 +157,7 @@ async fn process(
         // An injected failure or hang returns here, before the ledger: it must not charge.
         Fate::Fail => return Processed::Answer(json::service_unavailable()),
         Fate::Hang => return Processed::Hung(in_flight),
-        Fate::Proceed | Fate::ChargedFail => {}
+        Fate::Proceed | Fate::ChargedFail | Fate::BadAnswer => {}
     }
     let outcome = state.ledger.record(&key, amount, verdict);
     tracing::debug!(key, amount, ?outcome, ?fate, "gateway pay");
@@ -167,17 +168,27 @@ async fn process(
             r#"{"error":"injected_failure_after_charge"}"#,
         ));
     }
+    let answer = answer(outcome, counters);
+    Processed::Answer(match fate {
+        // The charge is in the ledger: only the answer misbehaves.
+        Fate::BadAnswer => bad_answer::spoil(cfg.answer_fault, answer),
+        _ => answer,
+    })
+}
+
+/// The gateway's answer to a pay request the ledger has recorded as `outcome`.
+fn answer(outcome: Outcome, counters: &Counters) -> HttpResponse {
     let (code, verdict) = match outcome {
         Outcome::Fresh(code, verdict) | Outcome::Replay(code, verdict) => (code, verdict),
         Outcome::Conflict => {
             Counters::bump(&counters.conflicts);
             let body = r#"{"error":"idempotency_conflict"}"#;
-            return Processed::Answer(json::fixed(StatusCode::CONFLICT, body));
+            return json::fixed(StatusCode::CONFLICT, body);
         }
         Outcome::Voided => {
             Counters::bump(&counters.voided_refusals);
             let body = r#"{"error":"payment_voided"}"#;
-            return Processed::Answer(json::fixed(StatusCode::CONFLICT, body));
+            return json::fixed(StatusCode::CONFLICT, body);
         }
     };
     Counters::bump(&counters.ok);
@@ -185,8 +196,8 @@ async fn process(
         Counters::bump(&counters.negative);
     }
     let message = verdict.message();
-    Processed::Answer(json::owned(
+    json::owned(
         StatusCode::OK,
         format!(r#"{{"code":"{code}","message":"{message}"}}"#),
-    ))
+    )
 }

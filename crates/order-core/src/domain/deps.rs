@@ -7,6 +7,10 @@ use url::Url;
 use crate::domain::contract::{PaymentMethod, ValidOrder};
 use crate::domain::error::{ApiError, Dependency};
 
+pub mod answer;
+
+pub use answer::{AnswerFault, DEPS_ANSWER_MAX_BYTES};
+
 // The dependencies' paths, the one copy: both APIs call them and mock-deps serves them.
 pub const SELLER_PATH: &str = "/sellers/authorization";
 pub const RISK_PATH: &str = "/risk-analysis/validate";
@@ -202,7 +206,9 @@ pub fn call_worked(status: u16) -> bool {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(dep: Dependency, body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::dependency(dep, e))
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::dependency(dep, anyhow::Error::new(e).context(AnswerFault::Malformed))
+    })
 }
 
 fn unexpected(dep: Dependency, what: impl std::fmt::Display) -> ApiError {

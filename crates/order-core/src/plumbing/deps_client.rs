@@ -7,17 +7,86 @@
 //! `Location` points. A 3xx is therefore an answer like any other status, read by
 //! `order_core::domain::deps` (for the charge: an unknown outcome, see `deps::pay_outcome`), and a card body
 //! is never sent to any host but `DEPS_URL`'s.
+//!
+//! An answer is untrusted input (`order_core::domain::deps::answer`): every client reads it into
+//! an [`Answer`] bounded by `DEPS_ANSWER_MAX_BYTES`, within the call's total timeout (reqwest's
+//! `timeout` and ureq's `timeout_global` both run from the connect to the body's last byte, not
+//! per read), and ends the call with [`settle`], the same for all.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::redirect::Policy;
 
+use crate::domain::deps::{self, AnswerFault, answer};
+use crate::domain::error::{ApiError, Dependency};
 use crate::plumbing::dns::{DnsCache, ReqwestResolver};
+use crate::plumbing::metrics::Metrics;
 use crate::plumbing::settings::{CommonSettings, DepsHttp};
 
 /// How long an idle keep-alive connection to a dependency is kept for reuse.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A dependency's answer as a client read it: its body whole and within
+/// [`deps::DEPS_ANSWER_MAX_BYTES`].
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    /// The `Content-Type` header, if it is text.
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// The error of a body that stopped before its end: the call's total timeout, or anything else
+/// (a close or reset mid-body, a `Content-Length` not met, a broken chunk) as cut short.
+pub fn body_failed(timed_out: bool, cause: impl Into<anyhow::Error>) -> anyhow::Error {
+    let fault = if timed_out {
+        AnswerFault::TimedOut
+    } else {
+        AnswerFault::CutShort
+    };
+    cause.into().context(fault)
+}
+
+/// Ends one dependency call the same way in every client: a `200` that is not JSON refused,
+/// the answer read for its meaning by `outcome` (one of `deps`'s readers), the call timed in
+/// `dependency_request_duration_seconds`, and a refused answer counted in
+/// `dependency_answers_refused_total` by dependency and reason and logged, once, here.
+pub fn settle<T>(
+    metrics: &Metrics,
+    dependency: Dependency,
+    start: Instant,
+    read: anyhow::Result<Answer>,
+    outcome: impl FnOnce(u16, &[u8]) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let mut status = None;
+    let result = read
+        .and_then(|a| {
+            answer::check_content_type(a.status, a.content_type.as_deref())?;
+            Ok(a)
+        })
+        .map_err(|e| ApiError::dependency(dependency, e))
+        .and_then(|a| {
+            status = Some(a.status);
+            outcome(a.status, &a.body)
+        });
+    let refused = match &result {
+        Err(ApiError::DependencyUnavailable { cause, .. }) => {
+            AnswerFault::of(cause).map(|fault| (fault, cause))
+        }
+        _ => None,
+    };
+    let ok = refused.is_none() && status.is_some_and(deps::call_worked);
+    metrics.observe_dependency(dependency.as_str(), ok, start);
+    if let Some((fault, cause)) = refused {
+        metrics
+            .dep_answers_refused
+            .with_label_values(&[dependency.as_str(), fault.as_str()])
+            .inc();
+        tracing::warn!(%dependency, reason = fault.as_str(), error = ?cause, "dependency answer refused");
+    }
+    result
+}
 
 /// The builder methods [`configure`] needs, on both of reqwest's client builders.
 pub trait DepsClientBuilder: Sized {

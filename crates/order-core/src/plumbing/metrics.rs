@@ -30,6 +30,8 @@ pub struct Metrics {
     pub db_acquire_seconds: Histogram,
     pub db_tx_seconds: HistogramVec,
     pub dep_seconds: HistogramVec,
+    /// Dependency answers refused (`order_core::domain::deps::answer`), by dependency and reason.
+    pub dep_answers_refused: IntCounterVec,
     /// Passes of the recovery loop, and what it did to each key it settled.
     pub recovery_passes: IntCounter,
     pub recovery_actions: IntCounterVec,
@@ -147,6 +149,15 @@ impl Metrics {
             &["dependency", "outcome"],
         )
         .unwrap();
+        let dep_answers_refused = IntCounterVec::new(
+            Opts::new(
+                "dependency_answers_refused_total",
+                "Dependency answers refused: too_large (over DEPS_ANSWER_MAX_BYTES), cut_short, \
+                 timed_out (not whole within the call's timeout), malformed, content_type",
+            ),
+            &["dependency", "reason"],
+        )
+        .unwrap();
         let recovery_passes = IntCounter::new(
             "recovery_passes_total",
             "Passes of the loop that settles keys left in CHARGING",
@@ -249,6 +260,7 @@ impl Metrics {
         reg(Box::new(db_acquire_seconds.clone()));
         reg(Box::new(db_tx_seconds.clone()));
         reg(Box::new(dep_seconds.clone()));
+        reg(Box::new(dep_answers_refused.clone()));
         reg(Box::new(recovery_passes.clone()));
         reg(Box::new(recovery_actions.clone()));
         reg(Box::new(recovery_deferred_keys.clone()));
@@ -296,6 +308,7 @@ impl Metrics {
             db_acquire_seconds,
             db_tx_seconds,
             dep_seconds,
+            dep_answers_refused,
             recovery_passes,
             recovery_actions,
             recovery_deferred_keys,

@@ -24,6 +24,7 @@ use lab_results::faults::{
     SLOW_UPLOADS_LABEL,
 };
 use loadgen::clock::Clock;
+use mock_deps::BadAnswer;
 use mock_deps::admin::{ConfigPatch, EndpointPatch};
 
 /// What the fault task hands back.
@@ -134,6 +135,8 @@ fn payment_faults(plan: &FaultPlan) -> ConfigPatch {
             error_rate: Some(plan.payment_error_rate),
             hang_rate: Some(plan.payment_hang_rate),
             charged_error_rate: Some(plan.payment_charged_error_rate),
+            answer_fault_rate: Some(plan.payment_cut_rate),
+            answer_fault: Some(BadAnswer::Cut),
             ..EndpointPatch::default()
         }),
         hang_ms: plan.hang_ms,

@@ -34,15 +34,19 @@ fn payment_faults_set_only_the_payment_rates_and_the_hang_time() {
     let plan =
         FaultPlan::parse("pay-error=0.05,pay-charged-error=0.02,hang-ms=8000", 1.0).expect("plan");
     let on = serde_json::to_value(payment_faults(&plan)).expect("json");
+    let cut = FaultPlan::parse("pay-cut=0.03", 1.0).expect("plan");
+    let cut = serde_json::to_value(payment_faults(&cut)).expect("json");
+    assert_eq!(cut["payment"]["answer_fault_rate"], 0.03);
     assert_eq!(
         on,
         serde_json::json!({"payment": {"error_rate": 0.05, "hang_rate": 0.0,
-            "charged_error_rate": 0.02}, "hang_ms": 8000})
+            "charged_error_rate": 0.02, "answer_fault_rate": 0.0, "answer_fault": "cut"},
+            "hang_ms": 8000})
     );
     let off = serde_json::to_value(payment_faults(&FaultPlan::default())).expect("json");
     assert_eq!(
         off,
         serde_json::json!({"payment": {"error_rate": 0.0, "hang_rate": 0.0,
-            "charged_error_rate": 0.0}})
+            "charged_error_rate": 0.0, "answer_fault_rate": 0.0, "answer_fault": "cut"}})
     );
 }

@@ -9,9 +9,10 @@ use lab_report::scenario::faults::Plan;
 pub const RATE: u32 = 30;
 /// Length of the constant-rate run, seconds (before `--duration-scale`).
 pub const DURATION_S: u32 = 60;
-/// The fault plan: payment faults throughout, the API killed at 20 s, PostgreSQL at 40 s.
-pub const PLAN: &str = "pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,hang-ms=8000,\
-                        kill-api@20+2,restart-db@40";
+/// The fault plan: payment faults throughout (among them answers cut after the charge), the
+/// API killed at 20 s, PostgreSQL at 40 s.
+pub const PLAN: &str = "pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,pay-cut=0.02,\
+                        hang-ms=8000,kill-api@20+2,restart-db@40";
 
 /// The rows with one outage each (variant slug, plan, what the row's `fault` column says), run
 /// at the same rate with plain clients (one request per arrival, no retry), so that each request's
