@@ -2,6 +2,8 @@
 //! shows: a crash (`kill -9`), a real SIGTERM or SIGINT, an exit status. PostgreSQL and mock-deps
 //! stay the test's own; `scripts/test.sh` builds the binaries first.
 
+use std::ops::{Deref, DerefMut};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,12 +17,16 @@ pub fn free_port() -> u16 {
         .unwrap()
 }
 
+/// The API's binary.
+pub fn binary(api: Api) -> PathBuf {
+    testbed::process::find_binary(api.binary_name())
+        .expect("scripts/test.sh builds the API binaries")
+}
+
 /// The API binary on `127.0.0.1:port` with a short lease and a fast recovery loop (a crash is
 /// recovered within the test), its log on stderr (piped) at `warn`.
 pub fn api_command(api: Api, database_url: &str, deps_url: &str, port: u16) -> Command {
-    let binary = testbed::process::find_binary(api.binary_name())
-        .expect("scripts/test.sh builds the API binaries");
-    let mut cmd = Command::new(binary);
+    let mut cmd = Command::new(binary(api));
     cmd.env_clear()
         .env("DATABASE_URL", database_url)
         .env("DEPS_URL", deps_url)
@@ -42,9 +48,34 @@ pub fn api_command(api: Api, database_url: &str, deps_url: &str, port: u16) -> C
     cmd
 }
 
-/// Starts `cmd` (an [`api_command`] for `port`) and waits, at most 30 s, until `/ready` is 200.
-pub async fn start_api(mut cmd: Command, port: u16) -> Child {
-    let mut child = cmd.spawn().expect("starting the API");
+/// The API's process, killed when the test ends, however it ends (a failed assertion too).
+pub struct ApiChild(Child);
+
+impl Deref for ApiChild {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl DerefMut for ApiChild {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for ApiChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `cmd` (the API's binary on `port`, e.g. an [`api_command`]) and waits, at most 30 s,
+/// until `/ready` is 200.
+pub async fn start_api(mut cmd: Command, port: u16) -> ApiChild {
+    let mut child = ApiChild(cmd.spawn().expect("starting the API"));
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

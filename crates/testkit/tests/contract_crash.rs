@@ -4,12 +4,12 @@
 //! start without a request hash key, or with a lease a healthy attempt could outlive. What a
 //! SIGTERM does is `contract_rolling_deploy.rs`'s.
 
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mock_deps::{MockConfig, MockDeps};
 use sqlx::PgPool;
-use testkit::child::{api_command, free_port, start_api};
+use testkit::child::{ApiChild, api_command, free_port, start_api};
 use testkit::{Api, TOKEN, TestDatabase, contract_tests, valid_order};
 
 contract_tests!(
@@ -21,7 +21,7 @@ fn command(api: Api, db: &TestDatabase, deps: &MockDeps, port: u16) -> Command {
     api_command(api, &db.url, &deps.base_url(), port)
 }
 
-async fn start(api: Api, db: &TestDatabase, deps: &MockDeps, port: u16) -> Child {
+async fn start(api: Api, db: &TestDatabase, deps: &MockDeps, port: u16) -> ApiChild {
     start_api(command(api, db, deps, port), port).await
 }
 

@@ -5,12 +5,12 @@
 //! SIGINT, a person's Ctrl-C, skips the delay. The API runs as a child process so that a real
 //! signal reaches it; every wait here has a bound.
 
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use mock_deps::{MockConfig, MockDeps};
 use sqlx::PgPool;
-use testkit::child::{api_command, exit_within, free_port, send_signal, start_api};
+use testkit::child::{ApiChild, api_command, exit_within, free_port, send_signal, start_api};
 use testkit::{Api, TOKEN, TestDatabase, contract_tests, eventually, valid_order};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -33,7 +33,7 @@ struct Process {
     db: TestDatabase,
     deps: MockDeps,
     port: u16,
-    child: Child,
+    child: ApiChild,
 }
 
 async fn start(api: Api, delay: Duration) -> Process {
