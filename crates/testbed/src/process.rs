@@ -70,7 +70,7 @@ impl ServiceProcess {
         let for_cleanup = child.clone();
         let guard = cleanup::register(format!("stop {name} (pid {pid})"), move || {
             let mut child = for_cleanup.lock().unwrap_or_else(PoisonError::into_inner);
-            let _ = terminate(&mut child, STOP_GRACE);
+            let _ = terminate(&mut child, Signal::SIGTERM, STOP_GRACE);
         });
         Ok(ServiceProcess {
             name: name.to_owned(),
@@ -149,9 +149,28 @@ impl ServiceProcess {
         Ok(child.wait()?)
     }
 
+    /// SIGTERM to its process group, without waiting: what a platform sends to begin a stop.
+    pub fn sigterm(&self) -> anyhow::Result<()> {
+        let mut child = self.lock();
+        if let Some(status) = child.try_wait()? {
+            bail!("{} had already exited ({status})", self.name);
+        }
+        // Not reaped, so the group it leads is still its own.
+        let group = i32::try_from(child.id())?;
+        killpg(Pid::from_raw(group), Signal::SIGTERM)?;
+        Ok(())
+    }
+
     /// SIGTERM, then SIGKILL after `grace`; returns how it exited.
     pub fn stop(self, grace: Duration) -> anyhow::Result<ExitStatus> {
-        let status = terminate(&mut self.lock(), grace)?;
+        let status = terminate(&mut self.lock(), Signal::SIGTERM, grace)?;
+        Ok(status)
+    }
+
+    /// SIGINT, as a terminal's Ctrl-C, then SIGKILL after `grace`: for a service whose SIGTERM
+    /// means more than "stop" (the APIs keep serving for `SHUTDOWN_DELAY_MS` after it).
+    pub fn interrupt(self, grace: Duration) -> anyhow::Result<ExitStatus> {
+        let status = terminate(&mut self.lock(), Signal::SIGINT, grace)?;
         Ok(status)
     }
 
@@ -160,7 +179,7 @@ impl ServiceProcess {
     }
 }
 
-fn terminate(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
+fn terminate(child: &mut Child, signal: Signal, grace: Duration) -> std::io::Result<ExitStatus> {
     // An exited child is not signalled: it is reaped, so its pid may belong to someone else.
     if let Some(status) = child.try_wait()? {
         return Ok(status);
@@ -169,7 +188,7 @@ fn terminate(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> 
     // process group it leads.
     let group = i32::try_from(child.id()).ok().map(Pid::from_raw);
     if let Some(group) = group {
-        let _ = killpg(group, Signal::SIGTERM);
+        let _ = killpg(group, signal);
     }
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {

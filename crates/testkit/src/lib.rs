@@ -10,6 +10,7 @@
 //! `scripts/test.sh` starts a throw-away cluster and sets it.
 
 mod app;
+pub mod child;
 mod database;
 mod money;
 mod orders;

@@ -4,12 +4,13 @@
 //! bound; a URL that names several servers refuses to start, saying so. The `PGHOST` case runs
 //! the API as a separate process (its binary, with that environment).
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mock_deps::{MockConfig, MockDeps};
 use order_core::plumbing::settings::CommonSettings;
 use testbed::proxy::{LatencyProxy, upstream_of};
+use testkit::child::{ApiChild, binary, start_api};
 use testkit::{Api, TOKEN, TestDatabase, contract_tests, valid_order};
 
 contract_tests!(
@@ -23,21 +24,6 @@ const POOL_TIMEOUT_MS: u64 = 500;
 /// Scheduling on a shared test machine.
 const SLACK: Duration = Duration::from_millis(1500);
 
-fn binary(api: Api) -> std::path::PathBuf {
-    testbed::process::find_binary(api.binary_name())
-        .expect("scripts/test.sh builds the API binaries")
-}
-
-/// Kills the API process when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The API binary on `port`, with `DATABASE_URL=postgres:///<database>` and the server (here,
 /// `relay`) named by libpq's environment variables only.
 async fn start_with_pghost(
@@ -46,7 +32,7 @@ async fn start_with_pghost(
     relay: &LatencyProxy,
     deps: &MockDeps,
     port: u16,
-) -> Running {
+) -> ApiChild {
     let url = reqwest::Url::parse(&db.url).unwrap();
     let mut cmd = Command::new(binary(api));
     cmd.env_clear()
@@ -72,25 +58,7 @@ async fn start_with_pghost(
     if let Some(client) = api.deps_client() {
         cmd.env("DEPS_CLIENT", client.as_str());
     }
-    let mut child = Running(cmd.spawn().expect("starting the API"));
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let ready = client
-            .get(format!("http://127.0.0.1:{port}/ready"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == 200);
-        if ready {
-            return child;
-        }
-        assert!(
-            child.0.try_wait().unwrap().is_none(),
-            "the API exited at start-up"
-        );
-        assert!(Instant::now() < deadline, "the API never became ready");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    start_api(cmd, port).await
 }
 
 /// Posts an order; its status and error code, failing the test if no answer comes within

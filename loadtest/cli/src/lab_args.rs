@@ -260,7 +260,8 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 5000)]
     pub reconcile_interval_ms: u64,
     /// Faults during the measured run: pay-error=R,pay-hang=R,pay-charged-error=R,pay-cut=R,
-    /// hang-ms=MS, kill-api@S[+DOWN],restart-db@S, and outages db-freeze@S+LEN, slow-uploads=N@S+LEN,
+    /// hang-ms=MS, kill-api@S[+DOWN],rolling-restart@S,restart-db@S, and outages db-freeze@S+LEN,
+    /// slow-uploads=N@S+LEN,
     /// gateway-down@S+LEN, broker-ack=MS@S+LEN (the API with EVENTS_MODE=outbox, its NATS behind
     /// a proxy adding MS to each round trip) (seconds into the run; lengths unscaled; see
     /// docs/lab-interfaces.md).

@@ -263,7 +263,8 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
             "db-freeze",
             "slow-uploads",
             "gateway-down",
-            "broker-ack"
+            "broker-ack",
+            "rolling-restart"
         ],
         "one lab run each, both APIs one after the other"
     );
@@ -358,6 +359,14 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     assert!(failed[0].contains("reactive-api: 2 charges without order"));
 }
 
+/// The notes that are a verdict on `fault`'s rows (their text names the fault, then a colon):
+/// `rows` of them.
+fn verdicts<'a>(notes: &'a [String], fault: &str, rows: usize) -> Vec<&'a String> {
+    let found: Vec<&String> = notes.iter().filter(|n| n.contains(fault)).collect();
+    assert_eq!(found.len(), rows, "{notes:?}");
+    found
+}
+
 #[test]
 fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_money() {
     use lab_results::faults::FaultPlan;
@@ -367,7 +376,9 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
     for v in &vs[1..] {
         assert_eq!(v.args.load.retry_for_s, None, "{}: plain clients", v.slug);
         assert_eq!(v.args.load.request_timeout_s, 30.0);
-        assert!(!v.args.faults.unwrap().outages().is_empty(), "{}", v.slug);
+        let faults = v.args.faults.unwrap();
+        let one_fault = !faults.outages().is_empty() || faults.rolling_restart_at_s.is_some();
+        assert!(one_fault, "{}", v.slug);
     }
     let freeze = vs[1].args.faults.unwrap();
     assert_eq!(
@@ -422,12 +433,7 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
     if seconds >= 40 {
         assert_eq!(row[11], "0.04 cores", "{row:?}");
     }
-    let verdicts: Vec<&String> = table
-        .notes
-        .iter()
-        .filter(|n| n.contains("PostgreSQL frozen 20 s:"))
-        .collect();
-    assert_eq!(verdicts.len(), 3, "{:?}", table.notes);
+    let verdicts = verdicts(&table.notes, "PostgreSQL frozen 20 s:", 3);
     assert!(verdicts[0].starts_with("CHECK FAILED") && verdicts[0].contains("waited it out"));
     assert!(
         verdicts[1].starts_with("CHECK FAILED") && verdicts[1].contains("3 orders without charge")
@@ -437,6 +443,73 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
         verdicts[2].contains("1000 charges, 0 voids, 1000 orders"),
         "{}",
         verdicts[2]
+    );
+}
+
+/// A rolling restart's row: requests without an answer only in the moments without a listener
+/// (the lab's one port) pass, stated; one lost at any other time fails.
+#[test]
+fn a_rolling_restart_row_fails_on_a_request_lost_outside_the_restarts_gap() {
+    use lab_results::faults::{API_READY_LABEL, OLD_API_CLOSED_LABEL};
+    use lab_results::{Event, MoneyRecord, OUTCOME_CONNECT_ERROR};
+
+    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let v = vs.iter().find(|v| v.slug == "rolling-restart").unwrap();
+    assert_eq!(v.args.faults.unwrap().rolling_restart_at_s, Some(20.0));
+    assert_eq!(v.args.load.retry_for_s, None, "plain clients");
+    // `refused[0]` connections refused in the run's first second, `refused[1]` in its last, where
+    // the old listener closed.
+    let run = |refused: [u64; 2]| {
+        let mut r = fixture("reactive-api");
+        assert!(r.seconds.len() >= 3);
+        r.config.faults = v.args.faults;
+        r.config.request_timeout_ms = 30_000;
+        r.retries = None;
+        r.summary.errors_by_kind.clear();
+        let last = r.seconds.len() - 1;
+        for (i, n) in [(0, refused[0]), (last, refused[1])] {
+            r.seconds[i]
+                .outcomes
+                .insert(OUTCOME_CONNECT_ERROR.to_owned(), n);
+        }
+        let closed = f64::from(r.seconds[last].t) + 0.3;
+        r.events = vec![
+            Event {
+                t: closed,
+                label: format!("{OLD_API_CLOSED_LABEL}, 5.00 s after SIGTERM"),
+            },
+            Event {
+                t: closed + 0.2,
+                label: format!("{API_READY_LABEL} (pid 2), 0.20 s without a listener"),
+            },
+        ];
+        r.money = Some(MoneyRecord {
+            charges: 1000,
+            orders: 1000,
+            ..MoneyRecord::default()
+        });
+        r
+    };
+    let table = build_table(
+        ScenarioName::Faults,
+        &[(variant("rolling-restart"), vec![run([0, 6]), run([2, 6])])],
+    );
+    assert_eq!(
+        table.rows[0][1],
+        "API restarted as a platform does (SIGTERM, still sent to)"
+    );
+    let verdicts = verdicts(&table.notes, "(SIGTERM, still sent to):", 2);
+    assert!(!verdicts[0].starts_with("CHECK FAILED"), "{}", verdicts[0]);
+    assert!(
+        verdicts[0].contains("6 requests without an answer from the old listener's close"),
+        "{}",
+        verdicts[0]
+    );
+    assert!(
+        verdicts[1].starts_with("CHECK FAILED")
+            && verdicts[1].contains("2 requests lost outside the restart's 0.20 s"),
+        "{}",
+        verdicts[1]
     );
 }
 
@@ -504,12 +577,7 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
     assert_eq!(row[14], "212 / 0 (empty 1.4 s after the money count)");
     assert_eq!(table.rows[2][14], "212 / 40 (not drained)");
     assert_eq!(table.columns.len(), row.len());
-    let verdicts: Vec<&String> = table
-        .notes
-        .iter()
-        .filter(|n| n.contains("(events on, outbox):"))
-        .collect();
-    assert_eq!(verdicts.len(), 4, "{:?}", table.notes);
+    let verdicts = verdicts(&table.notes, "(events on, outbox):", 4);
     assert!(!verdicts[0].starts_with("CHECK FAILED"), "{}", verdicts[0]);
     assert!(
         verdicts[0].contains("1800 of 1800 orders in the stream, 3 duplicated")

@@ -121,7 +121,7 @@ fn measure(api: &str, args: &Args, database_url: &str) -> anyhow::Result<String>
         exchange(connection).context("a request on an idle connection")?;
     }
     drop(idle);
-    service.stop(Duration::from_secs(10))?;
+    service.interrupt(Duration::from_secs(10))?; // SIGINT: no SHUTDOWN_DELAY_MS
     let n = args.connections as f64;
     let rss = |s: &ProcSample| s.rss_bytes as f64 / (1 << 20) as f64;
     let fds = |s: &ProcSample| s.fds.unwrap_or_default();

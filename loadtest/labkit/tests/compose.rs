@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_yaml_ng::Value;
 
 mod compose_rules;
-use compose_rules::{violations, with_defaults};
+use compose_rules::{duration_ms, violations, with_defaults};
 
 fn files() -> (Value, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -62,9 +62,18 @@ fn interpolation_defaults() {
 }
 
 #[test]
+fn compose_durations() {
+    assert_eq!(duration_ms("30s"), Some(30_000));
+    assert_eq!(duration_ms("1m30s"), Some(90_000));
+    assert_eq!(duration_ms("1500ms"), Some(1500));
+    assert_eq!(duration_ms("30"), None);
+    assert_eq!(duration_ms("soon"), None);
+}
+
+#[test]
 fn every_perturbation_is_caught() {
     type Perturb = fn(&mut Value, &mut String);
-    let cases: [(&str, Perturb); 18] = [
+    let cases: [(&str, Perturb); 20] = [
         ("mem_limit", |c, _| {
             c["services"]["reactive-api"]["mem_limit"] = "2g".into()
         }),
@@ -123,6 +132,16 @@ fn every_perturbation_is_caught() {
         ("a fixed hash key", |c, _| {
             c["services"]["blocking-api"]["environment"]["REQUEST_HASH_KEY"] =
                 "order-lab-compose-request-hash-key".into()
+        }),
+        ("a grace period the delay outlasts", |c, _| {
+            for api in ["blocking-api", "reactive-api"] {
+                c["services"][api]["stop_grace_period"] = "25s".into()
+            }
+        }),
+        ("a delay the grace period does not cover", |c, _| {
+            for api in ["blocking-api", "reactive-api"] {
+                c["services"][api]["environment"]["SHUTDOWN_DELAY_MS"] = "8001".into()
+            }
         }),
         ("default profile", |c, _| {
             c["services"]["loadtest"]["command"][9] = "${LAB_PROFILE:-ramp-150}".into()

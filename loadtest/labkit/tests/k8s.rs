@@ -3,8 +3,8 @@
 //! (`serde_ignored`: a misspelt or misplaced field would otherwise vanish silently), and the lab's
 //! rules hold: both APIs Guaranteed (requests = limits) with the same resources, probes on `/ready`
 //! and `/health` with timings that fit them (timeouts of 1 s or more, liveness giving up later than
-//! readiness, a startup window above `MIGRATION_LOCK_WAIT_MS`), a grace period above
-//! `SHUTDOWN_GRACE_MS`, the generator an Indexed Job with as
+//! readiness, a startup window above `MIGRATION_LOCK_WAIT_MS`), a grace period that covers
+//! `SHUTDOWN_DELAY_MS` + `SHUTDOWN_GRACE_MS` + a margin, the generator an Indexed Job with as
 //! many shards as its settings say, and the `local` overlay within what `podman kube play` runs.
 //! Needs kubectl (the machine's image has it); without it the test says so and passes, or fails
 //! under CI (`labkit::skip`).
@@ -192,6 +192,60 @@ fn probe_timings_that_would_restart_a_serving_or_starting_replica_are_caught() {
     );
     assert!(
         !bad.iter().any(|b| b.starts_with("reactive-api")),
+        "{bad:?}"
+    );
+}
+
+/// The settings both APIs read, in rendered documents.
+fn api_env(docs: &mut [Value]) -> &mut Value {
+    let env = docs
+        .iter_mut()
+        .find(|v| v["kind"] == "ConfigMap" && v["metadata"]["name"] == "order-api-env")
+        .unwrap();
+    &mut env["data"]
+}
+
+/// A grace period that the delay and the drain would outlast: the kubelet would kill a pod still
+/// serving or draining.
+#[test]
+fn a_grace_period_shorter_than_delay_and_drain_is_caught() {
+    let Some(yaml) = render("ci") else {
+        labkit::skip::unless_ci("kubectl is not installed, deploy/k8s was not rendered");
+        return;
+    };
+    let docs = documents(&yaml);
+    let bad_after = |perturb: &dyn Fn(&mut [Value])| {
+        let mut docs = docs.clone();
+        perturb(&mut docs);
+        let objects: Vec<Object> = docs.into_iter().map(|v| object(v).unwrap()).collect();
+        violations(&objects, false)
+    };
+    assert!(bad_after(&|_| {}).is_empty());
+    // A delay that, with the drain, fills the 30 s: no margin left, in both APIs.
+    let bad = bad_after(&|d| api_env(d)["SHUTDOWN_DELAY_MS"] = "8001".into());
+    for api in ["blocking-api", "reactive-api"] {
+        let prefix = format!("{api}: terminationGracePeriodSeconds");
+        assert!(bad.iter().any(|b| b.starts_with(&prefix)), "{bad:?}");
+    }
+    // The 25 s that covered the drain alone: the delay's 5 s do not fit.
+    let bad = bad_after(&|d| {
+        let api = d
+            .iter_mut()
+            .find(|v| v["kind"] == "Deployment" && v["metadata"]["name"] == "reactive-api")
+            .unwrap();
+        api["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 25.into();
+    });
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].contains("SHUTDOWN_DELAY_MS Some(5000)"), "{bad:?}");
+    // A delay no longer said: the rule cannot hold, and says so.
+    let bad = bad_after(&|d| {
+        api_env(d)
+            .as_object_mut()
+            .unwrap()
+            .remove("SHUTDOWN_DELAY_MS");
+    });
+    assert!(
+        bad.iter().any(|b| b.contains("SHUTDOWN_DELAY_MS None")),
         "{bad:?}"
     );
 }

@@ -50,6 +50,9 @@ pub fn line(groups: &[ApiRuns<'_>]) -> Option<String> {
                 f.api_down_s
             ));
         }
+        if let Some(t) = f.rolling_restart_at_s {
+            parts.push(format!("API restarted as a platform does at {t:.0} s"));
+        }
         if let Some(t) = f.restart_db_at_s {
             parts.push(format!("PostgreSQL restarted at {t:.0} s"));
         }

@@ -1,7 +1,9 @@
 //! Faults injected during a run (`--faults`), for the money-safety scenario: payment failures
 //! throughout (mock-deps' `error_rate`, `hang_rate`, `charged_error_rate`, and its `answer_fault`
 //! `cut`: charged, then the answer cut mid-body), a `kill -9` of the API
-//! (restarted by the lab with the same settings), an immediate restart of PostgreSQL, and three
+//! (restarted by the lab with the same settings), a rolling restart of the API (SIGTERM, the old
+//! process still sent to while it drains, the new one started on its port), an immediate restart
+//! of PostgreSQL, and three
 //! outages with a length: PostgreSQL frozen (the latency proxy in front of it stops moving bytes),
 //! slow uploads (connections that send an order's headers and hold its body back) and the payment
 //! gateway unreachable (mock-deps' pay, lookup and void hang), and a broker whose acknowledgements
@@ -16,8 +18,9 @@ use serde::{Deserialize, Serialize};
 /// How long the API stays down after its `kill -9` unless the spec says otherwise, seconds.
 pub const DEFAULT_DOWN_S: f64 = 2.0;
 
-/// `pay-error=R,pay-hang=R,pay-charged-error=R,pay-cut=R,hang-ms=MS,kill-api@S[+DOWN],restart-db@S,
-/// db-freeze@S+LEN,slow-uploads=N@S+LEN,gateway-down@S+LEN,broker-ack=MS@S+LEN`, any subset, any
+/// `pay-error=R,pay-hang=R,pay-charged-error=R,pay-cut=R,hang-ms=MS,kill-api@S[+DOWN],
+/// rolling-restart@S,restart-db@S,db-freeze@S+LEN,slow-uploads=N@S+LEN,gateway-down@S+LEN,
+/// broker-ack=MS@S+LEN`, any subset, any
 /// order. Times are
 /// seconds into the measured run, multiplied by `--duration-scale` like the profile's phases; the
 /// API's time down and an outage's length are not scaled (they are the fault's size).
@@ -41,6 +44,11 @@ pub struct FaultPlan {
     /// …started again this long after.
     #[serde(default)]
     pub api_down_s: f64,
+    /// The API restarted as a platform does at this time: SIGTERM, the load still sent to the old
+    /// process while it drains, the new one started on the same port once the old stopped
+    /// listening (`loadtest/cli/src/faults/rolling_restart.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolling_restart_at_s: Option<f64>,
     /// `pg_ctl restart -m immediate` of the lab's PostgreSQL at this time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_db_at_s: Option<f64>,
@@ -103,6 +111,10 @@ pub struct BrokerAck {
 
 /// Label prefixes of the events that mark a fault (the report's recovery times start there).
 pub const KILL_LABEL: &str = "kill -9 of the API";
+pub const ROLLING_RESTART_LABEL: &str = "rolling restart of the API";
+/// A rolling restart's next events: the old process's listener closed, the new process ready.
+pub const OLD_API_CLOSED_LABEL: &str = "the old API stopped listening";
+pub const API_READY_LABEL: &str = "API ready again";
 pub const DB_RESTART_LABEL: &str = "PostgreSQL restart -m immediate";
 pub const DB_FREEZE_LABEL: &str = "PostgreSQL frozen";
 pub const SLOW_UPLOADS_LABEL: &str = "slow uploads";
@@ -115,7 +127,7 @@ impl FaultPlan {
         let usage = || {
             format!(
                 "--faults {spec:?}: expected e.g. pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,\
-                 hang-ms=8000,kill-api@20+2,restart-db@40,db-freeze@20+20,slow-uploads=300@20+30,\
+                 hang-ms=8000,kill-api@20+2,rolling-restart@20,restart-db@40,db-freeze@20+20,slow-uploads=300@20+30,\
                  gateway-down@20+30,broker-ack=7000@20+30"
             )
         };
@@ -150,6 +162,9 @@ impl FaultPlan {
                         if !down.is_empty() {
                             plan.api_down_s = seconds(down)?;
                         }
+                    }
+                    ("rolling-restart", None) => {
+                        plan.rolling_restart_at_s = Some(seconds(at)? * scale)
                     }
                     ("restart-db", None) => plan.restart_db_at_s = Some(seconds(at)? * scale),
                     ("db-freeze", None) => plan.db_freeze = Some(outage()?),
@@ -208,6 +223,7 @@ impl FaultPlan {
     pub fn scaled(self, scale: f64) -> FaultPlan {
         FaultPlan {
             kill_api_at_s: self.kill_api_at_s.map(|t| t * scale),
+            rolling_restart_at_s: self.rolling_restart_at_s.map(|t| t * scale),
             restart_db_at_s: self.restart_db_at_s.map(|t| t * scale),
             db_freeze: self.db_freeze.map(|o| o.scaled(scale)),
             slow_uploads: self.slow_uploads.map(|s| SlowUploads {
@@ -242,6 +258,12 @@ impl FaultPlan {
             + self.payment_hang_rate
             + self.payment_charged_error_rate
             + self.payment_cut_rate
+    }
+
+    /// `true` when the plan ends the API's process itself (a kill, a rolling restart): the lab
+    /// must have started it, and its exit is not a crash.
+    pub fn ends_the_api(&self) -> bool {
+        self.kill_api_at_s.is_some() || self.rolling_restart_at_s.is_some()
     }
 
     /// `true` when some pay request fails on purpose.
@@ -359,11 +381,19 @@ mod tests {
                 .unwrap()
                 .has_payment_faults()
         );
+        let rolling = FaultPlan::parse("rolling-restart@20", 0.5).unwrap();
+        assert_eq!(rolling.rolling_restart_at_s, Some(10.0));
+        assert!(rolling.ends_the_api() && rolling.outages().is_empty());
+        assert!(
+            !FaultPlan::parse("restart-db@1", 1.0)
+                .unwrap()
+                .ends_the_api()
+        );
     }
 
     #[test]
     fn scaling_after_parsing_is_parsing_with_the_scale() {
-        let spec = "pay-error=0.05,kill-api@20+3,restart-db@40";
+        let spec = "pay-error=0.05,kill-api@20+3,rolling-restart@30,restart-db@40";
         for scale in [0.05, 0.5, 1.0, 3.0] {
             assert_eq!(
                 FaultPlan::parse(spec, 1.0).unwrap().scaled(scale),

@@ -51,33 +51,61 @@ pub struct Running {
     pub port: u16,
     server: Server,
     lifecycle: web::Data<Lifecycle>,
+    /// `SHUTDOWN_DELAY_MS`.
+    shutdown_delay: Duration,
 }
 
 impl Running {
-    /// Serves until SIGTERM or SIGINT, then shuts down gracefully: `/ready` turns 503 at once,
-    /// the listener closes, orders in flight finish (for at most `SHUTDOWN_GRACE_MS`), and this
-    /// returns `Ok` (exit status 0).
+    /// Serves until SIGTERM or SIGINT, then shuts down gracefully: `/ready` turns 503 at once and
+    /// every response says `Connection: close`; after SIGTERM new connections are still accepted
+    /// and served for `SHUTDOWN_DELAY_MS` (SIGINT skips it); then the listener closes, orders in
+    /// flight finish (for at most `SHUTDOWN_GRACE_MS`), and this returns `Ok` (exit status 0).
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let (handle, lifecycle) = (self.server.handle(), self.lifecycle.clone());
+        let delay = self.shutdown_delay;
         tokio::spawn(async move {
-            if let Err(e) = shutdown_signal().await {
-                tracing::error!(error = %e, "cannot listen for shutdown signals");
-                return;
-            }
-            tracing::info!("shutdown signal: draining, then stopping");
+            let signal = match shutdown_signal().await {
+                Ok(signal) => signal,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot listen for shutdown signals");
+                    return;
+                }
+            };
             lifecycle.start_draining();
+            let delay = match signal {
+                // The platform removes this process from its load balancers as it sends SIGTERM,
+                // and the removal reaches every node only after a while: until then new
+                // connections still come, and a closed listener would refuse them.
+                Signal::Terminate => delay,
+                // A person at a terminal: nothing routes here.
+                Signal::Interrupt => Duration::ZERO,
+            };
+            tracing::info!(
+                ?signal,
+                delay_ms = delay.as_millis() as u64,
+                "shutdown signal: /ready 503, serving for the delay, then draining"
+            );
+            tokio::time::sleep(delay).await;
             handle.stop(true).await;
         });
         Ok(self.server.await?)
     }
 }
 
-/// SIGTERM (what `docker stop` and orchestrators send) or SIGINT (Ctrl-C).
-async fn shutdown_signal() -> std::io::Result<()> {
+/// The signal that stops the server.
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    /// SIGTERM: what `docker stop` and orchestrators send.
+    Terminate,
+    /// SIGINT: Ctrl-C.
+    Interrupt,
+}
+
+async fn shutdown_signal() -> std::io::Result<Signal> {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
-        _ = term.recv() => Ok(()),
-        interrupted = tokio::signal::ctrl_c() => interrupted,
+        _ = term.recv() => Ok(Signal::Terminate),
+        interrupted = tokio::signal::ctrl_c() => interrupted.map(|()| Signal::Interrupt),
     }
 }
 
@@ -125,8 +153,8 @@ pub async fn start<S: Send + Sync + 'static>(
 
 /// Starts serving on `listener` with `HTTP_WORKERS` event loops. `api.blocking_threads` (blocking-api
 /// only) is the total size of actix's blocking pool, which actix sizes per worker. Signals are
-/// handled by [`Running::run_until_stopped`] (actix's own would stop on SIGINT without draining);
-/// `SHUTDOWN_GRACE_MS` bounds the graceful stop.
+/// handled by [`Running::run_until_stopped`] (actix's own would stop on SIGINT without draining,
+/// and on SIGTERM without the delay); `SHUTDOWN_GRACE_MS` bounds the graceful stop.
 pub fn serve<S: Send + Sync + 'static>(
     listener: TcpListener,
     common: &CommonSettings,
@@ -165,6 +193,8 @@ pub fn serve<S: Send + Sync + 'static>(
             .wrap(from_fn(crate::plumbing::connection_cap::refuse))
             .wrap(from_fn(track_metrics))
             .wrap(from_fn(crate::plumbing::keep_alive::track))
+            // Outermost: every response, a refusal's too, says `Connection: close` while draining.
+            .wrap(from_fn(crate::plumbing::lifecycle::close_while_draining))
             .app_data(lag)
             .app_data(state.clone())
             .app_data(app_lifecycle.clone())
@@ -206,5 +236,6 @@ pub fn serve<S: Send + Sync + 'static>(
         port,
         server,
         lifecycle,
+        shutdown_delay: common.shutdown_delay(),
     })
 }

@@ -148,8 +148,17 @@ pub struct CommonSettings {
     /// instance holds while it migrates) before it fails, naming the session that holds it.
     #[arg(long, env = "MIGRATION_LOCK_WAIT_MS", default_value_t = 30_000)]
     pub migration_lock_wait_ms: u64,
-    /// On SIGTERM/SIGINT: how long orders in flight may take to finish before the process exits.
-    #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = 20_000)]
+    /// On SIGTERM: how long the API keeps accepting and serving new connections (`/ready` at 503,
+    /// every response with `Connection: close`) before it stops accepting and drains. A platform
+    /// sends SIGTERM and removes the process from its load balancers at the same time, and the
+    /// removal takes a few seconds to reach every node (kube-proxy's and ingress controllers'
+    /// syncs, typically 1–3 s): 5 s covers that, with room, for the cost of 5 s more per stop.
+    /// 0: stop accepting at once (a platform whose preStop hook waits instead). SIGINT skips it.
+    #[arg(long, env = "SHUTDOWN_DELAY_MS", default_value_t = DEFAULT_SHUTDOWN_DELAY_MS)]
+    pub shutdown_delay_ms: u64,
+    /// On SIGTERM/SIGINT, once the API stopped accepting: how long orders in flight may take to
+    /// finish before the process exits.
+    #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = DEFAULT_SHUTDOWN_GRACE_MS)]
     pub shutdown_grace_ms: u64,
     /// Most orders persisted in one transaction by the batch writer (see `order_core::plumbing::batch`);
     /// 1: each order commits its own persist (no writer). Short transaction scope only.
@@ -226,6 +235,12 @@ fn batch_max(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `SHUTDOWN_DELAY_MS` when unset (why 5 s: its doc above); the lab reads it to bound a rolling
+/// restart.
+pub const DEFAULT_SHUTDOWN_DELAY_MS: u64 = 5000;
+/// `SHUTDOWN_GRACE_MS` when unset.
+pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 20_000;
+
 /// reactive-api's `MAX_IN_FLIGHT` when unset: a bound on memory. On one CPU it is far above what
 /// the CPU serves at the seed's 2.2 s per order, so it binds only after the CPU has saturated.
 pub const REACTIVE_MAX_IN_FLIGHT: usize = 4096;
@@ -265,6 +280,7 @@ impl std::fmt::Debug for CommonSettings {
             .field("db_statement_timeout_ms", &self.db_statement_timeout_ms)
             .field("db_client_margin_ms", &self.db_client_margin_ms)
             .field("migration_lock_wait_ms", &self.migration_lock_wait_ms)
+            .field("shutdown_delay_ms", &self.shutdown_delay_ms)
             .field("shutdown_grace_ms", &self.shutdown_grace_ms)
             .field("persist_batch_max", &self.persist_batch_max)
             .field("persist_batch_wait_ms", &self.persist_batch_wait_ms)
@@ -302,7 +318,8 @@ impl CommonSettings {
             db_statement_timeout_ms: 5000,
             db_client_margin_ms: 1000,
             migration_lock_wait_ms: 30_000,
-            shutdown_grace_ms: 20_000,
+            shutdown_delay_ms: DEFAULT_SHUTDOWN_DELAY_MS,
+            shutdown_grace_ms: DEFAULT_SHUTDOWN_GRACE_MS,
             persist_batch_max: 1,
             persist_batch_wait_ms: 5,
             key_retention_days: 30,
@@ -409,6 +426,10 @@ impl CommonSettings {
 
     pub fn client_body_timeout(&self) -> Duration {
         Duration::from_millis(self.client_body_timeout_ms)
+    }
+
+    pub fn shutdown_delay(&self) -> Duration {
+        Duration::from_millis(self.shutdown_delay_ms)
     }
 
     pub fn shutdown_grace(&self) -> Duration {

@@ -1,7 +1,7 @@
 //! Carrying out a run's fault plan (`--faults`): payment faults through mock-deps' admin API for
 //! the whole measured run; the API killed (`kill -9`) and started again with the same settings;
-//! PostgreSQL restarted `-m immediate`; and the outages with a length, each begun and ended on
-//! time: PostgreSQL frozen (the latency proxy in front of it frozen), slow uploads
+//! the API restarted as a platform does (`rolling_restart.rs`); PostgreSQL restarted
+//! `-m immediate`; and the outages with a length, each begun and ended on time: PostgreSQL frozen (the latency proxy in front of it frozen), slow uploads
 //! (`slow_uploads.rs`), the payment gateway unreachable (mock-deps' `gateway_unreachable`), the
 //! broker's acknowledgements slowed (the NATS proxy's round trip, `slow_broker.rs`). Each
 //! fault happens at its time on the run's own clock and becomes an event of the run (a red marker
@@ -14,14 +14,14 @@ use anyhow::{Context, Result};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::{slow_broker, slow_uploads};
+use super::{rolling_restart, slow_broker, slow_uploads};
 use crate::lab::Lab;
 use crate::run::patch_mock_config;
 use crate::services::{ApiProcess, Database};
 use lab_results::Event;
 use lab_results::faults::{
-    BROKER_ACK_LABEL, DB_FREEZE_LABEL, DB_RESTART_LABEL, FaultPlan, GATEWAY_DOWN_LABEL, KILL_LABEL,
-    SLOW_UPLOADS_LABEL,
+    API_READY_LABEL, BROKER_ACK_LABEL, DB_FREEZE_LABEL, DB_RESTART_LABEL, FaultPlan,
+    GATEWAY_DOWN_LABEL, KILL_LABEL, SLOW_UPLOADS_LABEL,
 };
 use loadgen::clock::Clock;
 use mock_deps::BadAnswer;
@@ -158,6 +158,7 @@ struct Reach {
 #[derive(Debug, Clone, Copy)]
 enum Step {
     KillApi { down: Duration },
+    RollingRestart,
     RestartDb,
     Begin(Outage),
     End(Outage),
@@ -177,6 +178,9 @@ fn steps(plan: &FaultPlan) -> Vec<(f64, Step)> {
     if let Some(at) = plan.kill_api_at_s {
         let down = Duration::from_secs_f64(plan.api_down_s);
         steps.push((at, Step::KillApi { down }));
+    }
+    if let Some(at) = plan.rolling_restart_at_s {
+        steps.push((at, Step::RollingRestart));
     }
     if let Some(at) = plan.restart_db_at_s {
         steps.push((at, Step::RestartDb));
@@ -416,13 +420,36 @@ async fn carry_out(
                         if r.is_ok() {
                             events.push(Event {
                                 t: at(ready),
-                                label: format!("API ready again (pid {})", p.pid),
+                                label: format!("{API_READY_LABEL} (pid {})", p.pid),
                             });
                         }
                         process = Some(p);
                         r
                     }
                     Err(e) => Err(anyhow::anyhow!("the kill/restart task failed: {e}")),
+                }
+            }
+            Step::RollingRestart => {
+                let Some(mut p) = process.take() else {
+                    continue; // --targets: not the lab's process to restart
+                };
+                let done = tokio::task::spawn_blocking(move || {
+                    let r = rolling_restart::carry_out(&mut p);
+                    (p, r)
+                })
+                .await;
+                match done {
+                    Ok((p, r)) => {
+                        let r = r.map(|done| {
+                            events.extend(
+                                done.events(p.pid)
+                                    .map(|(when, label)| Event { t: at(when), label }),
+                            )
+                        });
+                        process = Some(p);
+                        r
+                    }
+                    Err(e) => Err(anyhow::anyhow!("the rolling restart task failed: {e}")),
                 }
             }
             Step::RestartDb => {

@@ -3,7 +3,8 @@ use super::*;
 #[test]
 fn outages_begin_and_end_in_time_order_among_the_other_steps() {
     let plan = FaultPlan::parse(
-        "gateway-down@30+30,kill-api@20,db-freeze@10+20,slow-uploads=5@40+1,broker-ack=7000@5+50",
+        "gateway-down@30+30,kill-api@20,db-freeze@10+20,slow-uploads=5@40+1,broker-ack=7000@5+50,\
+         rolling-restart@25",
         1.0,
     )
     .expect("plan");
@@ -17,6 +18,7 @@ fn outages_begin_and_end_in_time_order_among_the_other_steps() {
             "5 Begin(BrokerAck(7000))",
             "10 Begin(DbFreeze)",
             "20 KillApi { down: 2s }",
+            "25 RollingRestart",
             "30 End(DbFreeze)",
             "30 Begin(GatewayDown)",
             "40 Begin(SlowUploads(5))",

@@ -4,6 +4,8 @@
 //!
 //! - `carry_out.rs`: the plan carried out — payment faults through mock-deps' admin API, the API
 //!   killed and restarted, PostgreSQL restarted or frozen, the gateway unreachable;
+//! - `rolling_restart.rs`: the API restarted as a platform does (SIGTERM, still sent to while it
+//!   drains, the new process on its port);
 //! - `recovery.rs`: the time the API took to serve again after each fault (a module of its own,
 //!   which the lab run reads without importing the plan's carrying out, which imports the run);
 //! - `slow_uploads.rs`: connections that hold an order's body back, one byte at a time;
@@ -16,5 +18,6 @@
 
 mod carry_out;
 pub(crate) mod recovery;
+pub mod rolling_restart;
 pub(crate) mod slow_broker;
 mod slow_uploads;

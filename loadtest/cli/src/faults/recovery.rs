@@ -3,7 +3,7 @@
 
 use lab_results::faults::{
     BROKER_ACK_LABEL, DB_FREEZE_LABEL, DB_RESTART_LABEL, GATEWAY_DOWN_LABEL, KILL_LABEL,
-    SLOW_UPLOADS_LABEL,
+    ROLLING_RESTART_LABEL, SLOW_UPLOADS_LABEL,
 };
 use lab_results::{Event, FaultRecovery, RetryRecord};
 
@@ -14,6 +14,7 @@ pub(crate) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultReco
         .filter(|e| {
             [
                 KILL_LABEL,
+                ROLLING_RESTART_LABEL,
                 DB_RESTART_LABEL,
                 DB_FREEZE_LABEL,
                 SLOW_UPLOADS_LABEL,

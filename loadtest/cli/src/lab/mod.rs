@@ -163,8 +163,10 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
              --blocking-client reqwest-blocking"
         );
     }
-    if faults.is_some_and(|f| f.kill_api_at_s.is_some()) && !targets.is_empty() {
-        bail!("--faults kill-api needs APIs the lab starts itself (no --targets)");
+    if faults.is_some_and(|f| f.ends_the_api()) && !targets.is_empty() {
+        bail!(
+            "--faults kill-api and rolling-restart need APIs the lab starts itself (no --targets)"
+        );
     }
     let mock = match (&args.deps_url, targets.is_empty()) {
         (Some(_), _) => None,

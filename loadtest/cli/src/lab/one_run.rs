@@ -140,10 +140,11 @@ impl Lab {
         };
         let clock: Clock = Arc::new(OnceLock::new());
         let activity = db_activity::Probe::start(self.database_url.as_deref(), &url).await;
-        // A kill the fault plan makes is its own (and its restart too): only other deaths count.
+        // A kill or rolling restart the fault plan makes is its own (and the new process too):
+        // only other deaths count.
         let watch = process
             .as_ref()
-            .filter(|_| self.faults.is_none_or(|f| f.kill_api_at_s.is_none()))
+            .filter(|_| self.faults.is_none_or(|f| !f.ends_the_api()))
             .map(|p| exit_watch::ExitWatch::start(p, clock.clone()));
         let faults = self.start_faults(process, &url, clock.clone()).await?;
         let measured = measure_on(clock, driver, meta, targets).await;

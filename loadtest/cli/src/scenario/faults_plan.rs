@@ -16,8 +16,9 @@ pub const PLAN: &str = "pay-error=0.05,pay-hang=0.01,pay-charged-error=0.02,pay-
 
 /// The rows with one outage each (variant slug, plan, what the row's `fault` column says), run
 /// at the same rate with plain clients (one request per arrival, no retry), so that each request's
-/// own wait is measured. Each outage begins 20 s in and lasts the length its plan names.
-pub const OUTAGES: [(&str, &str, &str); 4] = [
+/// own wait is measured. Each outage begins 20 s in and lasts the length its plan names; the
+/// rolling restart lasts the API's own `SHUTDOWN_DELAY_MS`, start-up and drain.
+pub const OUTAGES: [(&str, &str, &str); 5] = [
     ("db-freeze", "db-freeze@20+20", "PostgreSQL frozen 20 s"),
     (
         "slow-uploads",
@@ -33,6 +34,11 @@ pub const OUTAGES: [(&str, &str, &str); 4] = [
         "broker-ack",
         "broker-ack=7000@20+30",
         "broker acknowledgements 7 s for 30 s (events on, outbox)",
+    ),
+    (
+        "rolling-restart",
+        "rolling-restart@20",
+        "API restarted as a platform does (SIGTERM, still sent to)",
     ),
 ];
 

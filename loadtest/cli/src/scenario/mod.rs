@@ -11,8 +11,9 @@
 //! - `faults` (money safety): both APIs at a constant rate with retrying clients, payment faults
 //!   throughout, the API killed and restarted, PostgreSQL restarted; then one run per outage with
 //!   plain clients: PostgreSQL frozen 20 s, 300 slow uploads, the payment gateway unreachable
-//!   30 s, the broker's acknowledgements 7 s for 30 s with the outbox on (`faults_plan::OUTAGES`).
-//!   Every charge must end as one order or one void, and every order's event in the stream.
+//!   30 s, the broker's acknowledgements 7 s for 30 s with the outbox on, the API restarted as a
+//!   platform does (`faults_plan::OUTAGES`). Every charge must end as one order or one void,
+//!   every order's event in the stream, and through the rolling restart every request answered.
 //! - `overload`: ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
 //! - `events`: two-phase vs after-commit vs outbox under a healthy, a slowed and a

@@ -64,7 +64,7 @@ impl ScenarioName {
             ScenarioName::Faults => {
                 "money safety: retrying clients through payment faults, kill -9 of the API and a \
                  PostgreSQL crash restart; a frozen database, 300 slow uploads, an unreachable \
-                 gateway, a broker acknowledging in 7 s (10 runs)"
+                 gateway, a broker acknowledging in 7 s, a rolling restart (12 runs)"
             }
             ScenarioName::Overload => {
                 "ramp-750, both APIs, shedding off and on: refuse early or queue (4 runs)"
@@ -106,8 +106,8 @@ impl ScenarioName {
             ScenarioName::DbLatency => 14,
             // ramp-300 (90 s) × 2 + 2 × 15 s.
             ScenarioName::SlowDependency => 4,
-            // constant-30-60 × 10, each with its faults' recovery and settling.
-            ScenarioName::Faults => 15,
+            // constant-30-60 × 12, each with its faults' recovery and settling.
+            ScenarioName::Faults => 18,
             // ramp-750 (90 s) × 4, plus the queue draining with shedding off (p99 ≈ 60 s).
             ScenarioName::Overload => 9,
             // 18 closed runs of 30 clients: 3,000 orders at 0 ms (seconds each), 300 through a

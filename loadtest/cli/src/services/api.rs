@@ -140,6 +140,12 @@ impl ApiProcess {
     /// Starts the API again with the same binary, settings and port, in the same cgroup, and
     /// waits for `/ready`; `pid` is the new process's.
     pub fn restart(&mut self) -> Result<()> {
+        self.replace().map(drop)
+    }
+
+    /// [`ApiProcess::restart`] beside the process still running (draining, its listener closed):
+    /// the new one becomes this `ApiProcess`, the old one is handed back.
+    pub fn replace(&mut self) -> Result<ServiceProcess> {
         let process = ServiceProcess::spawn(
             &self.name,
             &self.bin,
@@ -156,13 +162,36 @@ impl ApiProcess {
         }
         process.wait_ready(&format!("{}/ready", self.url), READY_TIMEOUT)?;
         self.pid = process.pid();
-        self.process = process;
-        Ok(())
+        Ok(std::mem::replace(&mut self.process, process))
     }
 
-    /// Stops the process (SIGTERM, then SIGKILL after the grace period) and removes its cgroup.
+    /// SIGTERM, as a platform begins a stop; the process keeps running (it serves for its
+    /// `SHUTDOWN_DELAY_MS`, then drains).
+    pub fn sigterm(&self) -> Result<()> {
+        self.process.sigterm()
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> Result<u16> {
+        let port = self.url.rsplit(':').next().unwrap_or_default();
+        port.parse()
+            .with_context(|| format!("no port in {}", self.url))
+    }
+
+    /// A setting of its environment in ms (`SHUTDOWN_DELAY_MS`…), `default` (the API's own) when
+    /// the lab did not state it.
+    pub fn setting_ms(&self, name: &str, default: u64) -> Result<u64> {
+        match self.env.iter().find(|(k, _)| k == name) {
+            Some((_, v)) => v.parse().with_context(|| format!("{name}={v}")),
+            None => Ok(default),
+        }
+    }
+
+    /// Stops the process (SIGINT, then SIGKILL after the grace period) and removes its cgroup.
+    /// SIGINT, not a platform's SIGTERM: the run is over and nothing routes here, so the API
+    /// skips `SHUTDOWN_DELAY_MS` (a rolling restart sends SIGTERM, `faults::rolling_restart`).
     pub fn stop(self) -> Result<()> {
-        self.process.stop(labkit::process::STOP_GRACE)?;
+        self.process.interrupt(labkit::process::STOP_GRACE)?;
         Ok(())
     }
 }

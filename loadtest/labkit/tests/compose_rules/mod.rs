@@ -19,6 +19,9 @@ pub const API_CPUS: &str = "${API_CPUS:-1.0}";
 pub const API_MEMORY: &str = "${API_MEMORY:-1g}";
 /// Connections PostgreSQL keeps beyond twice the pools: the lab's own, psql, superusers.
 const CONNECTION_MARGIN: u64 = 50;
+/// What the API's stop takes beyond `SHUTDOWN_DELAY_MS` + `SHUTDOWN_GRACE_MS`, ms: actix rounds
+/// the grace up to a whole second, then the process exits (as `k8s_rules::STOP_MARGIN_MS`).
+const STOP_MARGIN_MS: u64 = 2000;
 
 fn service<'a>(compose: &'a Value, name: &str) -> &'a Value {
     &compose["services"][name]
@@ -106,6 +109,8 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
                 format!("{api}: {key} missing"),
             );
         }
+        let stop = stop_grace(compose, api);
+        check(stop.is_none(), stop.unwrap_or_default());
     }
     // Identical settings: every variable either API gets, except the per-API ones.
     let (eb, er) = (env(compose, APIS[0]), env(compose, APIS[1]));
@@ -263,6 +268,48 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
         );
     }
     bad
+}
+
+/// `docker stop`'s grace against the API's stop: after SIGTERM the API serves new connections for
+/// `SHUTDOWN_DELAY_MS`, then lets the orders in flight finish within `SHUTDOWN_GRACE_MS`; the
+/// engine's SIGKILL must come after both, with [`STOP_MARGIN_MS`] to spare.
+fn stop_grace(compose: &Value, api: &str) -> Option<String> {
+    let ms = |key: &str| env_var(compose, api, key).parse::<u64>().ok();
+    let period = text(&service(compose, api)["stop_grace_period"]);
+    let (delay, grace, period_ms) = (
+        ms("SHUTDOWN_DELAY_MS"),
+        ms("SHUTDOWN_GRACE_MS"),
+        duration_ms(&period),
+    );
+    match (delay, grace, period_ms) {
+        (Some(d), Some(g), Some(p)) if p >= d + g + STOP_MARGIN_MS => None,
+        _ => Some(format!(
+            "{api}: stop_grace_period {period:?} must cover SHUTDOWN_DELAY_MS {delay:?} + \
+             SHUTDOWN_GRACE_MS {grace:?} + {STOP_MARGIN_MS} ms"
+        )),
+    }
+}
+
+/// A compose duration (`30s`, `1m30s`, `500ms`) in ms; `None` if it is not one.
+pub fn duration_ms(text: &str) -> Option<u64> {
+    let (mut total, mut rest) = (0u64, text.trim());
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        total += n * match &rest[..unit] {
+            "h" => 3_600_000,
+            "m" => 60_000,
+            "s" => 1000,
+            "ms" => 1,
+            _ => return None,
+        };
+        rest = &rest[unit..];
+    }
+    (total > 0).then_some(total)
 }
 
 /// Compose's interpolation with nothing set: `${NAME:-default}` → `default`, `${NAME}` → ``.

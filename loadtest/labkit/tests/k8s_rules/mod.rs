@@ -84,15 +84,41 @@ fn probe_timings(api: &str, c: &Container, lock_wait_ms: Option<i64>, bad: &mut 
     }
 }
 
+/// What the API's stop takes beyond `SHUTDOWN_DELAY_MS` + `SHUTDOWN_GRACE_MS`, ms: actix rounds
+/// the grace up to a whole second, then the process exits.
+pub const STOP_MARGIN_MS: i64 = 2000;
+
+/// The pod's grace period against the API's stop: after SIGTERM it serves new connections for
+/// `SHUTDOWN_DELAY_MS` (the endpoint's removal propagates meanwhile), then lets the orders in
+/// flight finish within `SHUTDOWN_GRACE_MS`; the kubelet's SIGKILL must come after both, with
+/// [`STOP_MARGIN_MS`] to spare.
+fn grace_period(
+    api: &str,
+    spec: &PodSpec,
+    delay_ms: Option<i64>,
+    grace_ms: Option<i64>,
+) -> Option<String> {
+    match (spec.termination_grace_period_seconds, delay_ms, grace_ms) {
+        (Some(s), Some(delay), Some(grace)) if s * 1000 >= delay + grace + STOP_MARGIN_MS => None,
+        (s, delay, grace) => Some(format!(
+            "{api}: terminationGracePeriodSeconds {s:?} must cover SHUTDOWN_DELAY_MS {delay:?} + \
+             SHUTDOWN_GRACE_MS {grace:?} + {STOP_MARGIN_MS} ms"
+        )),
+    }
+}
+
 /// Every rule broken, as sentences; empty when the manifests keep them. `local`: the overlay for
 /// `podman kube play`, which runs only some kinds.
 pub fn violations(objects: &[Object], local: bool) -> Vec<String> {
     let mut bad = Vec::new();
-    let grace_ms: Option<i64> =
-        setting(config(objects, "order-api-env"), "SHUTDOWN_GRACE_MS").and_then(|v| v.parse().ok());
-    let lock_wait_ms: Option<i64> =
-        setting(config(objects, "order-api-env"), "MIGRATION_LOCK_WAIT_MS")
-            .and_then(|v| v.parse().ok());
+    let api_setting = |key: &str| -> Option<i64> {
+        setting(config(objects, "order-api-env"), key).and_then(|v| v.parse().ok())
+    };
+    let (delay_ms, grace_ms) = (
+        api_setting("SHUTDOWN_DELAY_MS"),
+        api_setting("SHUTDOWN_GRACE_MS"),
+    );
+    let lock_wait_ms = api_setting("MIGRATION_LOCK_WAIT_MS");
     let mut resources: Vec<(&str, Option<&ResourceRequirements>)> = Vec::new();
     for api in APIS {
         let Some(d) = objects.iter().find_map(|o| match o {
@@ -129,12 +155,7 @@ pub fn violations(objects: &[Object], local: bool) -> Vec<String> {
             bad.push(format!("{api}: liveness probe is not GET /health"));
         }
         probe_timings(api, c, lock_wait_ms, &mut bad);
-        match (spec.termination_grace_period_seconds, grace_ms) {
-            (Some(s), Some(ms)) if s * 1000 > ms => {}
-            (s, ms) => bad.push(format!(
-                "{api}: terminationGracePeriodSeconds {s:?} must be above SHUTDOWN_GRACE_MS {ms:?}"
-            )),
-        }
+        bad.extend(grace_period(api, spec, delay_ms, grace_ms));
     }
     if let [(a, ra), (b, rb)] = resources[..]
         && ra != rb

@@ -6,11 +6,16 @@
 //!
 //! The plan itself is the lab's: its rate, length and outages come in as a [`Plan`].
 
-use lab_results::faults::{BrokerRecord, DB_RESTART_LABEL, FaultPlan, KILL_LABEL};
+use lab_results::faults::{
+    API_READY_LABEL, BrokerRecord, DB_RESTART_LABEL, FaultPlan, KILL_LABEL, OLD_API_CLOSED_LABEL,
+};
 use lab_results::numbers::ms_or_s;
 use lab_results::{MoneyRecord, RetryRecord, RunResults};
 
-use super::faults_figures::{answered_within_deadline, api_cpu_during, p99_during_and_before};
+use super::faults_figures::{
+    answered_within_deadline, api_cpu_during, p99_during_and_before,
+    unanswered_within_and_elsewhere,
+};
 use super::{ScenarioTable, VariantRuns};
 
 /// What the page states of the plan the lab ran.
@@ -33,15 +38,18 @@ fn fault_of(r: &RunResults, outages: &[(&str, &str, &str)]) -> String {
     if plan.has_payment_faults() || plan.kill_api_at_s.is_some() || plan.restart_db_at_s.is_some() {
         return "payment faults, kill -9, PostgreSQL restart (retrying clients)".into();
     }
-    let outage = |o: Option<lab_results::faults::Outage>, slug: &str| {
-        o.and_then(|_| outages.iter().find(|(s, _, _)| *s == slug))
+    let outage = |planned: bool, slug: &str| {
+        outages
+            .iter()
+            .find(|(s, _, _)| planned && *s == slug)
             .map(|(_, _, name)| (*name).to_owned())
     };
     [
-        outage(plan.db_freeze, "db-freeze"),
-        outage(plan.slow_uploads.map(|s| s.window), "slow-uploads"),
-        outage(plan.gateway_down, "gateway-down"),
-        outage(plan.broker_ack.map(|b| b.window), "broker-ack"),
+        outage(plan.db_freeze.is_some(), "db-freeze"),
+        outage(plan.slow_uploads.is_some(), "slow-uploads"),
+        outage(plan.gateway_down.is_some(), "gateway-down"),
+        outage(plan.broker_ack.is_some(), "broker-ack"),
+        outage(plan.rolling_restart_at_s.is_some(), "rolling-restart"),
     ]
     .into_iter()
     .flatten()
@@ -149,7 +157,11 @@ pub fn table(done: &[VariantRuns], plan: &Plan) -> ScenarioTable {
              byte every 2 s for 30 s, the payment gateway unreachable 30 s (pay, lookup and void hang), \
              and the API with EVENTS_MODE=outbox publishing to a lab-started nats-server -js through a \
              TCP proxy that adds 7 s to every round trip for 30 s (each JetStream acknowledgement 7 s; \
-             NATS_TIMEOUT_MS left at its 10 s default); events are counted after the relay drained the \
+             NATS_TIMEOUT_MS left at its 10 s default), and the API restarted as a platform does at \
+             20 s (SIGTERM; the old process still sent to through its SHUTDOWN_DELAY_MS and drain; the \
+             new one started on the same port once the old listener closed: requests without an \
+             answer from that close to the new process's readiness are counted apart, as the lab's \
+             one port causes them, any other is lost); events are counted after the relay drained the \
              outbox, every order against the stream's subjects (duplicates allowed: at-least-once). \
              Answered: any HTTP status before the deadline; longest answer: the longest wait of any \
              request (a timeout's included); CPU: the API's CPU seconds per second over the outage's \
@@ -237,7 +249,8 @@ fn recovered(r: Option<&RetryRecord>, label: &str) -> String {
 /// The verdict of an outage row: money balanced both ways, no double charge, and — for a frozen
 /// database — no answer held for the whole freeze (an API that waits on a frozen database
 /// without a bound answers only once it thaws); for a slowed broker, also every order's event in
-/// the stream once the outbox drained (duplicates allowed, and counted).
+/// the stream once the outbox drained (duplicates allowed, and counted); for a rolling restart,
+/// also every request answered but in the moments without a listener ([`restart_gap`]).
 fn outage_verdict(
     r: &RunResults,
     plan: &FaultPlan,
@@ -261,6 +274,29 @@ fn outage_verdict(
         ));
     }
     let longest = r.summary.latency_ms.max;
+    let answered = answered_within_deadline(&r.summary);
+    let gap = match plan.rolling_restart_at_s.map(|_| restart_gap(r)) {
+        None => String::new(),
+        Some(None) => {
+            failed.push("the restart's events are missing".to_owned());
+            String::new()
+        }
+        Some(Some((from, to))) => {
+            let (within, elsewhere) = unanswered_within_and_elsewhere(&r.seconds, from, to);
+            if elsewhere > 0 {
+                failed.push(format!(
+                    "{elsewhere} requests lost outside the restart's {:.2} s without a listener",
+                    to - from
+                ));
+            }
+            format!(
+                "; {within} requests without an answer from the old listener's close at {from:.1} \
+                 s to the new process's readiness {:.2} s later (the lab's one port: \
+                 loadtest/cli/src/faults/rolling_restart.rs)",
+                to - from
+            )
+        }
+    };
     if let Some(freeze) = plan.db_freeze
         && longest >= freeze.for_s * 1000.0
     {
@@ -298,10 +334,9 @@ fn outage_verdict(
             )
         }
     };
-    let answered = answered_within_deadline(&r.summary);
     let text = format!(
         "{api}, {}: {answered} of {} answered within the deadline, longest {}; {} charges, {} voids, \
-         {} orders{events}",
+         {} orders{events}{gap}",
         fault_of(r, outages),
         r.summary.sent,
         ms_or_s(longest),
@@ -314,6 +349,22 @@ fn outage_verdict(
     } else {
         format!("CHECK FAILED: {text}; {}.", failed.join("; "))
     }
+}
+
+/// A rolling restart's moments without a listener on the lab's one port: from the old listener's
+/// close to the new process's readiness, seconds into the run, from the run's events.
+fn restart_gap(r: &RunResults) -> Option<(f64, f64)> {
+    let closed = r
+        .events
+        .iter()
+        .find(|e| e.label.starts_with(OLD_API_CLOSED_LABEL))?
+        .t;
+    let ready = r
+        .events
+        .iter()
+        .find(|e| e.t >= closed && e.label.starts_with(API_READY_LABEL))?
+        .t;
+    Some((closed, ready))
 }
 
 /// The scenario's verdict for one API: money balanced and every client ended with an answer.

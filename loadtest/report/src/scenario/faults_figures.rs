@@ -9,20 +9,44 @@ use lab_results::{
     Summary,
 };
 
+/// The outcomes of a request without an answer: it timed out, could not connect, broke off or
+/// gave up.
+const UNANSWERED: [&str; 4] = [
+    OUTCOME_TIMEOUT,
+    OUTCOME_CONNECT_ERROR,
+    OUTCOME_IO_ERROR,
+    OUTCOME_GAVE_UP,
+];
+
 /// Requests (or retrying clients) that got an HTTP answer, any status, before the generator's
 /// deadline (`request_timeout_ms`): every finished one but those that timed out, could not
 /// connect, broke off or gave up.
 pub fn answered_within_deadline(summary: &Summary) -> u64 {
-    let unanswered: u64 = [
-        OUTCOME_TIMEOUT,
-        OUTCOME_CONNECT_ERROR,
-        OUTCOME_IO_ERROR,
-        OUTCOME_GAVE_UP,
-    ]
-    .iter()
-    .filter_map(|k| summary.errors_by_kind.get(*k))
-    .sum();
+    let unanswered: u64 = UNANSWERED
+        .iter()
+        .filter_map(|k| summary.errors_by_kind.get(*k))
+        .sum();
     summary.completed.saturating_sub(unanswered)
+}
+
+/// Requests that ended without an answer in the seconds that overlap `from_s..=to_s` (a quarter
+/// of a second either side), and in all the others: `(within, elsewhere)`.
+pub fn unanswered_within_and_elsewhere(
+    seconds: &[SecondSample],
+    from_s: f64,
+    to_s: f64,
+) -> (u64, u64) {
+    let mut counts = (0, 0);
+    for s in seconds {
+        let n: u64 = UNANSWERED.iter().filter_map(|k| s.outcomes.get(*k)).sum();
+        let t = f64::from(s.t);
+        if t + 1.0 > from_s - 0.25 && t < to_s + 0.25 {
+            counts.0 += n;
+        } else {
+            counts.1 += n;
+        }
+    }
+    counts
 }
 
 /// The seconds of the run that lie wholly inside `window`.
