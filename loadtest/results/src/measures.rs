@@ -174,6 +174,15 @@ impl Refusals {
         }
     }
 
+    pub fn plus(&self, other: &Refusals) -> Refusals {
+        Refusals {
+            overloaded: self.overloaded + other.overloaded,
+            loop_lag: self.loop_lag + other.loop_lag,
+            deadline: self.deadline + other.deadline,
+            client_gone: self.client_gone + other.client_gone,
+        }
+    }
+
     pub fn total(&self) -> f64 {
         self.by_reason().iter().map(|(_, n)| n).sum()
     }

@@ -120,15 +120,16 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
     changed
 }
 
-/// The one run's results in a step's folder (`results-*.json`).
+/// The one run's results in a step's folder (`results-*.json`, or `results-*.json.gz` as the
+/// committed searches keep them).
 fn results_in(dir: &Path) -> Option<lab_results::RunResults> {
     std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("results-") && n.ends_with(".json"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("results-") && (n.ends_with(".json") || n.ends_with(".json.gz"))
+            })
         })
         .and_then(|p| lab_results::RunResults::load(&p).ok())
 }

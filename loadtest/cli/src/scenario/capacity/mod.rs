@@ -279,12 +279,16 @@ impl Runner<'_> {
 
 /// A step settles at its rate for this many critical paths, and [`SETTLE_EXTRA_S`] more, before
 /// its plateau is judged: with a 22 s critical path the orders in flight rise for 22 s after the
-/// ramp (Little's law), and a plateau judged before that is judged on a growing queue.
-pub const SETTLE_PATHS: f64 = 1.25;
-pub const SETTLE_EXTRA_S: f64 = 2.0;
+/// ramp (Little's law), and a plateau judged before that is judged on a growing queue. And a
+/// fresh process's first completions come in one wave: in 0.125 CPU at 2.2 s blocking-api's
+/// threads queued for the CPU in a storm of 6–8 s that began within a second of the ramp's end
+/// (16 runnable on average, throttled in every period, refusing on loop lag) and then served the
+/// same rate at 7–10 % CPU with none refused (measured 2026-12-07, runs of 1.25 paths + 2 s).
+pub const SETTLE_PATHS: f64 = 2.0;
+pub const SETTLE_EXTRA_S: f64 = 5.0;
 
 /// `hold-R-S`: the step's profile at `rate` for a critical path of `path_ms` (S seconds of
-/// settling: 3 s at 22 and 220 ms, 5 s at 2.2 s, 30 s at 22 s, so a 22 s step lasts 60 s at full
+/// settling: 6 s at 22 and 220 ms, 10 s at 2.2 s, 49 s at 22 s, so a 22 s step lasts 79 s at full
 /// length against 30 s before).
 pub fn hold_profile(rate: f64, path_ms: u64) -> String {
     let settle = (SETTLE_PATHS * path_ms as f64 / 1000.0 + SETTLE_EXTRA_S).ceil();

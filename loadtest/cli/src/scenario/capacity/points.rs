@@ -76,16 +76,23 @@ pub fn in_flight_rise_pct(r: &RunResults) -> Option<f64> {
     (half >= 2 && first > 0.0).then(|| 100.0 * (second - first) / first)
 }
 
-/// The plateau's refusals by reason as the API counted them, in all and second by second.
+/// The plateau's refusals by reason as the API counted them, in all and second by second (each
+/// sample's counters against the one before it, the plateau's first against the last before the
+/// plateau).
 pub fn refusals(r: &RunResults) -> (Option<Refusals>, Vec<Refusals>) {
-    let counted: Vec<Refusals> = r
+    let counted: Vec<(bool, Refusals)> = r
         .seconds
         .iter()
-        .filter(|s| s.phase == "constant")
-        .filter_map(|s| s.api_metrics.and_then(|m| m.refusals))
+        .filter_map(|s| Some((s.phase == "constant", s.api_metrics?.refusals?)))
         .collect();
-    let per_second = counted.windows(2).map(|w| w[1].since(&w[0])).collect();
-    let total = counted.first().zip(counted.last()).map(|(a, b)| b.since(a));
+    let per_second: Vec<Refusals> = counted
+        .windows(2)
+        .filter(|w| w[1].0)
+        .map(|w| w[1].1.since(&w[0].1))
+        .collect();
+    let total = per_second.iter().fold(None, |sum: Option<Refusals>, s| {
+        Some(sum.map_or(*s, |sum| sum.plus(s)))
+    });
     (total, per_second)
 }
 
@@ -233,13 +240,10 @@ mod tests {
         ];
         let (total, per_second) = refusals(&r);
         let total = total.unwrap();
-        assert_eq!(
-            (total.loop_lag, total.overloaded),
-            (15.0, 3.0),
-            "the ramp's left out"
-        );
+        // The ramp's 50 are left out; the plateau's first second's 10 are in.
+        assert_eq!((total.loop_lag, total.overloaded), (25.0, 3.0));
         let lag: Vec<f64> = per_second.iter().map(|s| s.loop_lag).collect();
-        assert_eq!(lag, [0.0, 15.0]);
-        assert_eq!(per_second[0].overloaded, 3.0);
+        assert_eq!(lag, [10.0, 0.0, 15.0]);
+        assert_eq!(per_second[1].overloaded, 3.0);
     }
 }
