@@ -10,7 +10,7 @@
 //! 3. **threads** — blocking-api's Little's-law bound (`BLOCKING_THREADS ÷ critical path`) is
 //!    below the offered rate and the plateau reached [`BOUND_SHARE`] of it.
 //! 4. **in_flight_cap** — admission (`MAX_IN_FLIGHT`) refused orders for want of a place (the
-//!    API's own count by reason, `points::refusals`; an older file's `overloaded` answers) while
+//!    API's own count by reason, `refusals::refusals`; an older file's `overloaded` answers) while
 //!    the API's own in-flight count sat at the cap, and the cap's Little's-law bound
 //!    (`MAX_IN_FLIGHT ÷ critical path`) is below the offered rate.
 //! 5. **cpu** — the API used [`CPU_SHARE`] of its CPU limit over the plateau, or its cgroup was
@@ -211,7 +211,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
         .get(OUTCOME_OVERLOADED)
         .copied()
         .unwrap_or(0);
-    let refused = super::points::refusals(r).0;
+    let refused = super::refusals::refusals(r).0;
     // The admission cap's own refusals: where the API counted them by reason, those for want of
     // a place; in an older file, every overloaded answer.
     let for_want_of_a_place = refused.map_or(overloaded, |r| r.overloaded as u64);

@@ -91,7 +91,7 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
                 (s.peak_in_flight, s.rss_per_in_flight_kib) = super::points::in_flight(&r);
             }
             if s.refused.is_none() {
-                (s.refused, s.refused_per_second) = super::points::refusals(&r);
+                (s.refused, s.refused_per_second) = super::refusals::refusals(&r);
             }
             if !s.met_objective {
                 let now = super::cause::stopped_by(&r);

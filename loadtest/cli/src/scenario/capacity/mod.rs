@@ -21,6 +21,7 @@ pub mod cause;
 pub mod crossover;
 pub mod points;
 pub mod ranges;
+pub mod refusals;
 pub mod search;
 mod throttling;
 

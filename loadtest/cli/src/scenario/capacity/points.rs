@@ -2,9 +2,9 @@
 //! `scenario.json` (`lab_results::scenario::StepPoint`): what the runner (`mod.rs`) records
 //! and the page (`lab_report::scenario::capacity_table`) reads.
 
+use lab_results::RunResults;
 use lab_results::numbers::MIB;
 use lab_results::scenario::StepPoint;
-use lab_results::{Refusals, RunResults};
 
 use super::cause::stopped_by;
 
@@ -19,7 +19,7 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
     let orders = r.summary.ok.max(1) as f64;
     let settings = r.config.settings();
     let (peak_in_flight, rss_per_in_flight_kib) = in_flight(r);
-    let (refused, refused_per_second) = refusals(r);
+    let (refused, refused_per_second) = super::refusals::refusals(r);
     StepPoint {
         api: r.api.clone(),
         blocking_threads: settings.blocking_threads.and_then(|t| t.try_into().ok()),
@@ -74,26 +74,6 @@ pub fn in_flight_rise_pct(r: &RunResults) -> Option<f64> {
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let (first, second) = (mean(&counts[..half]), mean(&counts[half..]));
     (half >= 2 && first > 0.0).then(|| 100.0 * (second - first) / first)
-}
-
-/// The plateau's refusals by reason as the API counted them, in all and second by second (each
-/// sample's counters against the one before it, the plateau's first against the last before the
-/// plateau).
-pub fn refusals(r: &RunResults) -> (Option<Refusals>, Vec<Refusals>) {
-    let counted: Vec<(bool, Refusals)> = r
-        .seconds
-        .iter()
-        .filter_map(|s| Some((s.phase == "constant", s.api_metrics?.refusals?)))
-        .collect();
-    let per_second: Vec<Refusals> = counted
-        .windows(2)
-        .filter(|w| w[1].0)
-        .map(|w| w[1].1.since(&w[0].1))
-        .collect();
-    let total = per_second.iter().fold(None, |sum: Option<Refusals>, s| {
-        Some(sum.map_or(*s, |sum| sum.plus(s)))
-    });
-    (total, per_second)
 }
 
 /// The most orders in flight (the generator's open requests) in any second before the drain,
@@ -238,7 +218,7 @@ mod tests {
             counted(60.0, 3.0, "constant"),
             counted(75.0, 3.0, "constant"),
         ];
-        let (total, per_second) = refusals(&r);
+        let (total, per_second) = super::super::refusals::refusals(&r);
         let total = total.unwrap();
         // The ramp's 50 are left out; the plateau's first second's 10 are in.
         assert_eq!((total.loop_lag, total.overloaded), (25.0, 3.0));
