@@ -113,8 +113,9 @@ impl ScenarioName {
             // 18 closed runs of 30 clients: 3,000 orders at 0 ms (seconds each), 300 through a
             // 3 s broker (≈ 30 s each), the crashes' restarts and census.
             ScenarioName::Events => 10,
-            // hold-R (30 s) × 6–12 steps × 2 APIs + 15 s each (9 to 11 min measured in a
-            // 0.125 CPU pod at the seed's latencies; longer at a slow critical path).
+            // hold-R-S (40 s at 2.2 s: ramp, settling, plateau) × 6–13 steps × 2 APIs + 15 s
+            // each (11 min measured in a 0.125 CPU pod at the seed's latencies, 2026-12-07;
+            // longer at a slow critical path: a 22 s step settles 49 s).
             ScenarioName::Capacity => 12,
             // hold-R (30 s) × 12 + 12 × 15 s.
             ScenarioName::Threads => 9,
