@@ -210,8 +210,10 @@ pub struct LabArgs {
     /// HTTP_WORKERS for every API (1: one CPU each).
     #[arg(long, default_value_t = 1)]
     pub http_workers: u32,
-    /// BLOCKING_THREADS for blocking-api (the seed's Tomcat had 200), or `auto`: Little's law,
-    /// the profile's peak rate × the dependencies' critical path × 1.2 headroom.
+    /// BLOCKING_THREADS for blocking-api (the seed's Tomcat had 200), or `auto`: Erlang B on
+    /// Little's law — the profile's peak rate × the dependencies' critical path are the threads
+    /// busy on average, and the pool gets the fewest threads that turn away at most 0.1 % of
+    /// random arrivals (blocking-api refuses an order that finds every thread busy).
     #[arg(long, default_value = "200", value_parser = BlockingThreads::parse)]
     pub blocking_threads: BlockingThreads,
     /// With `--blocking-threads auto`: size the pool by this time a request holds its thread,
@@ -456,9 +458,23 @@ pub enum BlockingThreads {
     Auto,
 }
 
-/// `auto`'s headroom over rate × critical path: the queueing of a pool at 100 % busy grows
-/// without bound, so the pool is sized for the peak rate plus a fifth.
-pub const AUTO_THREADS_HEADROOM: f64 = 1.2;
+/// The share of arrivals `auto`'s pool may turn away at the profile's peak: a tenth of the
+/// objective's 1 % allowance. With `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (blocking-api's
+/// default) an order that finds every thread busy is refused, so the pool is Erlang's loss
+/// system: Little's law gives its mean busy threads, Erlang B the threads random arrivals need
+/// on top (a pool of 3 for 2.5 busy turns away 28 %; 9 turn away 0.09 %; at 194 busy, 231).
+pub const AUTO_THREADS_LOSS: f64 = 0.001;
+
+/// The fewest servers that turn away at most `loss` of Poisson arrivals offering `erlangs`
+/// (rate × hold), by Erlang B's recursion `B(c) = a·B(c−1) ÷ (c + a·B(c−1))`, `B(0) = 1`.
+pub fn erlang_b_servers(erlangs: f64, loss: f64) -> u32 {
+    let (mut servers, mut b) = (0_u32, 1.0_f64);
+    while b > loss && servers < 1_000_000 {
+        servers += 1;
+        b = erlangs * b / (f64::from(servers) + erlangs * b);
+    }
+    servers.max(1)
+}
 
 impl BlockingThreads {
     pub fn parse(s: &str) -> Result<BlockingThreads, String> {
@@ -479,10 +495,10 @@ impl BlockingThreads {
             BlockingThreads::Fixed(n) => n,
             BlockingThreads::Auto => match clients {
                 Some(c) => c.clamp(1, u64::from(u32::MAX)) as u32,
-                None => {
-                    let need = peak_rps * critical_path_ms as f64 / 1000.0 * AUTO_THREADS_HEADROOM;
-                    (need.ceil() as u32).max(1)
-                }
+                None => erlang_b_servers(
+                    peak_rps * critical_path_ms as f64 / 1000.0,
+                    AUTO_THREADS_LOSS,
+                ),
             },
         }
     }
@@ -510,11 +526,16 @@ mod blocking_threads_tests {
     use super::*;
 
     #[test]
-    fn auto_is_littles_law_with_headroom() {
+    fn auto_is_erlang_b_on_littles_law() {
         let auto = BlockingThreads::parse("auto").unwrap();
-        // 750/s × 2.2 s = 1,650 threads busy; × 1.2 = 1,980.
-        assert_eq!(auto.resolve(750.0, None, 2200), 1980);
-        assert_eq!(auto.resolve(300.0, None, 2200), 792);
+        // 750/s × 2.2 s = 1,650 threads busy on average; random arrivals need 88 more for
+        // at most 0.1 % to find all of them busy.
+        assert_eq!(auto.resolve(750.0, None, 2200), 1738);
+        assert_eq!(auto.resolve(300.0, None, 2200), 721);
+        // A small pool needs far more than its mean: 84/s held 30 ms is 2.5 busy, and 3 threads
+        // would turn away 28 % of the orders.
+        assert_eq!(auto.resolve(84.0, None, 30), 9);
+        assert_eq!(auto.resolve(0.0, None, 2200), 1, "never an empty pool");
         assert_eq!(
             auto.resolve(0.0, Some(30), 2200),
             30,
@@ -528,5 +549,16 @@ mod blocking_threads_tests {
         );
         assert!(BlockingThreads::parse("0").is_err());
         assert!(BlockingThreads::parse("many").is_err());
+    }
+
+    /// Erlang B's tables: 1 erlang on 1 server loses 50 %, on 2 servers 20 %; 10 erlangs need
+    /// 18 servers for 1 % and 21 for 0.1 % (B(20, 10) = 0.19 %, B(21, 10) = 0.089 %).
+    #[test]
+    fn erlang_b_matches_its_tables() {
+        assert_eq!(erlang_b_servers(1.0, 0.5), 1);
+        assert_eq!(erlang_b_servers(1.0, 0.49), 2);
+        assert_eq!(erlang_b_servers(1.0, 0.25), 2);
+        assert_eq!(erlang_b_servers(10.0, 0.01), 18);
+        assert_eq!(erlang_b_servers(10.0, 0.001), 21);
     }
 }

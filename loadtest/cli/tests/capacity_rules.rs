@@ -102,6 +102,24 @@ fn rss_near_the_limit_is_memory() {
     assert!(c.evidence.contains("1000 MiB of its 1024 MiB"), "{c:?}");
 }
 
+/// RSS counts pages the cgroup never charged (the binary's text, what the process touched
+/// before it was moved in): where the lab read the cgroup's own peak, that decides.
+#[test]
+fn memory_is_judged_as_the_cgroup_counts_it_where_the_lab_read_that() {
+    let mut r = quiet();
+    r.summary.peak_rss_bytes = Some(1000 << 20);
+    r.cgroup_memory_peak_bytes = Some(700 << 20);
+    assert_ne!(stopped_by(&r).stopped_by, StoppedBy::Memory);
+    r.cgroup_memory_peak_bytes = Some(950 << 20);
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::Memory);
+    assert!(
+        c.evidence
+            .contains("charged to its cgroup 950 MiB of its 1024 MiB"),
+        "{c:?}"
+    );
+}
+
 #[test]
 fn a_plateau_at_the_thread_bound_is_threads() {
     let mut r = fixture("blocking-api");

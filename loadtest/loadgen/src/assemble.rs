@@ -159,6 +159,7 @@ pub fn assemble(
         shards: Vec::new(),
         histograms: meta.keep_histograms.then(|| crate::histograms::encode(rec)),
         api_exit: None,
+        cgroup_memory_peak_bytes: None,
         cpu_by_role: None,
     }
 }

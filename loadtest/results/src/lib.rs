@@ -157,6 +157,13 @@ pub struct RunResults {
     /// fault plan makes is not one). Its figures after `t_s` are a dead process's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_exit: Option<ApiExit>,
+    /// The most memory the API's cgroup was charged over the run (v1
+    /// `memory.max_usage_in_bytes`, v2 `memory.peak`; the process's warm-up included): what its
+    /// memory limit is enforced against (the lab only, in a pod). RSS may exceed it: the pages
+    /// the process touched before it was moved into the group (its binary's text, its first
+    /// allocations) stay charged where they were first touched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_memory_peak_bytes: Option<u64>,
     /// The API's CPU over the plateau by what its threads do (event loop, request threads, HTTP
     /// client, pools; exited threads apart), read once a second from each thread's counters
     /// (runs with the API's pid known and a constant phase).

@@ -276,6 +276,10 @@ pub struct StepPoint {
     /// pool: its mean busy threads ÷ the orders served per second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_hold_ms: Option<f64>,
+    /// The most memory the API's cgroup was charged, MiB: what the pod's limit counts (the
+    /// run's `cgroup_memory_peak_bytes`; absent in older files and outside a pod).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_peak_mib: Option<f64>,
 }
 
 /// One API (and thread count) searched.

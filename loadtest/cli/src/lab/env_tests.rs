@@ -137,11 +137,13 @@ fn every_flag_of_the_lab_reaches_the_apis_settings() {
     ];
     assert_eq!(lab.settings("reactive-api").unwrap(), map(reactive));
     let mut blocking = map(reactive);
-    blocking.insert("BLOCKING_THREADS".to_owned(), "264".to_owned());
+    blocking.insert("BLOCKING_THREADS".to_owned(), "259".to_owned());
     blocking.insert("DEPS_CLIENT".to_owned(), "ureq".to_owned());
     blocking.insert(
         "BLOCKING_THREADS_RULE".to_owned(),
-        "auto: Little's law, 100/s peak × 2.20 s critical path × 1.2".to_owned(),
+        "auto: Erlang B, 100/s peak × 2.200 s critical path = 220.0 threads busy, at most 0.1% \
+         of arrivals finding all busy"
+            .to_owned(),
     );
     assert_eq!(lab.settings("blocking-api").unwrap(), blocking);
     // Labels are API names too.

@@ -28,7 +28,7 @@ mod warmup;
 
 use crate::api_env::{ApiSettings, PersistBatch, add_database};
 use crate::faults::slow_broker;
-use crate::lab_args::{AUTO_THREADS_HEADROOM, BlockingThreads, LabArgs, api_names};
+use crate::lab_args::{AUTO_THREADS_LOSS, BlockingThreads, LabArgs, api_names};
 use crate::run::{environment, new_run_id, set_mock_latencies};
 use crate::services::{Database, MockDepsProcess};
 use lab_results::faults::FaultPlan;
@@ -66,8 +66,8 @@ pub(crate) struct Lab {
     threads_rule: Option<String>,
 }
 
-/// Resolves `--blocking-threads auto` for this run's profile and latencies (Little's law with
-/// headroom), says so on stderr, and returns the rule as a condition of the run.
+/// Resolves `--blocking-threads auto` for this run's profile and latencies (Erlang B on Little's
+/// law), says so on stderr, and returns the rule as a condition of the run.
 fn auto_threads(args: &mut LabArgs, profile: &Profile) -> Option<String> {
     if args.blocking_threads != BlockingThreads::Auto {
         return None;
@@ -92,8 +92,11 @@ fn auto_threads(args: &mut LabArgs, profile: &Profile) -> Option<String> {
     let rule = match clients {
         Some(c) => format!("auto: one per closed-model client ({c})"),
         None => format!(
-            "auto: Little's law, {peak:.0}/s peak × {:.2} s {held_by} × {AUTO_THREADS_HEADROOM}",
-            held_ms as f64 / 1000.0
+            "auto: Erlang B, {peak:.0}/s peak × {:.3} s {held_by} = {:.1} threads busy, at most \
+             {}% of arrivals finding all busy",
+            held_ms as f64 / 1000.0,
+            peak * held_ms as f64 / 1000.0,
+            AUTO_THREADS_LOSS * 100.0
         ),
     };
     eprintln!("lab: --blocking-threads {n} ({rule})");

@@ -207,6 +207,7 @@ impl Lab {
         results.after_give_up =
             Some(orders_after_give_up(self.database_url.as_deref(), &gave_up).await);
         let stopped = process.is_some();
+        results.cgroup_memory_peak_bytes = process.as_ref().and_then(|p| p.cgroup_memory_peak());
         if let Some(p) = process {
             tokio::task::spawn_blocking(move || p.stop()).await??;
         }

@@ -254,6 +254,7 @@ mod tests {
             refused_per_second: Vec::new(),
             in_flight_rise_pct: None,
             thread_hold_ms: None,
+            cgroup_peak_mib: None,
         }
     }
 

@@ -102,12 +102,35 @@ fn capacity_intro(file: &CapacityFile) -> String {
         format!(" Each API in a pod of {} ({}).", l.pod(), l.mechanism)
     });
     format!(
-        "Each API searched on its own: open-model steps of a 10 s ramp and 20 s at the rate \
-         (profile hold-R), {narrowing}. Objective: {}. Critical path of the dependencies {} ms. \
-         Each step is a full lab run with its money check.{pod}",
-        file.objective, file.critical_path_ms
+        "Each API searched on its own: open-model steps of a 10 s ramp, then the rate held{}, \
+         {narrowing}. Objective: {}. Critical path of the dependencies {} ms. Each step is a full \
+         lab run with its money check.{pod}",
+        judged_window(file),
+        file.objective,
+        file.critical_path_ms
     )
 }
+
+/// Which seconds of a step were judged, from the steps' own record (`cpu_by_role`'s window):
+/// ` and judged from 20 s to 40 s (held 10 s first for the orders in flight to settle; profile
+/// hold-R-S)`, or the older steps' ` 20 s and judged from the ramp's end (profile hold-R)`.
+fn judged_window(file: &CapacityFile) -> String {
+    let steps = file.capacities.iter().flat_map(|c| &c.steps);
+    let window = steps
+        .chain(&file.sweep)
+        .find_map(|s| s.cpu_by_role.as_ref().map(|c| (c.from_s, c.to_s)));
+    match window {
+        Some((from, to)) if from > RAMP_S + 0.5 => format!(
+            " and judged from {from:.0} s to {to:.0} s (held {:.0} s first for the orders in \
+             flight to settle; profile hold-R-S)",
+            from - RAMP_S
+        ),
+        _ => " 20 s and judged from the ramp's end (profile hold-R)".to_owned(),
+    }
+}
+
+/// A capacity step's ramp, s (`loadtest profiles`: hold-R).
+const RAMP_S: f64 = 10.0;
 
 fn row(s: &StepPoint) -> Vec<String> {
     let cause = match (&s.died, &s.cause) {

@@ -2,8 +2,9 @@
 //! that run measured — never assumed from the execution model. The rules, in the order they are
 //! tried (the first that holds names the cause):
 //!
-//! 1. **memory** — the process was killed by the kernel for its memory limit, or its peak RSS
-//!    reached [`MEMORY_SHARE`] of the limit;
+//! 1. **memory** — the process was killed by the kernel for its memory limit, or its peak
+//!    memory reached [`MEMORY_SHARE`] of the limit: as its cgroup counts it where the lab read
+//!    that (what the limit is enforced against), else its peak RSS;
 //!    **crashed** — it died some other way (its figures after that are a dead process's).
 //! 2. **harness** — the run was flagged harness-bound (the generator late, the other core
 //!    saturated): the rig, not the API, may have set the limit, so the capacity is only "above".
@@ -139,6 +140,16 @@ fn critical_path_s(r: &RunResults) -> Option<f64> {
     (ms > 0.0).then_some(ms / 1000.0)
 }
 
+/// The run's peak memory and what counted it: the cgroup's charge where the lab read it (what
+/// the limit is enforced against), else the process's peak RSS (older files, no pod).
+fn peak_memory(r: &RunResults) -> Option<(u64, &'static str)> {
+    match (r.cgroup_memory_peak_bytes, r.summary.peak_rss_bytes) {
+        (Some(b), _) => Some((b, "peak memory charged to its cgroup")),
+        (None, Some(b)) => Some((b, "peak RSS")),
+        (None, None) => None,
+    }
+}
+
 /// What stopped the API in `r`, a run that missed the objective.
 pub fn stopped_by(r: &RunResults) -> Cause {
     let secs = plateau(r);
@@ -152,7 +163,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
         } else {
             StoppedBy::Crashed
         };
-        let peak = r.summary.peak_rss_bytes.map_or(f64::NAN, |b| mib(b as f64));
+        let peak = peak_memory(r).map_or(f64::NAN, |(b, _)| mib(b as f64));
         let limit = r
             .config
             .limits
@@ -169,7 +180,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             evidence: format!("harness-bound: {why}"),
         };
     }
-    if let (Some(peak), Some(limit)) = (r.summary.peak_rss_bytes, r.config.limits.memory_bytes)
+    if let (Some((peak, counted)), Some(limit)) = (peak_memory(r), r.config.limits.memory_bytes)
         && peak as f64 >= MEMORY_SHARE * limit as f64
     {
         let (p, l) = (mib(peak as f64), mib(limit as f64));
@@ -178,7 +189,7 @@ pub fn stopped_by(r: &RunResults) -> Cause {
             p,
             MEMORY_SHARE * l,
             "MiB",
-            format!("peak RSS {p:.0} MiB of its {l:.0} MiB limit"),
+            format!("{counted} {p:.0} MiB of its {l:.0} MiB limit"),
         );
     }
     let offered = summary.offered_rps;
