@@ -91,3 +91,25 @@ fn the_bracket_and_the_pod_are_on_the_page() {
         "{old}"
     );
 }
+
+/// The page says which seconds of a step were judged, from the steps' own record: the settled
+/// searches of 2026-12-07 held 10 s at the rate before their 20 s at 2.2 s; an older file's steps
+/// were judged from the ramp's end.
+#[test]
+fn the_judged_seconds_are_read_from_the_steps() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/results/capacity/pod-0125-2200/search-a/scenario.json");
+    let settled: CapacityFile = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let intro = table(&settled).intro;
+    assert!(
+        intro.contains(
+            "judged from 20 s to 40 s (held 10 s first for the orders in flight to settle"
+        ),
+        "{intro}"
+    );
+    let older = table(&committed()).intro;
+    assert!(
+        older.contains("20 s and judged from the ramp's end (profile hold-R)"),
+        "{older}"
+    );
+}

@@ -326,12 +326,13 @@ impl CapacityPoint {
         }
     }
 
-    /// How blocking-api's threads were set, for a name: `200 threads`, `threads by Little's law`
-    /// (sized for each rate); `None` for an API without a thread pool.
+    /// How blocking-api's threads were set, for a name: `200 threads`, `threads sized per rate`
+    /// (`--blocking-threads auto`: Little's law × 1.2 before 2026-12-07, Erlang B on the measured
+    /// hold since); `None` for an API without a thread pool.
     pub fn threads_text(&self) -> Option<String> {
         match (self.fixed_threads(), self.blocking_threads) {
             (Some(t), _) => Some(format!("{t} threads")),
-            (None, Some(_)) => Some("threads by Little's law".to_owned()),
+            (None, Some(_)) => Some("threads sized per rate".to_owned()),
             (None, None) => None,
         }
     }
@@ -354,4 +355,10 @@ pub struct CapacityFile {
     /// for history, left out of the crossover's ranges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded: Option<String>,
+    /// The settings that set this search apart from another of the same pod and critical path
+    /// (`PG_DURABILITY`, `MAX_LOOP_LAG_MS`, `BLOCKING_THREADS`: `auto` or a count), read from
+    /// its steps' runs: a crossover puts only searches that share them in one cell. Absent in
+    /// older files, which `loadtest crossover` reads them back for from their steps' results.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cell_settings: BTreeMap<String, String>,
 }

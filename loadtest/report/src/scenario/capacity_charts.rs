@@ -271,6 +271,7 @@ mod tests {
                 step("blocking-api", Some(100), 300.0, 49.0, 40.0),
                 step("reactive-api", None, 300.0, 296.1, 90.0),
             ],
+            cell_settings: Default::default(),
         }
     }
 
@@ -324,6 +325,7 @@ mod tests {
                 steps,
             }],
             sweep: Vec::new(),
+            cell_settings: Default::default(),
         }
     }
 
@@ -337,7 +339,7 @@ mod tests {
         ];
         let chart = crossover(&files);
         // Sized per rate at two critical paths: one line, not one per first thread count.
-        assert!(chart.svg.contains("blocking-api, threads by Little"));
+        assert!(chart.svg.contains("blocking-api, threads sized per rate"));
         assert!(chart.svg.contains("blocking-api, 200 threads"));
         assert!(!chart.svg.contains("264 threads"));
         assert_eq!(chart.svg.matches(r#"class="point-label""#).count(), 4);

@@ -119,6 +119,7 @@ mod tests {
             capacities: Vec::new(),
             sweep: vec![step("reactive-api", None, 300.0, true, false)],
             limits: None,
+            cell_settings: Default::default(),
         };
         assert!(chart(&file).is_none());
     }

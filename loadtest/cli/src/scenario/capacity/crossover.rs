@@ -66,10 +66,13 @@ fn cores(f: &CapacityFile) -> f64 {
 /// (`<api>-<rate>`, `<api>-<threads>-threads-<rate>`; `-again` for a rate's second run): the
 /// orders in flight and RSS per order in flight of a search that predates them, and what
 /// stopped the API at each missed step by this build's rules (`capacity::cause`), so that every
-/// search on one page is read the same way. Returns a note per cause that changed; a step whose
-/// folder is gone keeps what the file says.
+/// search on one page is read the same way, and the settings of its cell where the file names
+/// none. Returns a note per cause that changed; a step whose folder is gone keeps what the file
+/// says.
 fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
     let mut changed = Vec::new();
+    // An older file names no settings of its cell: its steps' runs do.
+    let written_with_settings = !file.cell_settings.is_empty();
     for c in &mut file.capacities {
         let mut seen = std::collections::HashSet::new();
         for s in &mut c.steps {
@@ -87,6 +90,9 @@ fn reread_steps(file: &mut CapacityFile, dir: &Path) -> Vec<String> {
             let Some(r) = slugs.iter().find_map(|slug| results_in(&dir.join(slug))) else {
                 continue;
             };
+            if !written_with_settings {
+                super::points::add_cell_settings(&mut file.cell_settings, &r);
+            }
             if s.peak_in_flight.is_none() {
                 (s.peak_in_flight, s.rss_per_in_flight_kib) = super::points::in_flight(&r);
             }
@@ -286,6 +292,7 @@ mod tests {
             limits: None,
             capacities: caps,
             sweep: Vec::new(),
+            cell_settings: Default::default(),
         }
     }
 

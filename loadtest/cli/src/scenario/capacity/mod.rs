@@ -25,6 +25,7 @@ pub mod refusals;
 pub mod search;
 mod throttling;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -58,6 +59,7 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
         limits: None,
         capacities: Vec::new(),
         sweep: Vec::new(),
+        cell_settings: BTreeMap::new(),
     };
     let mut failed = Vec::new();
     let runner = Runner {
@@ -270,6 +272,7 @@ impl Runner<'_> {
         if file.limits.is_none() {
             file.limits = Some(r.config.limits.clone());
         }
+        points::add_cell_settings(&mut file.cell_settings, r);
         if !r.invariants_hold() || r.money.as_ref().is_some_and(|m| !m.balanced()) {
             failed.push(format!("{slug}: an end-of-run check or the money failed"));
         }

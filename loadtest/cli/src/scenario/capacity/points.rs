@@ -49,6 +49,30 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
     }
 }
 
+/// The settings of `r` that set its search apart from another of the same pod and critical
+/// path (`CapacityFile::cell_settings`), added to `into` where it has none of them yet: the
+/// database's durability, the loop-lag rule, and blocking-api's pool — `auto` where the lab
+/// sized it (it records the rule), else its count.
+pub fn add_cell_settings(into: &mut std::collections::BTreeMap<String, String>, r: &RunResults) {
+    let settings = &r.config.api_settings;
+    for key in ["PG_DURABILITY", "MAX_LOOP_LAG_MS"] {
+        if let Some(v) = settings.get(key) {
+            into.entry(key.to_owned()).or_insert_with(|| v.clone());
+        }
+    }
+    let pool = match (
+        settings.get("BLOCKING_THREADS_RULE"),
+        settings.get("BLOCKING_THREADS"),
+    ) {
+        (Some(_), _) => Some("auto".to_owned()),
+        (None, Some(count)) => Some(count.clone()),
+        (None, None) => None,
+    };
+    if let Some(pool) = pool {
+        into.entry("BLOCKING_THREADS".to_owned()).or_insert(pool);
+    }
+}
+
 /// Little's law on blocking-api's pool over the plateau: its mean busy threads ÷ the orders
 /// served per second, ms; `None` for an API without a pool or a plateau that served nothing.
 pub fn thread_hold_ms(r: &RunResults, served_rps: f64) -> Option<f64> {

@@ -77,8 +77,9 @@ impl Range {
     }
 }
 
-/// The searches that share a pod and a critical path, in the order given; superseded files left
-/// out.
+/// The searches that share a pod, a critical path and the settings that set a search apart
+/// (`cell_settings`: a durable database or not, the loop-lag rule, a pool sized by the lab or
+/// fixed), in the order given; superseded files left out.
 pub fn cells(files: &[CapacityFile]) -> Vec<Vec<&CapacityFile>> {
     let mut cells: Vec<Vec<&CapacityFile>> = Vec::new();
     for f in files.iter().filter(|f| f.superseded.is_none()) {
@@ -92,7 +93,9 @@ pub fn cells(files: &[CapacityFile]) -> Vec<Vec<&CapacityFile>> {
 
 fn same_cell(a: &CapacityFile, b: &CapacityFile) -> bool {
     let pod = |f: &CapacityFile| f.limits.as_ref().map(lab_results::Limits::pod);
-    a.critical_path_ms == b.critical_path_ms && pod(a) == pod(b)
+    a.critical_path_ms == b.critical_path_ms
+        && pod(a) == pod(b)
+        && a.cell_settings == b.cell_settings
 }
 
 /// Each search of `api` in the cell (every file's every point of that API: a file holds one
@@ -128,6 +131,16 @@ fn conclusion(f: &CapacityFile, b: &Range, r: &Range) -> String {
     let at = match &f.limits {
         Some(l) => format!("At {} ms in a pod of {}", f.critical_path_ms, l.pod()),
         None => format!("At {} ms", f.critical_path_ms),
+    };
+    let at = if f.cell_settings.is_empty() {
+        at
+    } else {
+        let named: Vec<String> = f
+            .cell_settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{at} ({})", named.join(", "))
     };
     let verdict = if b.overlaps(r) {
         "the ranges overlap: no verdict".to_owned()
@@ -191,6 +204,7 @@ mod tests {
                 point("reactive-api", Some(reactive), StoppedBy::Cpu),
             ],
             sweep: Vec::new(),
+            cell_settings: std::collections::BTreeMap::new(),
         }
     }
 
@@ -272,5 +286,32 @@ mod tests {
         ];
         let sizes: Vec<usize> = cells(&files).iter().map(Vec::len).collect();
         assert_eq!(sizes, [2, 1]);
+    }
+
+    /// A search on a non-durable database, or of a fixed pool, is not one more search of the
+    /// cell searched durable with the lab's pool: each is a cell of its own, named on its line.
+    #[test]
+    fn cells_part_by_the_settings_that_set_a_search_apart() {
+        let with = |durability: &str, pool: &str| {
+            let mut f = search(220, 100.0, 200.0);
+            f.cell_settings = [("PG_DURABILITY", durability), ("BLOCKING_THREADS", pool)]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .into();
+            f
+        };
+        let files = [
+            with("off", "auto"),
+            with("on", "auto"),
+            with("off", "auto"),
+            with("off", "16"),
+        ];
+        let sizes: Vec<usize> = cells(&files).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [2, 1, 1]);
+        let lines = conclusions(&files);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("At 220 ms (BLOCKING_THREADS=auto, PG_DURABILITY=off):"),
+            "{lines:?}"
+        );
     }
 }
