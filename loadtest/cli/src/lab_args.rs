@@ -212,8 +212,9 @@ pub struct LabArgs {
     pub http_workers: u32,
     /// BLOCKING_THREADS for blocking-api (the seed's Tomcat had 200), or `auto`: Erlang B on
     /// Little's law — the profile's peak rate × the dependencies' critical path are the threads
-    /// busy on average, and the pool gets the fewest threads that turn away at most 0.1 % of
-    /// random arrivals (blocking-api refuses an order that finds every thread busy).
+    /// busy on average, and the pool gets the fewest threads that would turn away at most 0.1 %
+    /// of random arrivals if none could wait for a thread (blocking-api lets one wait
+    /// `QUEUE_TIMEOUT_MS`, so it turns away fewer).
     #[arg(long, default_value = "200", value_parser = BlockingThreads::parse)]
     pub blocking_threads: BlockingThreads,
     /// With `--blocking-threads auto`: size the pool by this time a request holds its thread,
@@ -460,9 +461,12 @@ pub enum BlockingThreads {
 
 /// The share of arrivals `auto`'s pool may turn away at the profile's peak: a tenth of the
 /// objective's 1 % allowance. With `MAX_IN_FLIGHT` = `BLOCKING_THREADS` (blocking-api's
-/// default) an order that finds every thread busy is refused, so the pool is Erlang's loss
-/// system: Little's law gives its mean busy threads, Erlang B the threads random arrivals need
-/// on top (a pool of 3 for 2.5 busy turns away 28 %; 9 turn away 0.09 %; at 194 busy, 231).
+/// default) an order that finds every thread busy waits at most `QUEUE_TIMEOUT_MS` (100 ms)
+/// for one, then is refused: against a hold of seconds that is Erlang's loss system, against
+/// one of 30 ms a short queue that refuses fewer. Little's law gives the mean busy threads,
+/// Erlang B the threads random arrivals need on top with no wait at all — exact at long
+/// paths, on the safe side at short ones (for 2.5 busy 3 threads would turn away 28 %, 9
+/// threads 0.09 %; for 194 busy, 231 threads).
 pub const AUTO_THREADS_LOSS: f64 = 0.001;
 
 /// The fewest servers that turn away at most `loss` of Poisson arrivals offering `erlangs`

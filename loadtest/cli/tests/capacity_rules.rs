@@ -489,3 +489,40 @@ fn nothing_at_its_limit_is_said_as_such() {
     assert_eq!(c.stopped_by, StoppedBy::Unidentified, "{c:?}");
     assert!(c.evidence.starts_with("no resource at its limit"), "{c:?}");
 }
+
+/// blocking-api with 4 threads at 22 ms, 3 busy on average, refusing orders for want of a thread
+/// (its own count by reason): random arrivals found all 4 busy for longer than they may wait —
+/// the threads, not "no resource at its limit". The same refusals counted by the loop-lag rule
+/// are not the pool's, and without the API's count by reason nothing is guessed.
+#[test]
+fn refusals_for_want_of_a_thread_below_a_full_pool_are_erlangs_loss() {
+    let run = |loop_lag: f64, overloaded: f64, by_reason: bool| {
+        let mut r = quiet();
+        r.config
+            .api_settings
+            .insert("BLOCKING_THREADS".into(), "4".into());
+        let mut n = 0.0;
+        plateau_seconds(&mut r, |s| {
+            let m = s.api_metrics.as_mut().unwrap();
+            m.blocking_pool_busy = Some(3.0);
+            m.refusals = by_reason.then(|| lab_results::Refusals {
+                loop_lag: loop_lag * n,
+                overloaded: overloaded * n,
+                ..Default::default()
+            });
+            n += 1.0;
+        });
+        let p = r.plateau.as_mut().unwrap();
+        p.errors_by_kind.insert(OUTCOME_OVERLOADED.into(), 95);
+        stopped_by(&r)
+    };
+    let c = run(0.0, 5.0, true);
+    assert_eq!(c.stopped_by, StoppedBy::Threads, "{c:?}");
+    assert!(
+        c.evidence.contains("its 4 threads, by random arrivals")
+            && c.evidence.contains("while 3.0 were busy on average"),
+        "{c:?}"
+    );
+    assert_ne!(run(5.0, 0.0, true).stopped_by, StoppedBy::Threads);
+    assert_ne!(run(0.0, 5.0, false).stopped_by, StoppedBy::Threads);
+}

@@ -26,6 +26,9 @@
 //!    plateau's samples while orders were refused overloaded: each order held its thread longer
 //!    than the critical path (its own work, and its wait for the CPU), so threads sized by
 //!    Little's law on the critical path ran out below the bound rule 3 computes from it.
+//!    **threads** (random arrivals) — refused for want of a thread (the API's own count) in
+//!    [`LOSS_SHARE`] of the plateau's arrivals while its pool was busy below its size on
+//!    average: the arrivals that found every thread busy for longer than `QUEUE_TIMEOUT_MS`.
 //!    **cpu** (stalls) — throttled in [`STALL_SECONDS_SHARE`] of the plateau's seconds and in
 //!    [`STALL_PERIODS_SHARE`] of its CFS periods, at half its quota or more on average, and the
 //!    seconds throttled most were the slowest (each second's throttled periods and its p99
@@ -59,6 +62,9 @@ pub const CPU_SHARE: f64 = 0.95;
 pub use super::throttling::THROTTLED_SHARE;
 /// blocking-api's threads all busy in this share of the plateau's samples: the pool ran out.
 pub const POOL_FULL_SHARE: f64 = 0.9;
+/// Refused for want of a thread in this share of the plateau's arrivals, with the pool busy
+/// below its size on average: random arrivals found it full (half the objective's 1 %).
+pub const LOSS_SHARE: f64 = 0.005;
 /// Throttled in at least one CFS period in this share of the plateau's seconds …
 pub const STALL_SECONDS_SHARE: f64 = 0.75;
 /// … and in this share of all its periods, …
@@ -354,6 +360,27 @@ pub fn stopped_by(r: &RunResults) -> Cause {
                     busy.len(),
                     refusals_text(overloaded, refused.as_ref()),
                     wait_ms_per_order(served)
+                ),
+            );
+        }
+        // A pool busy below its size on average still turns away the arrivals that find it
+        // full for longer than they may wait (`QUEUE_TIMEOUT_MS`): refused for want of a
+        // thread, as the API counted them.
+        let lost = refused.as_ref().map_or(0.0, |r| r.overloaded);
+        let arrivals = summary.offered as f64;
+        if !busy.is_empty() && arrivals > 0.0 && lost >= LOSS_SHARE * arrivals {
+            let mean_busy = busy.iter().sum::<f64>() / busy.len() as f64;
+            return Cause::new(
+                StoppedBy::Threads,
+                100.0 * lost / arrivals,
+                100.0 * LOSS_SHARE,
+                "% of arrivals refused for want of a thread",
+                format!(
+                    "its {threads} threads, by random arrivals: {lost:.0} orders ({:.1} % of the \
+                     plateau's arrivals) refused for want of a thread while {mean_busy:.1} were \
+                     busy on average — arrivals that found all {threads} busy for longer than \
+                     they may wait (QUEUE_TIMEOUT_MS)",
+                    100.0 * lost / arrivals
                 ),
             );
         }
