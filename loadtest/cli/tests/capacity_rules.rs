@@ -102,8 +102,8 @@ fn rss_near_the_limit_is_memory() {
     assert!(c.evidence.contains("1000 MiB of its 1024 MiB"), "{c:?}");
 }
 
-/// RSS counts pages the cgroup never charged (the binary's text, what the process touched
-/// before it was moved in): where the lab read the cgroup's own peak, that decides.
+/// RSS counts pages the cgroup never charged (the binary's mapped pages, cached by whoever read
+/// them first): where the lab read the cgroup's own peak, that decides.
 #[test]
 fn memory_is_judged_as_the_cgroup_counts_it_where_the_lab_read_that() {
     let mut r = quiet();

@@ -27,8 +27,7 @@ pub const STRESS_MAX_ERROR_RATIO: f64 = 0.01;
 pub const STRESS_MAX_P99_MS: f64 = 10_000.0;
 
 /// `hold-N`: the ramp's and the plateau's length, s (a capacity search's step).
-pub const HOLD_RAMP_S: f64 = 10.0;
-pub const HOLD_S: f64 = 20.0;
+pub use lab_results::scenario::{HOLD_RAMP_S, HOLD_S};
 /// `hold-N-S`: the phase at the plateau's rate before it, not judged.
 pub const SETTLE: &str = "settle";
 

@@ -14,6 +14,11 @@ use serde_json::Value;
 
 use crate::MoneyRecord;
 
+/// `hold-N`: the ramp's and the plateau's length, s (a capacity search's step; loadgen's
+/// profile builds it, the capacity page describes it).
+pub const HOLD_RAMP_S: f64 = 10.0;
+pub const HOLD_S: f64 = 20.0;
+
 /// `remotecall`: one transaction scope × payment latency × API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RemotecallPoint {

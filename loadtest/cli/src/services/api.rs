@@ -134,7 +134,7 @@ impl ApiProcess {
     /// The most memory its cgroup has been charged since it was made (`None` without a cgroup,
     /// or where the kernel does not say).
     pub fn cgroup_memory_peak(&self) -> Option<u64> {
-        self.group.as_ref().and_then(|g| g.stats().memory_peak)
+        self.group.as_ref().and_then(|g| g.memory_peak().ok())
     }
 
     /// `kill -9` of the API's process group: a crash, nothing flushed, nothing answered.

@@ -204,6 +204,16 @@ impl LimitedGroup {
         }
     }
 
+    /// The most memory charged to the group since it was made, in bytes (v1
+    /// `memory.max_usage_in_bytes`, v2 `memory.peak`, kernel ≥ 5.19).
+    pub fn memory_peak(&self) -> Result<u64, LimitError> {
+        let file = match self.version {
+            CgroupVersion::V1 => "memory.max_usage_in_bytes",
+            CgroupVersion::V2 => "memory.peak",
+        };
+        number(&self.file("memory", file)?)
+    }
+
     /// Processes the kernel's OOM killer killed inside the group.
     pub fn oom_kills(&self) -> Result<u64, LimitError> {
         match self.version {
@@ -235,20 +245,13 @@ impl LimitedGroup {
             CgroupVersion::V1 => ("throttled_time", 1e9),
             CgroupVersion::V2 => ("throttled_usec", 1e6),
         };
-        let peak = match self.version {
-            CgroupVersion::V1 => "memory.max_usage_in_bytes",
-            CgroupVersion::V2 => "memory.peak",
-        };
         GroupStats {
             cpu_usage_seconds: self.cpu_usage_seconds().ok(),
             cpu_periods: keyed(&cpu_stat, "nr_periods"),
             cpu_throttled_periods: keyed(&cpu_stat, "nr_throttled"),
             cpu_throttled_seconds: keyed(&cpu_stat, throttled).map(|t| t as f64 / scale),
             memory_current: self.memory_current().ok(),
-            memory_peak: self
-                .file("memory", peak)
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
+            memory_peak: self.memory_peak().ok(),
             memory_failcnt: self.memory_failcnt().ok(),
             oom_kills: self.oom_kills().ok(),
         }

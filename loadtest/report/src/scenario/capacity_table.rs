@@ -3,7 +3,9 @@
 //! charts (the lab's `scenario/capacity/` runs the search and writes the page).
 
 use lab_results::numbers::{fixed, ms_or_s};
-use lab_results::scenario::{CapacityFile, CapacityPoint, StepPoint, StoppedBy};
+use lab_results::scenario::{
+    CapacityFile, CapacityPoint, HOLD_RAMP_S, HOLD_S, StepPoint, StoppedBy,
+};
 
 use super::ScenarioTable;
 use super::capacity_charts as charts;
@@ -120,17 +122,14 @@ fn judged_window(file: &CapacityFile) -> String {
         .chain(&file.sweep)
         .find_map(|s| s.cpu_by_role.as_ref().map(|c| (c.from_s, c.to_s)));
     match window {
-        Some((from, to)) if from > RAMP_S + 0.5 => format!(
+        Some((from, to)) if from > HOLD_RAMP_S + 0.5 => format!(
             " and judged from {from:.0} s to {to:.0} s (held {:.0} s first for the orders in \
              flight to settle; profile hold-R-S)",
-            from - RAMP_S
+            from - HOLD_RAMP_S
         ),
-        _ => " 20 s and judged from the ramp's end (profile hold-R)".to_owned(),
+        _ => format!(" {HOLD_S:.0} s and judged from the ramp's end (profile hold-R)"),
     }
 }
-
-/// A capacity step's ramp, s (`loadtest profiles`: hold-R).
-const RAMP_S: f64 = 10.0;
 
 fn row(s: &StepPoint) -> Vec<String> {
     let cause = match (&s.died, &s.cause) {
