@@ -526,3 +526,59 @@ fn refusals_for_want_of_a_thread_below_a_full_pool_are_erlangs_loss() {
     assert_ne!(run(5.0, 0.0, true).stopped_by, StoppedBy::Threads);
     assert_ne!(run(0.0, 5.0, false).stopped_by, StoppedBy::Threads);
 }
+
+/// The rules are tried in their list's order: a run flagged harness-bound whose memory also
+/// reached the limit is the harness's (it comes before the memory peak), and one killed for its
+/// memory is memory's whatever else it shows.
+#[test]
+fn the_rules_are_tried_in_the_order_of_their_list() {
+    use loadtest::scenario::capacity::cause::RULES;
+    let names: Vec<&str> = RULES.iter().map(|(name, _)| *name).collect();
+    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    assert!(at("harness") < at("memory (peak)"), "{names:?}");
+    let mut r = quiet();
+    r.summary.peak_rss_bytes = Some(1000 << 20);
+    r.harness_bound = Some("generator late by 900 ms at p99".into());
+    assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Harness);
+    r.api_exit = Some(death(9, true));
+    assert_eq!(stopped_by(&r).stopped_by, StoppedBy::Memory);
+}
+
+/// The pool's acquire timeouts are the pool's even with no second of waiting in most of the
+/// plateau, and so are 503 `database_unavailable` answers while requests waited; the same
+/// answers with no request waiting are not put on the pool.
+#[test]
+fn an_acquire_timeout_or_unavailable_answers_while_waiting_are_the_db_pool() {
+    let mut r = quiet();
+    let mut timeouts = 0.0;
+    plateau_seconds(&mut r, |s| {
+        timeouts += 1.0;
+        s.api_metrics.as_mut().unwrap().db_pool_acquire_timeouts = Some(timeouts);
+    });
+    let c = stopped_by(&r);
+    assert_eq!(c.stopped_by, StoppedBy::DbPool, "{c:?}");
+    assert!(c.evidence.contains("acquire timeouts"), "{c:?}");
+
+    let unavailable = |waiting: f64| {
+        let mut r = quiet();
+        r.plateau
+            .as_mut()
+            .unwrap()
+            .errors_by_kind
+            .insert("database_unavailable".into(), 7);
+        let mut first = true;
+        plateau_seconds(&mut r, |s| {
+            if std::mem::take(&mut first) {
+                s.api_metrics.as_mut().unwrap().db_pool_waiting = Some(waiting);
+            }
+        });
+        stopped_by(&r)
+    };
+    let c = unavailable(3.0);
+    assert_eq!(c.stopped_by, StoppedBy::DbPool, "{c:?}");
+    assert!(
+        c.evidence.contains("7 answered database_unavailable"),
+        "{c:?}"
+    );
+    assert_ne!(unavailable(0.0).stopped_by, StoppedBy::DbPool);
+}
