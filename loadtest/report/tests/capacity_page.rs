@@ -113,3 +113,22 @@ fn the_judged_seconds_are_read_from_the_steps() {
         "{older}"
     );
 }
+
+/// The scenario a file holds is read once into its kind, and the page follows it: a capacity
+/// search's page leads with capacity, the threads sweep's with blocking-api's pool.
+#[test]
+fn each_committed_file_is_drawn_as_the_scenario_that_wrote_it() {
+    use lab_results::scenario::CapacityScenario;
+    let threads: CapacityFile = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/results/capacity/threads.scenario.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(committed().written_by(), CapacityScenario::Capacity);
+    assert_eq!(threads.written_by(), CapacityScenario::Threads);
+    assert!(table(&committed()).title.starts_with("Capacity:"));
+    assert!(table(&threads).title.starts_with("Threads:"));
+}

@@ -343,6 +343,26 @@ impl CapacityPoint {
     }
 }
 
+/// The two scenarios that write a [`CapacityFile`], for a reader that draws them differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapacityScenario {
+    /// `capacity`: each API's capacity found by search (the file's `capacities`).
+    Capacity,
+    /// `threads`: blocking-api's thread count swept (the file's `sweep`).
+    Threads,
+}
+
+impl CapacityFile {
+    /// The scenario that wrote the file, its name read once: `capacity`, else `threads` (the
+    /// only other scenario that writes one).
+    pub fn written_by(&self) -> CapacityScenario {
+        match self.scenario.as_str() {
+            "capacity" => CapacityScenario::Capacity,
+            _ => CapacityScenario::Threads,
+        }
+    }
+}
+
 /// What the scenario writes to `scenario.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CapacityFile {

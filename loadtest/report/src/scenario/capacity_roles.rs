@@ -3,15 +3,16 @@
 //! the threads sweep, beside the table's CPU-s per 1,000 orders. Drawn from `scenario.json`'s
 //! rows alone (their `cpu_by_role` and plateau orders).
 
-use lab_results::scenario::{CapacityFile, StepPoint};
+use lab_results::scenario::{CapacityFile, CapacityScenario, StepPoint};
 
 use super::ScenarioChart;
 use crate::thread_roles::{bar, bars_svg, per_order};
 
 /// The chart; `None` when no row carries a split.
 pub fn chart(file: &CapacityFile) -> Option<ScenarioChart> {
-    let steps: Vec<&StepPoint> = if file.scenario == "capacity" {
-        file.capacities
+    let steps: Vec<&StepPoint> = match file.written_by() {
+        CapacityScenario::Capacity => file
+            .capacities
             .iter()
             .filter_map(|c| {
                 let at_capacity = c
@@ -20,9 +21,8 @@ pub fn chart(file: &CapacityFile) -> Option<ScenarioChart> {
                     .find(|s| s.met_objective && Some(s.rate_rps) == c.capacity_rps);
                 at_capacity.or(c.steps.last())
             })
-            .collect()
-    } else {
-        file.sweep.iter().collect()
+            .collect(),
+        CapacityScenario::Threads => file.sweep.iter().collect(),
     };
     let bars: Vec<_> = steps
         .into_iter()

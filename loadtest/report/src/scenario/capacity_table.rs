@@ -4,7 +4,7 @@
 
 use lab_results::numbers::{fixed, ms_or_s};
 use lab_results::scenario::{
-    CapacityFile, CapacityPoint, HOLD_RAMP_S, HOLD_S, StepPoint, StoppedBy,
+    CapacityFile, CapacityPoint, CapacityScenario, HOLD_RAMP_S, HOLD_S, StepPoint, StoppedBy,
 };
 
 use super::ScenarioTable;
@@ -15,21 +15,20 @@ const PLANNED_RATES: &[f64] = &[300.0, 750.0, 3000.0];
 
 /// The page's table, conclusion and charts.
 pub fn table(file: &CapacityFile) -> ScenarioTable {
-    let steps: Vec<&StepPoint> = if file.scenario == "capacity" {
-        file.capacities.iter().flat_map(|c| &c.steps).collect()
-    } else {
-        file.sweep.iter().collect()
+    let scenario = file.written_by();
+    let steps: Vec<&StepPoint> = match scenario {
+        CapacityScenario::Capacity => file.capacities.iter().flat_map(|c| &c.steps).collect(),
+        CapacityScenario::Threads => file.sweep.iter().collect(),
     };
     let rows = steps.iter().copied().map(row).collect();
     let harness_bound = steps.iter().map(|s| s.harness_bound.is_some()).collect();
-    let (title, intro, conclusion) = if file.scenario == "capacity" {
-        (
+    let (title, intro, conclusion) = match scenario {
+        CapacityScenario::Capacity => (
             "Capacity: the highest rate each API serves within the objective",
             capacity_intro(file),
             file.capacities.iter().map(capacity_sentence).collect(),
-        )
-    } else {
-        (
+        ),
+        CapacityScenario::Threads => (
             "Threads: blocking-api's pool against Little's law",
             format!(
                 "blocking-api at BLOCKING_THREADS 200 … 4,000 (DB pool unchanged) at 300/s and \
@@ -39,7 +38,7 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
                 file.objective, file.critical_path_ms
             ),
             sweep_sentences(file),
-        )
+        ),
     };
     let mut notes = vec![
         "p99 and the 2xx share are over the plateau (20 s at the rate), latency from each \
@@ -47,7 +46,7 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
          the first sample) ÷ the threads the load added."
             .to_owned(),
     ];
-    if file.scenario == "capacity" {
+    if scenario == CapacityScenario::Capacity {
         notes.extend(pods(file));
     }
     ScenarioTable {
@@ -76,10 +75,11 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
         conclusion,
         harness_bound,
         main_columns: 9,
-        charts: if file.scenario == "capacity" {
-            vec![charts::capacities(file)]
-        } else {
-            vec![charts::threads_orders(file), charts::threads_rss(file)]
+        charts: match scenario {
+            CapacityScenario::Capacity => vec![charts::capacities(file)],
+            CapacityScenario::Threads => {
+                vec![charts::threads_orders(file), charts::threads_rss(file)]
+            }
         }
         .into_iter()
         .chain(super::capacity_roles::chart(file))
