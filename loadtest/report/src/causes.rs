@@ -81,9 +81,6 @@ pub fn causes(f: &Facts<'_, '_>) -> Vec<Rich> {
     };
     let api = g.api;
     let med = |x: &dyn Fn(&RunResults) -> Option<f64>| g.spread(x).map(|s| s.median);
-    let count = |pred: &dyn Fn(&RunResults, &SecondSample) -> bool| {
-        med(&|r| Some(seconds(r, span).iter().filter(|s| pred(r, s)).count() as f64)).unwrap_or(0.0)
-    };
     let n_seconds = seconds(first, span).len();
     let mut out = Vec::new();
 
@@ -102,7 +99,29 @@ pub fn causes(f: &Facts<'_, '_>) -> Vec<Rich> {
         );
         out.push(configured_threads(f, row.threads.median));
     }
-    // The two pools: every place taken (busy thread, connection in use), or requests waiting.
+    out.extend(exhausted_pools(f, n_seconds));
+    out.extend(cpu_limit(f, n_seconds));
+    out.extend(errors(f, first));
+    if out.is_empty() && !f.kept_up {
+        out.push(Rich::new().plain(format!(
+            "{api}: no single cause was recorded; see the charts."
+        )));
+    }
+    out
+}
+
+/// Over the repeats, the median of the seconds of `f`'s span for which `pred` holds.
+fn seconds_where(f: &Facts<'_, '_>, pred: &dyn Fn(&RunResults, &SecondSample) -> bool) -> f64 {
+    f.g.spread(|r| Some(seconds(r, f.span).iter().filter(|s| pred(r, s)).count() as f64))
+        .map_or(0.0, |s| s.median)
+}
+
+/// The two pools: every place taken (busy thread, connection in use), or requests waiting.
+fn exhausted_pools(f: &Facts<'_, '_>, n_seconds: usize) -> Vec<Rich> {
+    let (g, span, api) = (f.g, f.span, f.g.api);
+    let med = |x: &dyn Fn(&RunResults) -> Option<f64>| g.spread(x).map(|s| s.median);
+    let count = |pred: &dyn Fn(&RunResults, &SecondSample) -> bool| seconds_where(f, pred);
+    let mut out = Vec::new();
     type Gauges = fn(&ApiMetrics) -> (Option<f64>, Option<f64>);
     type Size = fn(&RecordedSettings) -> Option<u64>;
     let pools: [(Size, &str, Gauges); 2] = [
@@ -137,7 +156,14 @@ pub fn causes(f: &Facts<'_, '_>) -> Vec<Rich> {
             )));
         }
     }
-    // The CPU limit.
+    out
+}
+
+/// The CPU limit: reached, or (when the API kept up) how much of it was to spare.
+fn cpu_limit(f: &Facts<'_, '_>, n_seconds: usize) -> Option<Rich> {
+    let (g, span, api) = (f.g, f.span, f.g.api);
+    let med = |x: &dyn Fn(&RunResults) -> Option<f64>| g.spread(x).map(|s| s.median);
+    let count = |pred: &dyn Fn(&RunResults, &SecondSample) -> bool| seconds_where(f, pred);
     let limit = med(&|r| {
         let l = &r.config.limits;
         l.cpu_cores.filter(|_| l.limits_enforced).map(|c| c * 100.0)
@@ -149,32 +175,26 @@ pub fn causes(f: &Facts<'_, '_>) -> Vec<Rich> {
             .filter(|c| c.is_finite())
             .reduce(f64::max)
     });
-    if let (Some(limit), Some(peak)) = (limit, peak_cpu) {
-        let busy = count(&|_, s| {
-            s.api_process
-                .is_some_and(|p| p.cpu_percent >= AT_LIMIT * limit)
-        });
-        if busy >= MIN_SECONDS {
-            out.push(Rich::new().plain(format!(
-                "{api}'s CPU was at its limit ({}) {}.",
-                cores(limit / 100.0),
-                during(busy, n_seconds, span)
-            )));
-        } else if f.kept_up {
-            out.push(Rich::new().plain(format!(
-                "{api} had CPU to spare: it peaked at {} of its limit ({}).",
-                fmt(100.0 * peak / limit, Unit::Percent),
-                cores(limit / 100.0)
-            )));
-        }
+    let (limit, peak) = (limit?, peak_cpu?);
+    let busy = count(&|_, s| {
+        s.api_process
+            .is_some_and(|p| p.cpu_percent >= AT_LIMIT * limit)
+    });
+    if busy >= MIN_SECONDS {
+        Some(Rich::new().plain(format!(
+            "{api}'s CPU was at its limit ({}) {}.",
+            cores(limit / 100.0),
+            during(busy, n_seconds, span)
+        )))
+    } else if f.kept_up {
+        Some(Rich::new().plain(format!(
+            "{api} had CPU to spare: it peaked at {} of its limit ({}).",
+            fmt(100.0 * peak / limit, Unit::Percent),
+            cores(limit / 100.0)
+        )))
+    } else {
+        None
     }
-    out.extend(errors(f, first));
-    if out.is_empty() && !f.kept_up {
-        out.push(Rich::new().plain(format!(
-            "{api}: no single cause was recorded; see the charts."
-        )));
-    }
-    out
 }
 
 /// Shed, timed out, failed otherwise, not sent.

@@ -138,7 +138,23 @@ pub fn notes(groups: &[ApiRuns<'_>]) -> Vec<String> {
 
 /// The figures of the table, in groups; one `errors: <kind>` row per error kind.
 fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
-    let count = |v: u64| Some(v as f64);
+    vec![
+        ("Requests", requests(kinds)),
+        ("Latency, from intended send time", latency()),
+        ("After the last arrival", drain_figures()),
+        ("Rates, per second (see the note above)", rates_figures()),
+        ("API process", resources()),
+        ("Generator", generator()),
+    ]
+}
+
+/// A count as a figure.
+fn count(v: u64) -> Option<f64> {
+    Some(v as f64)
+}
+
+/// Arrivals and answers, an `errors: <kind>` row per error kind.
+fn requests(kinds: &[String]) -> Vec<Def> {
     let mut requests = vec![
         f("arrivals", Unit::Count, move |s| count(s.offered)),
         f("sent", Unit::Count, move |s| count(s.sent)),
@@ -185,7 +201,12 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
             count(s.errors_by_kind.get(&k).copied().unwrap_or(0))
         }));
     }
-    let latency = vec![
+    requests
+}
+
+/// Latency's percentiles, from the intended send time.
+fn latency() -> Vec<Def> {
+    vec![
         f("latency p50", Unit::Millis, |s| Some(s.latency_ms.p50)),
         f("latency p90", Unit::Millis, |s| Some(s.latency_ms.p90)),
         f("latency p99", Unit::Millis, |s| Some(s.latency_ms.p99)),
@@ -198,8 +219,12 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
         f("latency p99, overloaded 503s only", Unit::Millis, |s| {
             s.overloaded_latency_ms.map(|l| l.p99)
         }),
-    ];
-    let drain = vec![
+    ]
+}
+
+/// The drain after the last arrival (the whole run only).
+fn drain_figures() -> Vec<Def> {
+    vec![
         run_row(
             "drain: last answer − last arrival",
             Unit::Millis,
@@ -208,13 +233,21 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
         run_row("answers during the drain", Unit::Count, |r, span| {
             (span == Span::Whole).then(|| drain(r).map(|d| d.answers as f64))?
         }),
-    ];
-    let rates = vec![
+    ]
+}
+
+/// The rates per second.
+fn rates_figures() -> Vec<Def> {
+    vec![
         rate("offered rate", |r| r.offered),
         rate("throughput (completed)", |r| r.completed),
         rate("orders per second (201)", |r| r.orders),
-    ];
-    let resources = vec![
+    ]
+}
+
+/// The API process's CPU, memory, threads, files and throttling.
+fn resources() -> Vec<Def> {
+    vec![
         f("API CPU-seconds", Unit::Decimal("s"), |s| s.api_cpu_seconds),
         f("CPU-seconds per 1,000 orders", Unit::Decimal("s"), |s| {
             s.cpu_seconds_per_1000_ok
@@ -238,22 +271,18 @@ fn figures(kinds: &[String]) -> Vec<(&'static str, Vec<Def>)> {
             Unit::Decimal("s"),
             |r, span| throttled_over(r, span).map(|t| t.1),
         ),
-    ];
-    let generator = vec![
+    ]
+}
+
+/// How late the generator sent.
+fn generator() -> Vec<Def> {
+    vec![
         f("generator lateness p99", Unit::Millis, |s| {
             Some(s.lateness_ms.p99)
         }),
         f("generator lateness max", Unit::Millis, |s| {
             Some(s.lateness_ms.max)
         }),
-    ];
-    vec![
-        ("Requests", requests),
-        ("Latency, from intended send time", latency),
-        ("After the last arrival", drain),
-        ("Rates, per second (see the note above)", rates),
-        ("API process", resources),
-        ("Generator", generator),
     ]
 }
 

@@ -48,65 +48,128 @@ pub fn table(
     fsync: Result<&FsyncFigure, &String>,
     plan: &Plan,
 ) -> ScenarioTable {
+    let mut notes = method_notes(fsync, plan);
+    notes.extend(measured_notes(rows, fsync, plan.wait_ms));
+    notes.extend(checks_and_limits(done.iter().flat_map(|(_, runs)| *runs)));
+    ScenarioTable {
+        title: "Group commit: orders/s against persist batch size (experiment E)".into(),
+        intro: intro(done, plan),
+        columns: COLUMNS.map(String::from).to_vec(),
+        rows: rows
+            .iter()
+            .map(|r| row(r, rows, plan.original_base))
+            .collect(),
+        notes,
+        links: done
+            .iter()
+            .map(|(slug, _)| ((*slug).to_owned(), format!("{slug}/report.html")))
+            .collect(),
+        // API, batch max, DB RTT, orders/s, vs batch 1, p50 · p99; the rest folded.
+        main_columns: 6,
+        ..ScenarioTable::default()
+    }
+}
+
+const COLUMNS: [&str; 15] = [
+    "API",
+    "batch max",
+    "DB RTT",
+    "orders/s",
+    "vs batch 1",
+    "p50 · p99",
+    "commits/s (per order)",
+    "WAL flushes/s",
+    "mean batch",
+    "CPU ms/order: API · PostgreSQL",
+    "predicted ceiling",
+    "of ceiling",
+    "if not within 15 %",
+    "original adds/s",
+    "errors",
+];
+
+/// How the runs were made, for the page's intro.
+fn intro(done: &[VariantRuns], plan: &Plan) -> String {
     let (clients, pool, wait_ms) = (plan.clients, plan.pool, plan.wait_ms);
-    let base = |r: &Row| {
-        rows.iter()
-            .find(|b| {
-                b.api == r.api
-                    && b.batch_max == 1
-                    && b.db_rtt_ms == r.db_rtt_ms
-                    && b.commit_delay_us.is_none()
-                    && b.open_rate == r.open_rate
-            })
-            .map(|b| b.orders_per_s)
-    };
-    let original_base = plan.original_base;
-    let body = rows
+    format!(
+        "Closed model, {} clients for {} s per run ({}) after a {} s warm-up; mocks at 0 ms; \
+         DB_POOL_SIZE {pool}; durable PostgreSQL; PERSIST_BATCH_MAX as in the batch column, \
+         PERSIST_BATCH_WAIT_MS {wait_ms}; a TCP proxy adds the database RTT. Commits and WAL \
+         flushes are PostgreSQL's own counters (pg_stat_database.xact_commit, \
+         pg_stat_wal.wal_sync) over the measured run; CPU per order is CPU-seconds over the run \
+         ÷ orders. Beside each row: the ceiling its unbatched round trips and flushes allow, \
+         and the original's adds/s at as many updates per transaction.",
+        clients,
+        done.first()
+            .and_then(|(_, runs)| runs.first())
+            .and_then(|r| r.elapsed_s)
+            .map_or("?".to_owned(), |s| format!("{s:.1}")),
+        plan.profile.unwrap_or("?"),
+        done.first()
+            .and_then(|(_, runs)| runs.first())
+            .map_or(f64::NAN, |r| r.config.warmup_s)
+    )
+}
+
+/// The run's row; `rows` for the same API's batch-1 run it is compared with.
+fn row(r: &Row, rows: &[Row], original_base: f64) -> Vec<String> {
+    let base = rows
         .iter()
-        .map(|r| {
-            let mut batch = match r.commit_delay_us {
-                Some(us) => format!("1 + commit_delay {us} µs"),
-                None => r.batch_max.to_string(),
-            };
-            if let Some(rate) = r.open_rate {
-                batch.push_str(&format!(" (open, {rate}/s)"));
-            }
-            vec![
-                r.api.clone(),
-                batch,
-                format!("{} ms", r.db_rtt_ms),
-                format!("{:.0}", r.orders_per_s),
-                base(r).map_or("—".to_owned(), |b| format!("×{:.2}", r.orders_per_s / b)),
-                format!("{} · {}", ms_or_s(r.p50_ms), ms_or_s(r.p99_ms)),
-                format!(
-                    "{} ({})",
-                    fixed(r.commits_per_s, 0),
-                    fixed(r.commits_per_s.map(|c| c / r.orders_per_s), 2)
-                ),
-                fixed(r.wal_syncs_per_s, 0),
-                fixed(r.mean_batch, 1),
-                format!(
-                    "{} · {}",
-                    fixed(r.api_cpu_ms_per_order, 2),
-                    fixed(r.pg_cpu_ms_per_order, 2)
-                ),
-                format!(
-                    "{:.0} ({}: {})",
-                    r.predicted.orders_per_s, r.predicted.bound, r.predicted.formula
-                ),
-                format!("{:.0} %", 100.0 * r.orders_per_s / r.predicted.orders_per_s),
-                r.reason
-                    .as_deref()
-                    .map_or("within 15 %".to_owned(), short_reason),
-                r.original_adds_per_s
-                    .filter(|_| r.commit_delay_us.is_none() && r.open_rate.is_none())
-                    .map_or("—".to_owned(), |a| {
-                        format!("{a:.0} (×{:.2})", a / original_base)
-                    }),
-                r.errors.to_string(),
-            ]
+        .find(|b| {
+            b.api == r.api
+                && b.batch_max == 1
+                && b.db_rtt_ms == r.db_rtt_ms
+                && b.commit_delay_us.is_none()
+                && b.open_rate == r.open_rate
         })
-        .collect();
+        .map(|b| b.orders_per_s);
+    let mut batch = match r.commit_delay_us {
+        Some(us) => format!("1 + commit_delay {us} µs"),
+        None => r.batch_max.to_string(),
+    };
+    if let Some(rate) = r.open_rate {
+        batch.push_str(&format!(" (open, {rate}/s)"));
+    }
+    vec![
+        r.api.clone(),
+        batch,
+        format!("{} ms", r.db_rtt_ms),
+        format!("{:.0}", r.orders_per_s),
+        base.map_or("—".to_owned(), |b| format!("×{:.2}", r.orders_per_s / b)),
+        format!("{} · {}", ms_or_s(r.p50_ms), ms_or_s(r.p99_ms)),
+        format!(
+            "{} ({})",
+            fixed(r.commits_per_s, 0),
+            fixed(r.commits_per_s.map(|c| c / r.orders_per_s), 2)
+        ),
+        fixed(r.wal_syncs_per_s, 0),
+        fixed(r.mean_batch, 1),
+        format!(
+            "{} · {}",
+            fixed(r.api_cpu_ms_per_order, 2),
+            fixed(r.pg_cpu_ms_per_order, 2)
+        ),
+        format!(
+            "{:.0} ({}: {})",
+            r.predicted.orders_per_s, r.predicted.bound, r.predicted.formula
+        ),
+        format!("{:.0} %", 100.0 * r.orders_per_s / r.predicted.orders_per_s),
+        r.reason
+            .as_deref()
+            .map_or("within 15 %".to_owned(), short_reason),
+        r.original_adds_per_s
+            .filter(|_| r.commit_delay_us.is_none() && r.open_rate.is_none())
+            .map_or("—".to_owned(), |a| {
+                format!("{a:.0} (×{:.2})", a / original_base)
+            }),
+        r.errors.to_string(),
+    ]
+}
+
+/// The notes on how the table was made: the flush's cost, what is batched, the ceiling, the
+/// latency's price, the original.
+fn method_notes(fsync: Result<&FsyncFigure, &String>, plan: &Plan) -> Vec<String> {
+    let (clients, wait_ms) = (plan.clients, plan.wait_ms);
     let settings: Vec<String> = plan
         .server
         .iter()
@@ -119,7 +182,7 @@ pub fn table(
         ),
         Err(why) => format!("pg_test_fsync could not be run ({why}): ceilings assume a free flush"),
     };
-    let mut notes = vec![
+    vec![
         format!("Flush cost: {flush}. PostgreSQL: {}.", settings.join(", ")),
         "What is batched: the final persist of each created order (complete the key, insert \
          customer, order and items) — one multi-row statement per batch, one commit, one WAL flush. \
@@ -148,7 +211,13 @@ pub fn table(
          batches cannot hold more orders than are waiting (at most the clients in flight, less \
          what the pool and CPU serve meanwhile): see the mean batch column."
             .to_owned(),
-    ];
+    ]
+}
+
+/// The notes the rows bear out: WAL flushes against the flush time, harness-bound runs, the
+/// latency price unsaturated, commit_delay's rows.
+fn measured_notes(rows: &[Row], fsync: Result<&FsyncFigure, &String>, wait_ms: u64) -> Vec<String> {
+    let mut notes = Vec::new();
     if let Ok(f) = fsync {
         let most = rows
             .iter()
@@ -213,56 +282,7 @@ pub fn table(
             fixed(r.wal_syncs_per_s, 0)
         ));
     }
-    notes.extend(checks_and_limits(done.iter().flat_map(|(_, runs)| *runs)));
-    ScenarioTable {
-        title: "Group commit: orders/s against persist batch size (experiment E)".into(),
-        intro: format!(
-            "Closed model, {} clients for {} s per run ({}) after a {} s warm-up; mocks at 0 ms; \
-             DB_POOL_SIZE {pool}; durable PostgreSQL; PERSIST_BATCH_MAX as in the batch column, \
-             PERSIST_BATCH_WAIT_MS {wait_ms}; a TCP proxy adds the database RTT. Commits and WAL \
-             flushes are PostgreSQL's own counters (pg_stat_database.xact_commit, \
-             pg_stat_wal.wal_sync) over the measured run; CPU per order is CPU-seconds over the run \
-             ÷ orders. Beside each row: the ceiling its unbatched round trips and flushes allow, \
-             and the original's adds/s at as many updates per transaction.",
-            clients,
-            done.first()
-                .and_then(|(_, runs)| runs.first())
-                .and_then(|r| r.elapsed_s)
-                .map_or("?".to_owned(), |s| format!("{s:.1}")),
-            plan.profile.unwrap_or("?"),
-            done.first()
-                .and_then(|(_, runs)| runs.first())
-                .map_or(f64::NAN, |r| r.config.warmup_s)
-        ),
-        columns: [
-            "API",
-            "batch max",
-            "DB RTT",
-            "orders/s",
-            "vs batch 1",
-            "p50 · p99",
-            "commits/s (per order)",
-            "WAL flushes/s",
-            "mean batch",
-            "CPU ms/order: API · PostgreSQL",
-            "predicted ceiling",
-            "of ceiling",
-            "if not within 15 %",
-            "original adds/s",
-            "errors",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: body,
-        notes,
-        links: done
-            .iter()
-            .map(|(slug, _)| ((*slug).to_owned(), format!("{slug}/report.html")))
-            .collect(),
-        // API, batch max, DB RTT, orders/s, vs batch 1, p50 · p99; the rest folded.
-        main_columns: 6,
-        ..ScenarioTable::default()
-    }
+    notes
 }
 
 #[cfg(test)]

@@ -57,85 +57,10 @@ fn fault_of(r: &RunResults, outages: &[(&str, &str, &str)]) -> String {
     .join(", ")
 }
 
+/// The table: a row per run, its notes (what each run shows beyond the row) and the plan.
 pub fn table(done: &[VariantRuns], plan: &Plan) -> ScenarioTable {
-    let (rate, duration_s) = (plan.rate, plan.duration_s);
-    let mut rows = Vec::new();
-    let mut notes = Vec::new();
-    for r in done.iter().flat_map(|(_, runs)| *runs) {
-        let retries = r.retries.as_ref();
-        let money = r.money.as_ref();
-        let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
-        let faults = r.config.faults.unwrap_or_default();
-        let outage = faults.outages().first().map(|(_, w)| *w);
-        rows.push(vec![
-            r.api.clone(),
-            fault_of(r, plan.outages),
-            r.summary.sent.to_string(),
-            format!(
-                "{} ({} s)",
-                answered_within_deadline(&r.summary),
-                r.config.request_timeout_ms / 1000
-            ),
-            ms_or_s(r.summary.latency_ms.max),
-            n(money.map(|m| m.charges)),
-            n(money.map(|m| m.voids)),
-            n(money.map(|m| m.orders)),
-            n(money.map(|m| m.charges_without_order)),
-            n(money.map(|m| m.orders_without_charge)),
-            n(money.map(|m| m.double_charges)),
-            outage
-                .and_then(|w| api_cpu_during(&r.seconds, w))
-                .map_or("—".into(), |c| format!("{c:.2} cores")),
-            outage.map_or("—".into(), |w| {
-                let (during, before) = p99_during_and_before(&r.seconds, w);
-                format!("{} ({} before)", ms_or_s(during), ms_or_s(before))
-            }),
-            r.broker.as_ref().map_or("—".into(), |b| {
-                format!(
-                    "{} / {} ({} lost, {} duplicated)",
-                    b.orders, b.events_in_stream, b.events_lost, b.events_duplicated
-                )
-            }),
-            r.broker.as_ref().map_or("—".into(), backlog),
-            n(retries.map(|x| x.ended_created)),
-            retries.map_or("—".into(), terminal),
-            n(retries.map(|x| x.ended_gave_up)),
-            recovered(retries, KILL_LABEL),
-            recovered(retries, DB_RESTART_LABEL),
-        ]);
-        if retries.is_none() {
-            notes.push(outage_verdict(r, &faults, plan.outages, money));
-        }
-        if retries.is_some() {
-            notes.push(verdict(r.api.as_str(), retries, money));
-        }
-        if let Some(x) = retries {
-            let kinds: Vec<String> = x
-                .attempts_by_outcome
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
-            notes.push(format!(
-                "{}: {} clients made {} attempts ({} answered 201); attempts by answer: {}; at most \
-                 {} attempts for one client.",
-                r.api,
-                x.clients,
-                x.attempts,
-                created_attempts(x),
-                kinds.join(", "),
-                x.max_attempts
-            ));
-        }
-        let events: Vec<String> = r
-            .events
-            .iter()
-            .filter(|e| e.t > 0.0 && !e.label.contains("→"))
-            .map(|e| format!("{:.1} s {}", e.t, e.label))
-            .collect();
-        if !events.is_empty() {
-            notes.push(format!("{}: {}.", r.api, events.join("; ")));
-        }
-    }
+    let runs = || done.iter().flat_map(|(_, runs)| *runs);
+    let mut notes: Vec<String> = runs().flat_map(|r| run_notes(r, plan)).collect();
     notes.push(
         "Process figures (CPU, memory, threads) in each run's report stop at the kill: the sampler \
          follows the first process only."
@@ -143,60 +68,158 @@ pub fn table(done: &[VariantRuns], plan: &Plan) -> ScenarioTable {
     );
     ScenarioTable {
         title: "Money through faults".into(),
-        intro: format!(
-            "Both APIs at a constant {rate} orders/s for {duration_s} s (seed latencies 200/1000/1000 ms), \
-             DEPS_TIMEOUT_MS 5000, LEASE_MS 15000, RECONCILE_INTERVAL_MS 2000, durable PostgreSQL; the \
-             generator's deadline is 30 s (the APIs' REQUEST_DEADLINE_MS). First row per API: each arrival \
-             one client that retries (same reference_id and body, at least Retry-After and a capped \
-             exponential backoff, 250 ms doubling to 8 s, ±50 %, giving up 60 s after its first attempt); \
-             throughout, 5 % of payments answered 503, 1 % hanging 8 s, 2 % charged then answered 500; at \
-             20 s the API is killed (kill -9) and started again 2 s later; at 40 s PostgreSQL restarts -m \
-             immediate. The other rows: plain clients (one request per arrival) and one outage from 20 s: \
-             PostgreSQL frozen 20 s (the TCP proxy between the API and PostgreSQL moves no byte and \
-             forwards no new connection), 300 connections sending an order's headers and then one body \
-             byte every 2 s for 30 s, the payment gateway unreachable 30 s (pay, lookup and void hang), \
-             and the API with EVENTS_MODE=outbox publishing to a lab-started nats-server -js through a \
-             TCP proxy that adds 7 s to every round trip for 30 s (each JetStream acknowledgement 7 s; \
-             NATS_TIMEOUT_MS left at its 10 s default), and the API restarted as a platform does at \
-             20 s (SIGTERM; the old process still sent to through its SHUTDOWN_DELAY_MS and drain; the \
-             new one started on the same port once the old listener closed: requests without an \
-             answer from that close to the new process's readiness are counted apart, as the lab's \
-             one port causes them, any other is lost); events are counted after the relay drained the \
-             outbox, every order against the stream's subjects (duplicates allowed: at-least-once). \
-             Answered: any HTTP status before the deadline; longest answer: the longest wait of any \
-             request (a timeout's included); CPU: the API's CPU seconds per second over the outage's \
-             whole seconds. Money is counted once no key is CHARGING."
-        ),
-        columns: [
-            "API",
-            "fault",
-            "requests",
-            "answered within deadline",
-            "longest answer",
-            "charges",
-            "voids",
-            "orders",
-            "charges without order",
-            "orders without charge",
-            "double charges",
-            "API CPU during the outage",
-            "worst second's p99 during the outage",
-            "orders / events in the stream",
-            "outbox backlog at the outage's end / after the drain",
-            "clients ended 201",
-            "clients ended terminal 4xx",
-            "clients gave up",
-            "first 201 after kill -9",
-            "first 201 after DB restart",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
+        intro: intro(plan),
+        columns: COLUMNS.map(String::from).to_vec(),
+        rows: runs().map(|r| row(r, plan)).collect(),
         notes,
         links: Vec::new(),
         main_columns: 15,
         ..ScenarioTable::default()
     }
+}
+
+const COLUMNS: [&str; 20] = [
+    "API",
+    "fault",
+    "requests",
+    "answered within deadline",
+    "longest answer",
+    "charges",
+    "voids",
+    "orders",
+    "charges without order",
+    "orders without charge",
+    "double charges",
+    "API CPU during the outage",
+    "worst second's p99 during the outage",
+    "orders / events in the stream",
+    "outbox backlog at the outage's end / after the drain",
+    "clients ended 201",
+    "clients ended terminal 4xx",
+    "clients gave up",
+    "first 201 after kill -9",
+    "first 201 after DB restart",
+];
+
+/// The plan as the page's intro says it.
+fn intro(plan: &Plan) -> String {
+    let (rate, duration_s) = (plan.rate, plan.duration_s);
+    format!(
+        "Both APIs at a constant {rate} orders/s for {duration_s} s (seed latencies 200/1000/1000 ms), \
+         DEPS_TIMEOUT_MS 5000, LEASE_MS 15000, RECONCILE_INTERVAL_MS 2000, durable PostgreSQL; the \
+         generator's deadline is 30 s (the APIs' REQUEST_DEADLINE_MS). First row per API: each arrival \
+         one client that retries (same reference_id and body, at least Retry-After and a capped \
+         exponential backoff, 250 ms doubling to 8 s, ±50 %, giving up 60 s after its first attempt); \
+         throughout, 5 % of payments answered 503, 1 % hanging 8 s, 2 % charged then answered 500; at \
+         20 s the API is killed (kill -9) and started again 2 s later; at 40 s PostgreSQL restarts -m \
+         immediate. The other rows: plain clients (one request per arrival) and one outage from 20 s: \
+         PostgreSQL frozen 20 s (the TCP proxy between the API and PostgreSQL moves no byte and \
+         forwards no new connection), 300 connections sending an order's headers and then one body \
+         byte every 2 s for 30 s, the payment gateway unreachable 30 s (pay, lookup and void hang), \
+         and the API with EVENTS_MODE=outbox publishing to a lab-started nats-server -js through a \
+         TCP proxy that adds 7 s to every round trip for 30 s (each JetStream acknowledgement 7 s; \
+         NATS_TIMEOUT_MS left at its 10 s default), and the API restarted as a platform does at \
+         20 s (SIGTERM; the old process still sent to through its SHUTDOWN_DELAY_MS and drain; the \
+         new one started on the same port once the old listener closed: requests without an \
+         answer from that close to the new process's readiness are counted apart, as the lab's \
+         one port causes them, any other is lost); events are counted after the relay drained the \
+         outbox, every order against the stream's subjects (duplicates allowed: at-least-once). \
+         Answered: any HTTP status before the deadline; longest answer: the longest wait of any \
+         request (a timeout's included); CPU: the API's CPU seconds per second over the outage's \
+         whole seconds. Money is counted once no key is CHARGING."
+    )
+}
+
+/// A run's row.
+fn row(r: &RunResults, plan: &Plan) -> Vec<String> {
+    let retries = r.retries.as_ref();
+    let money = r.money.as_ref();
+    let n = |v: Option<u64>| v.map_or("—".to_owned(), |v| v.to_string());
+    let outage = r
+        .config
+        .faults
+        .unwrap_or_default()
+        .outages()
+        .first()
+        .map(|(_, w)| *w);
+    vec![
+        r.api.clone(),
+        fault_of(r, plan.outages),
+        r.summary.sent.to_string(),
+        format!(
+            "{} ({} s)",
+            answered_within_deadline(&r.summary),
+            r.config.request_timeout_ms / 1000
+        ),
+        ms_or_s(r.summary.latency_ms.max),
+        n(money.map(|m| m.charges)),
+        n(money.map(|m| m.voids)),
+        n(money.map(|m| m.orders)),
+        n(money.map(|m| m.charges_without_order)),
+        n(money.map(|m| m.orders_without_charge)),
+        n(money.map(|m| m.double_charges)),
+        outage
+            .and_then(|w| api_cpu_during(&r.seconds, w))
+            .map_or("—".into(), |c| format!("{c:.2} cores")),
+        outage.map_or("—".into(), |w| {
+            let (during, before) = p99_during_and_before(&r.seconds, w);
+            format!("{} ({} before)", ms_or_s(during), ms_or_s(before))
+        }),
+        r.broker.as_ref().map_or("—".into(), |b| {
+            format!(
+                "{} / {} ({} lost, {} duplicated)",
+                b.orders, b.events_in_stream, b.events_lost, b.events_duplicated
+            )
+        }),
+        r.broker.as_ref().map_or("—".into(), backlog),
+        n(retries.map(|x| x.ended_created)),
+        retries.map_or("—".into(), terminal),
+        n(retries.map(|x| x.ended_gave_up)),
+        recovered(retries, KILL_LABEL),
+        recovered(retries, DB_RESTART_LABEL),
+    ]
+}
+
+/// What a run shows beyond its row: the verdict on its outage or on its retrying clients, their
+/// attempts, and the timeline's events.
+fn run_notes(r: &RunResults, plan: &Plan) -> Vec<String> {
+    let retries = r.retries.as_ref();
+    let money = r.money.as_ref();
+    let faults = r.config.faults.unwrap_or_default();
+    let mut notes = Vec::new();
+    if retries.is_none() {
+        notes.push(outage_verdict(r, &faults, plan.outages, money));
+    }
+    if retries.is_some() {
+        notes.push(verdict(r.api.as_str(), retries, money));
+    }
+    if let Some(x) = retries {
+        let kinds: Vec<String> = x
+            .attempts_by_outcome
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        notes.push(format!(
+            "{}: {} clients made {} attempts ({} answered 201); attempts by answer: {}; at most \
+             {} attempts for one client.",
+            r.api,
+            x.clients,
+            x.attempts,
+            created_attempts(x),
+            kinds.join(", "),
+            x.max_attempts
+        ));
+    }
+    let events: Vec<String> = r
+        .events
+        .iter()
+        .filter(|e| e.t > 0.0 && !e.label.contains("→"))
+        .map(|e| format!("{:.1} s {}", e.t, e.label))
+        .collect();
+    if !events.is_empty() {
+        notes.push(format!("{}: {}.", r.api, events.join("; ")));
+    }
+    notes
 }
 
 /// The outbox's backlog when the slowdown ended and after the drain, with how long after the

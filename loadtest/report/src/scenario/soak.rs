@@ -4,8 +4,8 @@
 //! ([`windows`], [`figures`]), as the lab's conclusion reads them too; what counts as growth is
 //! the lab's, handed over in the [`Plan`].
 
-use lab_results::SecondSample;
 use lab_results::numbers::{MIB, ms_or_s};
+use lab_results::{RunResults, SecondSample};
 
 use super::figures::constant_seconds;
 use super::{ScenarioTable, VariantRuns};
@@ -140,62 +140,13 @@ pub fn table(
             continue;
         };
         let (a, b) = (figures(first), figures(last));
-        let mut row = |measure: &str, from: String, to: String, delta: String| {
-            rows.push(vec![api.clone(), measure.to_owned(), from, to, delta]);
-        };
-        row(
-            "orders/s (201)",
-            format!("{:.1}", a.orders_per_s),
-            format!("{:.1}", b.orders_per_s),
-            change(a.orders_per_s, b.orders_per_s),
-        );
-        row(
-            "p99 per second, median",
-            ms_or_s(a.p99_median_ms),
-            ms_or_s(b.p99_median_ms),
-            change(a.p99_median_ms, b.p99_median_ms),
-        );
-        row(
-            "p99 per second, highest",
-            ms_or_s(a.p99_max_ms),
-            ms_or_s(b.p99_max_ms),
-            change(a.p99_max_ms, b.p99_max_ms),
-        );
-        row(
-            "RSS, mean",
-            format!("{:.1} MiB", a.rss_mean_bytes / MIB),
-            format!("{:.1} MiB", b.rss_mean_bytes / MIB),
-            change(a.rss_mean_bytes, b.rss_mean_bytes),
-        );
-        row(
-            "open files, highest",
-            a.fds_max.to_string(),
-            b.fds_max.to_string(),
-            change(a.fds_max as f64, b.fds_max as f64),
-        );
-        row(
-            "threads, highest",
-            a.threads_max.to_string(),
-            b.threads_max.to_string(),
-            change(a.threads_max as f64, b.threads_max as f64),
-        );
-        // The orders in the database (the money check's count), else the 201s answered.
-        let orders = r.money.as_ref().map_or(r.summary.ok, |m| m.orders);
+        rows.extend(window_rows(&api, &a, &b));
         let ours = sizes.iter().find(|(s, _)| s == slug);
-        for size in ours.map(|(_, s)| s.as_slice()).unwrap_or_default() {
-            let per_order = if orders > 0 {
-                format!("{:.0} bytes per order", size.bytes as f64 / orders as f64)
-            } else {
-                "—".to_owned()
-            };
-            rows.push(vec![
-                api.clone(),
-                format!("table {} ({} rows)", size.table, size.rows),
-                "emptied".to_owned(),
-                format!("{:.1} MiB", size.bytes as f64 / MIB),
-                per_order,
-            ]);
-        }
+        rows.extend(size_rows(
+            &api,
+            r,
+            ours.map(|(_, s)| s.as_slice()).unwrap_or_default(),
+        ));
     }
     ScenarioTable {
         title: "Soak: what grows at a steady rate".into(),
@@ -220,4 +171,72 @@ pub fn table(
         )],
         ..ScenarioTable::default()
     }
+}
+
+/// An API's rows of figures: each in the first window and the last, and its change.
+fn window_rows(api: &str, a: &Window, b: &Window) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut row = |measure: &str, from: String, to: String, delta: String| {
+        rows.push(vec![api.to_owned(), measure.to_owned(), from, to, delta]);
+    };
+    row(
+        "orders/s (201)",
+        format!("{:.1}", a.orders_per_s),
+        format!("{:.1}", b.orders_per_s),
+        change(a.orders_per_s, b.orders_per_s),
+    );
+    row(
+        "p99 per second, median",
+        ms_or_s(a.p99_median_ms),
+        ms_or_s(b.p99_median_ms),
+        change(a.p99_median_ms, b.p99_median_ms),
+    );
+    row(
+        "p99 per second, highest",
+        ms_or_s(a.p99_max_ms),
+        ms_or_s(b.p99_max_ms),
+        change(a.p99_max_ms, b.p99_max_ms),
+    );
+    row(
+        "RSS, mean",
+        format!("{:.1} MiB", a.rss_mean_bytes / MIB),
+        format!("{:.1} MiB", b.rss_mean_bytes / MIB),
+        change(a.rss_mean_bytes, b.rss_mean_bytes),
+    );
+    row(
+        "open files, highest",
+        a.fds_max.to_string(),
+        b.fds_max.to_string(),
+        change(a.fds_max as f64, b.fds_max as f64),
+    );
+    row(
+        "threads, highest",
+        a.threads_max.to_string(),
+        b.threads_max.to_string(),
+        change(a.threads_max as f64, b.threads_max as f64),
+    );
+    rows
+}
+
+/// An API's rows of its tables at the end: each one's size, and per order (the orders in the
+/// database, the money check's count, else the 201s answered).
+fn size_rows(api: &str, r: &RunResults, sizes: &[TableSize]) -> Vec<Vec<String>> {
+    let orders = r.money.as_ref().map_or(r.summary.ok, |m| m.orders);
+    sizes
+        .iter()
+        .map(|size| {
+            let per_order = if orders > 0 {
+                format!("{:.0} bytes per order", size.bytes as f64 / orders as f64)
+            } else {
+                "—".to_owned()
+            };
+            vec![
+                api.to_owned(),
+                format!("table {} ({} rows)", size.table, size.rows),
+                "emptied".to_owned(),
+                format!("{:.1} MiB", size.bytes as f64 / MIB),
+                per_order,
+            ]
+        })
+        .collect()
 }
