@@ -7,7 +7,7 @@
 
 use crate::driver::DriverOutput;
 use crate::profile::Profile;
-use crate::recorder::{Acc, lateness, percentiles};
+use crate::recorder::{Acc, Recorder, lateness, percentiles};
 use crate::sampler::SampleRow;
 use lab_results::*;
 
@@ -45,73 +45,13 @@ pub fn assemble(
 ) -> RunResults {
     let rec = &out.recorder;
     let n = rec.seconds.len();
-    let mut in_flight = 0u64;
-    // Seconds after the last phase are the drain; a closed profile has a single phase.
-    let idle = if profile.phases.is_empty() {
-        "closed"
-    } else {
-        "drain"
-    };
-    let seconds: Vec<SecondSample> = (0..n)
-        .map(|t| {
-            let acc = &rec.seconds[t];
-            let row = rows.get(t).cloned().unwrap_or_default();
-            in_flight = (in_flight + acc.sent).saturating_sub(acc.completed);
-            SecondSample {
-                t: t as u32,
-                phase: profile
-                    .phase_at(t as f64)
-                    .filter(|&p| p < out.phases_run)
-                    .map_or(idle.to_owned(), |p| profile.phases[p].name.clone()),
-                offered: acc.offered,
-                sent: acc.sent,
-                completed: acc.completed,
-                not_sent: acc.not_sent,
-                outcomes: acc.outcomes.clone(),
-                latency_ms: percentiles(&acc.latency),
-                lateness_ms: lateness(&acc.lateness),
-                api_process: row.api,
-                api_metrics: row.metrics,
-                harness: row.harness,
-                in_flight,
-                answered_after: acc.answered_after.clone(),
-            }
-        })
-        .collect();
+    let seconds = second_samples(profile, out, rows);
     let rows = &rows[..rows.len().min(n)];
     let mut config = meta.config;
     config.profile.phases.truncate(out.phases_run);
-    let mut events = meta.events;
-    for p in profile.phases.iter().take(out.phases_run) {
-        events.push(Event {
-            t: p.start_s,
-            label: format!("{} {}→{}/s", p.name, p.from_rate, p.to_rate),
-        });
-    }
-    if out.phases_run < profile.phases.len() {
-        let end = profile.phases[out.phases_run].start_s;
-        events.push(Event {
-            t: end,
-            label: "stress: a step failed, schedule stopped".to_owned(),
-        });
-    }
-    events.sort_by(|a, b| a.t.total_cmp(&b.t));
+    let events = timeline(meta.events, profile, out.phases_run);
     let summary = summarize(&rec.total, &rec.seconds, rows, n as f64, None);
-    let plateau = profile
-        .plateau()
-        .zip(profile.plateau_seconds())
-        .map(|(i, (a, b))| {
-            let p = &profile.phases[i];
-            let (a, b) = (a.min(n), b.min(n).max(a.min(n)));
-            let offered_rps = rec.phases[i].offered as f64 / p.duration_s;
-            summarize(
-                &rec.phases[i],
-                &rec.seconds[a..b],
-                &rows[a.min(rows.len())..b.min(rows.len())],
-                (b - a) as f64,
-                Some(offered_rps),
-            )
-        });
+    let plateau = plateau_summary(profile, rec, rows);
     let littles_law = littles_law(&config, profile, plateau.as_ref());
     let knee_rps = profile
         .is_stress()
@@ -144,24 +84,111 @@ pub fn assemble(
         after_give_up: None,
         db_activity: None,
         broker: None,
-        shard: out.start.map(|start| ShardRecord {
-            index: out.shard.index,
-            count: out.shard.count,
-            seed: out.seed,
-            offered_arrivals: out.tally.arrivals,
-            arrival_fingerprint: out.tally.fingerprint,
-            intended_start_unix_ms: start.intended_unix_ms,
-            actual_start_unix_ms: start.actual_unix_ms,
-            lateness_ms: lateness(&rec.total.lateness).unwrap_or_default(),
-            harness_bound: None,
-            file: None,
-        }),
+        shard: shard_record(out),
         shards: Vec::new(),
         histograms: meta.keep_histograms.then(|| crate::histograms::encode(rec)),
         api_exit: None,
         cgroup_memory_peak_bytes: None,
         cpu_by_role: None,
     }
+}
+
+/// The per-second series: what the driver recorded and the sampler read in each second, the
+/// requests in flight carried from one to the next.
+fn second_samples(profile: &Profile, out: &DriverOutput, rows: &[SampleRow]) -> Vec<SecondSample> {
+    let rec = &out.recorder;
+    let n = rec.seconds.len();
+    let mut in_flight = 0u64;
+    // Seconds after the last phase are the drain; a closed profile has a single phase.
+    let idle = if profile.phases.is_empty() {
+        "closed"
+    } else {
+        "drain"
+    };
+    (0..n)
+        .map(|t| {
+            let acc = &rec.seconds[t];
+            let row = rows.get(t).cloned().unwrap_or_default();
+            in_flight = (in_flight + acc.sent).saturating_sub(acc.completed);
+            SecondSample {
+                t: t as u32,
+                phase: profile
+                    .phase_at(t as f64)
+                    .filter(|&p| p < out.phases_run)
+                    .map_or(idle.to_owned(), |p| profile.phases[p].name.clone()),
+                offered: acc.offered,
+                sent: acc.sent,
+                completed: acc.completed,
+                not_sent: acc.not_sent,
+                outcomes: acc.outcomes.clone(),
+                latency_ms: percentiles(&acc.latency),
+                lateness_ms: lateness(&acc.lateness),
+                api_process: row.api,
+                api_metrics: row.metrics,
+                harness: row.harness,
+                in_flight,
+                answered_after: acc.answered_after.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The run's events with each phase's start and, for a stress run stopped early, where it stopped.
+fn timeline(events: Vec<Event>, profile: &Profile, phases_run: usize) -> Vec<Event> {
+    let mut events = events;
+    for p in profile.phases.iter().take(phases_run) {
+        events.push(Event {
+            t: p.start_s,
+            label: format!("{} {}→{}/s", p.name, p.from_rate, p.to_rate),
+        });
+    }
+    if phases_run < profile.phases.len() {
+        let end = profile.phases[phases_run].start_s;
+        events.push(Event {
+            t: end,
+            label: "stress: a step failed, schedule stopped".to_owned(),
+        });
+    }
+    events.sort_by(|a, b| a.t.total_cmp(&b.t));
+    events
+}
+
+/// The plateau's summary: the requests that arrived in the constant phase, their rates over the
+/// seconds inside it.
+fn plateau_summary(profile: &Profile, rec: &Recorder, rows: &[SampleRow]) -> Option<Summary> {
+    let n = rec.seconds.len();
+    profile
+        .plateau()
+        .zip(profile.plateau_seconds())
+        .map(|(i, (a, b))| {
+            let p = &profile.phases[i];
+            let (a, b) = (a.min(n), b.min(n).max(a.min(n)));
+            let offered_rps = rec.phases[i].offered as f64 / p.duration_s;
+            summarize(
+                &rec.phases[i],
+                &rec.seconds[a..b],
+                &rows[a.min(rows.len())..b.min(rows.len())],
+                (b - a) as f64,
+                Some(offered_rps),
+            )
+        })
+}
+
+/// A shard's record of its share of the run (`None` for a run that is not a shard).
+fn shard_record(out: &DriverOutput) -> Option<ShardRecord> {
+    let rec = &out.recorder;
+    out.start.map(|start| ShardRecord {
+        index: out.shard.index,
+        count: out.shard.count,
+        seed: out.seed,
+        offered_arrivals: out.tally.arrivals,
+        arrival_fingerprint: out.tally.fingerprint,
+        intended_start_unix_ms: start.intended_unix_ms,
+        actual_start_unix_ms: start.actual_unix_ms,
+        lateness_ms: lateness(&rec.total.lateness).unwrap_or_default(),
+        harness_bound: None,
+        file: None,
+    })
 }
 
 /// Counts from `acc`; rates over `window` seconds (completions in `buckets`); CPU from `rows`.

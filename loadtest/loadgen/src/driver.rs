@@ -109,7 +109,21 @@ pub async fn drive_with(
         control,
         cfg,
     });
-    let (users, iterations, transaction) = match shared.cfg.profile.model {
+    let (users, iterations, transaction) = users_and_transaction(&shared);
+    attack(&shared.cfg, users, iterations, transaction).await?;
+    shared
+        .progress
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .finish();
+    let shared = Arc::into_inner(shared).context("a request task outlived the run")?;
+    Ok(output(shared, seed))
+}
+
+/// Goose's users, iterations and transaction: one scheduler that sends every arrival of an open
+/// profile, or one user per closed client.
+fn users_and_transaction(shared: &Arc<Shared>) -> (u64, u64, Transaction) {
+    match shared.cfg.profile.model {
         Model::Open => {
             let s = shared.clone();
             let f: TransactionFunction =
@@ -126,8 +140,17 @@ pub async fn drive_with(
             };
             (clients, 1, Transaction::new(f).set_name(name))
         }
-    };
-    let args = goose_args(&shared.cfg, users, iterations);
+    }
+}
+
+/// Goose's run of the transaction with `users` users.
+async fn attack(
+    cfg: &DriverConfig,
+    users: u64,
+    iterations: u64,
+    transaction: Transaction,
+) -> Result<()> {
+    let args = goose_args(cfg, users, iterations);
     let config = goose::config::GooseConfiguration::parse_args_default(&args)
         .map_err(|e| anyhow::anyhow!("goose configuration {args:?}: {e}"))?;
     GooseAttack::initialize_with_config(config)
@@ -141,15 +164,14 @@ pub async fn drive_with(
         .execute()
         .await
         .map_err(|e| anyhow::anyhow!("goose run failed: {e:?}"))?;
-    shared
-        .progress
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .finish();
-    let shared = Arc::into_inner(shared).context("a request task outlived the run")?;
+    Ok(())
+}
+
+/// What the run recorded, once every request has finished.
+fn output(shared: Shared, seed: u64) -> DriverOutput {
     let elapsed_s = shared.clock.get().map(|t| t.elapsed().as_secs_f64());
     let last_answer_us = shared.last_answer_us.load(Ordering::SeqCst);
-    Ok(DriverOutput {
+    DriverOutput {
         elapsed_s,
         last_answer_s: (last_answer_us > 0).then(|| last_answer_us as f64 / 1e6),
         recorder: shared
@@ -169,7 +191,7 @@ pub async fn drive_with(
         tally: shared.tally.into_inner().unwrap_or_else(|e| e.into_inner()),
         shard: shared.cfg.sharding.shard,
         seed,
-    })
+    }
 }
 
 fn goose_args(cfg: &DriverConfig, users: u64, iterations: u64) -> Vec<String> {

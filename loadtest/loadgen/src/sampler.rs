@@ -95,23 +95,10 @@ pub async fn run(
     stop: Arc<AtomicBool>,
     threads_over: Option<(u64, u64)>,
 ) -> Sampled {
-    let mut sampler = Sampler::new();
-    sampler.add("generator", Target::Myself);
-    if let Some(pid) = targets.api_pid {
-        sampler.add("api", Target::Process(pid));
-    }
-    if let Some(pid) = targets.mock_deps_pid {
-        sampler.add("mock-deps", Target::Process(pid));
-    }
+    let sampler = processes(&targets);
     let client = metrics_client(Duration::from_millis(700)).ok();
-    let t0 = loop {
-        if let Some(t0) = clock.get() {
-            break *t0;
-        }
-        if stop.load(Ordering::SeqCst) {
-            return Sampled::default();
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+    let Some(t0) = started(&clock, &stop).await else {
+        return Sampled::default();
     };
     let mut prev = read(&sampler);
     let mut prev_stat = labkit::counters::machine_jiffies().ok();
@@ -134,27 +121,10 @@ pub async fn run(
         }
         let stat = labkit::counters::machine_jiffies().ok();
         let jobs = read_jobs(targets.postgres_pid);
-        let postgres_jobs = match (targets.postgres_pid, &prev_jobs, &jobs) {
-            (Some(root), Some((t0, a)), Some((t1, b))) if t1 > t0 => {
-                let by_job = b.cpu_since(a, root, procstat::postgres_role);
-                Some(PostgresJobs::from_seconds(
-                    &by_job,
-                    (*t1 - *t0).as_secs_f64(),
-                ))
-            }
-            _ => None,
-        };
+        let postgres_jobs = postgres_jobs(targets.postgres_pid, &prev_jobs, &jobs);
         prev_jobs = jobs;
-        // Shares of the machine's jiffies between the two readings, in % of a core.
-        let share = |part: fn(&MachineJiffies) -> u64| match (prev_stat, stat) {
-            (Some(a), Some(b)) if b.total > a.total => Some(
-                100.0 * cores() * part(&b).saturating_sub(part(&a)) as f64
-                    / (b.total - a.total) as f64,
-            ),
-            _ => None,
-        };
-        let machine = share(|j| j.busy);
-        let steal = share(|j| j.steal);
+        let machine = machine_share(prev_stat, stat, |j| j.busy);
+        let steal = machine_share(prev_stat, stat, |j| j.steal);
         prev_stat = stat;
         let pct = |name: &str| match (prev.get(name), cur.get(name)) {
             (Some(a), Some(b)) => cpu_percent(a, b),
@@ -198,6 +168,65 @@ pub async fn run(
     Sampled {
         rows,
         threads: threads.and_then(ThreadWindow::finish),
+    }
+}
+
+/// The processes sampled: the generator itself, and the API and mock-deps where their pids are
+/// known.
+fn processes(targets: &SampleTargets) -> Sampler {
+    let mut sampler = Sampler::new();
+    sampler.add("generator", Target::Myself);
+    if let Some(pid) = targets.api_pid {
+        sampler.add("api", Target::Process(pid));
+    }
+    if let Some(pid) = targets.mock_deps_pid {
+        sampler.add("mock-deps", Target::Process(pid));
+    }
+    sampler
+}
+
+/// The instant the run's clock started, once it has; `None` if `stop` was set first.
+async fn started(clock: &Clock, stop: &AtomicBool) -> Option<std::time::Instant> {
+    loop {
+        if let Some(t0) = clock.get() {
+            return Some(*t0);
+        }
+        if stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// PostgreSQL's CPU by job between two readings of its process tree.
+fn postgres_jobs(
+    root: Option<u32>,
+    prev: &Option<(std::time::Instant, TreeParts)>,
+    cur: &Option<(std::time::Instant, TreeParts)>,
+) -> Option<PostgresJobs> {
+    match (root, prev, cur) {
+        (Some(root), Some((t0, a)), Some((t1, b))) if t1 > t0 => {
+            let by_job = b.cpu_since(a, root, procstat::postgres_role);
+            Some(PostgresJobs::from_seconds(
+                &by_job,
+                (*t1 - *t0).as_secs_f64(),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// A share of the machine's jiffies between two readings, in % of a core.
+fn machine_share(
+    prev: Option<MachineJiffies>,
+    cur: Option<MachineJiffies>,
+    part: fn(&MachineJiffies) -> u64,
+) -> Option<f64> {
+    match (prev, cur) {
+        (Some(a), Some(b)) if b.total > a.total => Some(
+            100.0 * cores() * part(&b).saturating_sub(part(&a)) as f64 / (b.total - a.total) as f64,
+        ),
+        _ => None,
     }
 }
 
