@@ -12,9 +12,12 @@
 //! twins of reactive-api's files of the same names, each written to read step for step like its
 //! twin and differing by the execution model, the database driver (diesel here, sqlx there), or
 //! both: [`service`], [`clients`], [`db`] (with its files by job), [`connections`], [`batch`],
-//! [`persist`], [`events`], [`outbox`], [`recovery`], [`routes`], [`startup`], [`state`]. Two
-//! have no twin: the thread pools ([`pool`]) and the blocking facade over the NATS client
-//! ([`broker`]). The README's table of twin files says what differs in each.
+//! [`persist`], [`events`], [`outbox`], [`recovery`], [`retention`], [`routes`], [`startup`],
+//! [`state`]. Four have no twin: the thread pools ([`pool`]), the blocking facade over the NATS
+//! client ([`broker`]), and a database call's client deadline — a thread that shuts a call's
+//! socket down past it ([`watchdog`]: a libpq call blocked in `poll()` cannot be ended on its own
+//! thread) and the lookup of each new connection's socket it needs ([`db_socket`]: diesel hides
+//! libpq's). docs/design.md's table of twin files says what differs in each.
 
 pub mod batch;
 pub mod broker;

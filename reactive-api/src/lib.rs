@@ -10,8 +10,8 @@
 //! each written to read step for step like its twin and differing by the execution model, the
 //! database driver (sqlx on deadpool here, diesel on r2d2 there), or both: [`service`],
 //! [`clients`], [`db`] (with its files by job), [`connections`], [`batch`], [`persist`],
-//! [`events`], [`outbox`], [`recovery`], [`routes`], [`startup`], [`state`]. The README's table
-//! of twin files says what differs in each.
+//! [`events`], [`outbox`], [`recovery`], [`retention`], [`routes`], [`startup`], [`state`].
+//! docs/design.md's table of twin files says what differs in each.
 //!
 //! `clippy.toml` forbids blocking calls (`reqwest::blocking`, `std::thread::sleep`, `web::block`…)
 //! so the async model cannot quietly borrow the blocking one's tricks.

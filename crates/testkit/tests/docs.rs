@@ -1,4 +1,5 @@
-//! The documentation kept true: README.md stays short enough to read in five minutes, every
+//! The documentation kept true: README.md stays short enough to read in five minutes (lines and
+//! words), every
 //! relative link in README.md, loadtest/README.md and docs/ leads to a file that exists (a `#anchor`, to a heading of
 //! that file under GitHub's slug), and the README's crate table names exactly the workspace's
 //! members, each with its path.
@@ -13,6 +14,8 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 /// A README a newcomer reads in five minutes; the rest belongs in docs/.
 const README_MAX_LINES: usize = 250;
+/// Five minutes at a reading pace of some 300 words a minute, counted as `wc -w` counts them.
+const README_MAX_WORDS: usize = 1600;
 
 fn root() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -200,11 +203,31 @@ fn workspace_members() -> Vec<(String, String)> {
 
 #[test]
 fn the_readme_reads_in_five_minutes() {
-    let lines = read(&root().join("README.md")).lines().count();
+    let readme = read(&root().join("README.md"));
+    let lines = readme.lines().count();
     assert!(
         lines <= README_MAX_LINES,
         "README.md has {lines} lines, more than {README_MAX_LINES}: move detail to docs/ and link it"
     );
+    let words = words(&readme);
+    assert!(
+        words <= README_MAX_WORDS,
+        "README.md has {words} words, more than {README_MAX_WORDS}: move detail to docs/ and link it"
+    );
+}
+
+/// Words as `wc -w` counts them: runs of characters between whitespace.
+fn words(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+#[test]
+fn words_are_counted_as_wc_counts_them() {
+    assert_eq!(
+        words("# A title\n\nTwo  words, `code` and [a link](x.md).\n\t- one\n"),
+        11
+    );
+    assert_eq!(words(""), 0);
 }
 
 #[test]

@@ -4,11 +4,11 @@
 //! for experiment D, its slowed broker and its freeze faults (through `loadtest/latency-proxy`,
 //! which also holds the proxy's binary).
 //!
-//! Why a delay: experiment D (see `SEEDS.md`, "Database latency") compares the blocking and the
-//! async API when the database is in the same zone (0.3 ms app→DB RTT), another zone (0.6 ms) or
-//! another region (6.5 ms). Latency keeps connections and transactions open longer, which is
-//! where a thread-per-request API and an async one should differ. On one box PostgreSQL is
-//! ~0.05 ms away, so the `loadtest` lab starts a [`LatencyProxy`] in-process next to it and
+//! Why a delay: experiment D (docs/results/README.md, "The experiments") compares the blocking
+//! and the async API when the database is in the same zone (0.3 ms app→DB RTT), another zone
+//! (0.6 ms) or another region (6.5 ms). Latency keeps connections and transactions open longer,
+//! which is where a thread-per-request API and an async one should differ. On one box PostgreSQL
+//! is ~0.05 ms away, so the `loadtest` lab starts a [`LatencyProxy`] in-process next to it and
 //! gives the API under test [`proxied_url`] instead of the real `DATABASE_URL`.
 //!
 //! How delays are applied: each connection has two directions. In each, a reader stamps every
