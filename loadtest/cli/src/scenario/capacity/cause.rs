@@ -2,7 +2,8 @@
 //! that run measured — never assumed from the execution model. The rules are [`RULES`], tried in
 //! their order: the first that holds names the cause, with the figure it read, its threshold and
 //! the evidence in words; none holds: **unidentified**, with the objective's figures as the
-//! evidence. Each rule is one function (`cause/rules.rs`, `cause/cpu.rs`) whose doc says what it reads.
+//! evidence. Each rule is one function (`cause/rules.rs`, `cause/cpu.rs`) whose doc says what it
+//! reads.
 //!
 //! Why this order: a process that died is read first (its later figures are a dead process's),
 //! then a run flagged harness-bound (the rig may have set the limit); the rest go from the limits

@@ -1,5 +1,6 @@
-//! The rules of [`super::RULES`] but the CPU's (`cpu.rs`), one function each: the cause with its evidence where the rule
-//! holds, `None` where it does not. Each reads only the run ([`Reading`]); their order is the list's.
+//! The rules of [`super::RULES`] but the CPU's (`cpu.rs`), one function each: the cause with its
+//! evidence where the rule holds, `None` where it does not. Each reads only the run
+//! ([`Reading`]); their order is the list's.
 
 use lab_results::scenario::{Cause, StoppedBy};
 
