@@ -47,6 +47,7 @@ fn the_bracket_and_the_pod_are_on_the_page() {
         limits_enforced: true,
         cpu_cores: Some(0.125),
         cpu_period_us: Some(10_000),
+        cpu_burst_us: None,
         memory_bytes: Some(128 << 20),
         mechanism: "cgroup v1".to_owned(),
         note: String::new(),
