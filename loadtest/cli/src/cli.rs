@@ -36,6 +36,10 @@ pub enum Command {
     /// Capacity against the dependencies' critical path: the `scenario.json` of several
     /// `lab --scenario capacity` runs (each at its own `--latency`) in one table and chart.
     Crossover(CrossoverArgs),
+    /// Capacity predicted for pods and critical paths not measured: a model on the unit costs of
+    /// measured `lab --scenario capacity` searches, its arithmetic printed. Writes
+    /// predictions.json and predictions.md.
+    Predict(crate::predict::PredictArgs),
     /// Capacity benchmark: each API alone in its pod (1 CPU by default), a closed loop at mocks 0 ms and at
     /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
     /// harness's CPU per order. Writes bench.json and bench.md.
@@ -281,7 +285,10 @@ mod tests {
         for command in ["lab", "bench"] {
             let argv = |extra: &[&str]| {
                 let base = ["loadtest", command, "--api-cpus", "0.125"];
-                match Cli::try_parse_from([&base[..], extra].concat()).unwrap().command {
+                match Cli::try_parse_from([&base[..], extra].concat())
+                    .unwrap()
+                    .command
+                {
                     Command::Lab(l) => l.harness,
                     Command::Bench(b) => b.harness,
                     _ => panic!("parsed as another command"),
@@ -297,7 +304,10 @@ mod tests {
             // More burst than quota parses, and is refused with the reason before any run.
             let over = argv(&["--api-cfs-burst-ms", "2"]).pod().unwrap();
             let why = over.check().unwrap_err();
-            assert!(why.contains("more than the quota, 1.25 ms per 10 ms"), "{why}");
+            assert!(
+                why.contains("more than the quota, 1.25 ms per 10 ms"),
+                "{why}"
+            );
         }
     }
 

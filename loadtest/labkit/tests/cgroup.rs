@@ -162,8 +162,16 @@ fn a_kubernetes_period_and_a_burst_are_held_by_the_kernel_and_read_back() {
     let no_burst_here = held.cpu_burst_us.is_none();
     drop(group);
     match LimitedGroup::create("k8s-burst-test", pod(12_500)) {
-        Ok(g) => assert_eq!(g.enforced().cpu_burst_us, Some(12_500), "{:?}", g.enforced()),
-        Err(e) => assert!(no_burst_here, "a kernel with the burst file refused it: {e}"),
+        Ok(g) => assert_eq!(
+            g.enforced().cpu_burst_us,
+            Some(12_500),
+            "{:?}",
+            g.enforced()
+        ),
+        Err(e) => assert!(
+            no_burst_here,
+            "a kernel with the burst file refused it: {e}"
+        ),
     }
     // One µs over the quota: refused before the kernel is asked.
     assert!(matches!(

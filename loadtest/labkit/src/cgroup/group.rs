@@ -197,7 +197,10 @@ impl LimitedGroup {
             CgroupVersion::V1 => "cpu.cfs_burst_us",
         };
         // Absent on kernels before 5.14: no burst is possible there, nothing to note.
-        let burst = self.file("cpu", burst_file).ok().and_then(|s| s.trim().parse().ok());
+        let burst = self
+            .file("cpu", burst_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
         EnforcedLimits {
             version: self.version,
             paths: self.paths(),

@@ -98,8 +98,14 @@ impl ResourceLimits {
                 self.cpus
             ));
         }
-        if let Some(p) = self.cfs_period_us.filter(|p| !(MIN_QUOTA_US..=MAX_PERIOD_US).contains(p)) {
-            return Err(format!("a CFS period of {} ms is outside the kernel's 1–1000 ms", ms(p)));
+        if let Some(p) = self
+            .cfs_period_us
+            .filter(|p| !(MIN_QUOTA_US..=MAX_PERIOD_US).contains(p))
+        {
+            return Err(format!(
+                "a CFS period of {} ms is outside the kernel's 1–1000 ms",
+                ms(p)
+            ));
         }
         if self.cfs_burst_us > self.quota_us() {
             return Err(format!(
@@ -285,12 +291,21 @@ mod tests {
             ..pod(cpus)
         };
         // 12.5 ms of CPU, then a stall of up to 87.5 ms.
-        assert_eq!((k8s(0.125, 0).period_us(), k8s(0.125, 0).quota_us()), (100_000, 12_500));
+        assert_eq!(
+            (k8s(0.125, 0).period_us(), k8s(0.125, 0).quota_us()),
+            (100_000, 12_500)
+        );
         assert!(k8s(0.125, 12_500).valid());
-        assert!(!k8s(0.125, 12_501).valid(), "the kernel refuses a burst above the quota");
+        assert!(
+            !k8s(0.125, 12_501).valid(),
+            "the kernel refuses a burst above the quota"
+        );
         // The 1 ms quota floor still stretches a period asked for: 0.005 CPU over 200 ms.
         assert_eq!(k8s(0.005, 0).period_us(), 200_000);
-        let asked = |us| ResourceLimits { cfs_period_us: Some(us), ..pod(1.0) };
+        let asked = |us| ResourceLimits {
+            cfs_period_us: Some(us),
+            ..pod(1.0)
+        };
         assert!(!asked(999).valid() && !asked(1_000_001).valid());
         assert!(asked(1_000).valid() && asked(1_000_000).valid());
     }
