@@ -3,6 +3,7 @@
 //! is printed ([`model`]). Predictions are committed before the cells they predict are searched,
 //! and then set against what the searches find (docs/results/capacity.md).
 
+pub mod check;
 pub mod costs;
 pub mod model;
 
@@ -25,9 +26,14 @@ pub struct PredictArgs {
     /// burst unless given), repeated; without any, the cells of [`default_cells`].
     #[arg(long = "cell", value_parser = parse_cell)]
     pub cells: Vec<Cell>,
-    /// Folder for predictions.json and predictions.md.
+    /// Folder for predictions.json and predictions.md (with --check: predicted-vs-measured.md).
     #[arg(long)]
     pub out: PathBuf,
+    /// Set the predictions committed in this file against the searches in the folders (of the
+    /// cells predicted) instead of predicting: each cell's measured median and min–max, the
+    /// error, and whether it is within 15 %.
+    #[arg(long, value_name = "PREDICTIONS_JSON")]
+    pub check: Option<PathBuf>,
 }
 
 /// `--cell blocking-api,0.5,512,22,100,0`.
@@ -104,6 +110,17 @@ pub fn command(args: &PredictArgs) -> Result<ExitCode> {
         .iter()
         .map(|dir| read(dir))
         .collect::<Result<Vec<_>>>()?;
+    if let Some(committed) = &args.check {
+        let text =
+            std::fs::read(committed).with_context(|| format!("reading {}", committed.display()))?;
+        let predictions: Vec<Prediction> = serde_json::from_slice(&text)
+            .with_context(|| format!("parsing {}", committed.display()))?;
+        let page = check::page(&check::check(&predictions, &files));
+        std::fs::create_dir_all(&args.out)?;
+        std::fs::write(args.out.join("predicted-vs-measured.md"), &page)?;
+        print!("{page}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let costs = costs::unit_costs(&files);
     anyhow::ensure!(!costs.is_empty(), "no capacity found in {:?}", args.folders);
     let cells = if args.cells.is_empty() {
