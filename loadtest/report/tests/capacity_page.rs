@@ -108,6 +108,19 @@ fn the_judged_seconds_are_read_from_the_steps() {
         ),
         "{intro}"
     );
+    // At --duration-scale 0.5 the ramp (5 s) and the plateau (10 s) halve, the settling hold
+    // (2 critical paths + 5 s) does not: its plateau's length gives the scale.
+    let mut half = settled.clone();
+    for s in half.capacities.iter_mut().flat_map(|c| c.steps.iter_mut()) {
+        if let Some(w) = s.cpu_by_role.as_mut() {
+            (w.from_s, w.to_s) = (14.0, 24.0);
+        }
+    }
+    let intro = table(&half).intro;
+    assert!(
+        intro.contains("judged from 14 s to 24 s (held 9 s first"),
+        "{intro}"
+    );
     let older = table(&committed()).intro;
     assert!(
         older.contains("20 s and judged from the ramp's end (profile hold-R)"),
