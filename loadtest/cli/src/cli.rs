@@ -36,6 +36,10 @@ pub enum Command {
     /// Capacity against the dependencies' critical path: the `scenario.json` of several
     /// `lab --scenario capacity` runs (each at its own `--latency`) in one table and chart.
     Crossover(CrossoverArgs),
+    /// Capacity predicted for pods and critical paths not measured: a model on the unit costs of
+    /// measured `lab --scenario capacity` searches, its arithmetic printed. Writes
+    /// predictions.json and predictions.md.
+    Predict(crate::predict::PredictArgs),
     /// Capacity benchmark: each API alone in its pod (1 CPU by default), a closed loop at mocks 0 ms and at
     /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
     /// harness's CPU per order. Writes bench.json and bench.md.
@@ -259,6 +263,9 @@ mod tests {
             ["--api-cpus", "0"],
             ["--api-cpus", "0.0001"],
             ["--api-memory-mib", "0"],
+            ["--api-cfs-period-ms", "0.5"],
+            ["--api-cfs-period-ms", "1001"],
+            ["--api-cfs-burst-ms", "-1"],
         ] {
             for command in ["lab", "bench"] {
                 let argv = [&["loadtest", command], &bad[..]].concat();
@@ -270,6 +277,37 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("not an API of the lab"), "{command}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_pod_as_kubernetes_runs_it_is_asked_for_by_its_period_and_burst() {
+        for command in ["lab", "bench"] {
+            let argv = |extra: &[&str]| {
+                let base = ["loadtest", command, "--api-cpus", "0.125"];
+                match Cli::try_parse_from([&base[..], extra].concat())
+                    .unwrap()
+                    .command
+                {
+                    Command::Lab(l) => l.harness,
+                    Command::Bench(b) => b.harness,
+                    _ => panic!("parsed as another command"),
+                }
+            };
+            let lab_rule = argv(&[]).pod().unwrap();
+            assert_eq!((lab_rule.period_us(), lab_rule.cfs_burst_us), (10_000, 0));
+            let k8s = ["--api-cfs-period-ms", "100", "--api-cfs-burst-ms", "12.5"];
+            let pod = argv(&k8s).pod().unwrap();
+            assert_eq!((pod.period_us(), pod.quota_us()), (100_000, 12_500));
+            assert_eq!(pod.cfs_burst_us, 12_500);
+            assert!(pod.check().is_ok());
+            // More burst than quota parses, and is refused with the reason before any run.
+            let over = argv(&["--api-cfs-burst-ms", "2"]).pod().unwrap();
+            let why = over.check().unwrap_err();
+            assert!(
+                why.contains("more than the quota, 1.25 ms per 10 ms"),
+                "{why}"
+            );
         }
     }
 

@@ -33,6 +33,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(args) => crate::bench::command(*args).await,
         Command::Merge(args) => crate::merge::command(args).await,
         Command::Crossover(args) => crate::scenario::capacity::crossover::command(&args),
+        Command::Predict(args) => crate::predict::command(&args),
         Command::Compare(args) => {
             let runs = args
                 .files

@@ -134,9 +134,18 @@ pub struct HarnessArgs {
     #[arg(long)]
     pub no_limits: bool,
     /// The CPU quota of each API's cgroup, in cores: 1 (the seed's container), 0.5, 0.125 (an
-    /// eighth of a core)… At least 0.001. Its CFS period is max(10 ms, 1 ms ÷ cores), recorded.
+    /// eighth of a core)… At least 0.001. Its CFS period is max(10 ms, 1 ms ÷ cores), recorded,
+    /// unless --api-cfs-period-ms says otherwise.
     #[arg(long, default_value_t = 1.0, value_parser = crate::pod::api_cpus)]
     pub api_cpus: f64,
+    /// The CFS period each API's quota is counted over, ms: 100 is the kernel's default, which
+    /// Kubernetes and docker use (1–1000; the quota is cores × period and stays at least 1 ms).
+    #[arg(long, value_parser = crate::pod::period_ms)]
+    pub api_cfs_period_ms: Option<f64>,
+    /// The CFS burst of each API's cgroup, ms: quota left unused in earlier periods that the API
+    /// may spend at once (0: none, the kernel's default; at most the quota).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::pod::burst_ms)]
+    pub api_cfs_burst_ms: f64,
     /// The memory limit of each API's cgroup, MiB (no swap beyond it).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
     pub api_memory_mib: u64,
@@ -175,7 +184,7 @@ fn positive_rate(text: &str) -> Result<f64, String> {
 impl HarnessArgs {
     /// Each API's pod: its cgroup's limits, `None` with `--no-limits`.
     pub fn pod(&self) -> Option<labkit::cgroup::ResourceLimits> {
-        crate::pod::of(self.no_limits, self.api_cpus, self.api_memory_mib)
+        crate::pod::of(self)
     }
 
     /// `--pg-setting`s as (name, value) pairs.

@@ -41,6 +41,7 @@ pub mod lab_args;
 pub mod merge;
 pub mod money;
 pub mod pod;
+pub mod predict;
 pub mod run;
 pub mod scenario;
 pub mod services;

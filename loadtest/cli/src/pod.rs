@@ -1,14 +1,36 @@
-//! Each API's pod in a lab run: the cgroup limits `--api-cpus` and `--api-memory-mib` ask for,
-//! the same for both APIs (`labkit::cgroup::ResourceLimits`, which holds the CFS period's rule).
+//! Each API's pod in a lab run: the cgroup limits `--api-cpus`, `--api-memory-mib`,
+//! `--api-cfs-period-ms` and `--api-cfs-burst-ms` ask for, the same for both APIs
+//! (`labkit::cgroup::ResourceLimits`, which holds the CFS period's rule).
 
 use labkit::cgroup::ResourceLimits;
 
+use crate::lab_args::HarnessArgs;
+
 /// Each API's pod: its cgroup's limits, `None` with `--no-limits` (`HarnessArgs::pod`).
-pub fn of(no_limits: bool, api_cpus: f64, api_memory_mib: u64) -> Option<ResourceLimits> {
-    (!no_limits).then_some(ResourceLimits {
-        cpus: api_cpus,
-        memory_bytes: api_memory_mib << 20,
+pub fn of(h: &HarnessArgs) -> Option<ResourceLimits> {
+    let us = |ms: f64| (ms * 1e3).round() as u64;
+    (!h.no_limits).then_some(ResourceLimits {
+        cpus: h.api_cpus,
+        memory_bytes: h.api_memory_mib << 20,
+        cfs_period_us: h.api_cfs_period_ms.map(us),
+        cfs_burst_us: us(h.api_cfs_burst_ms),
     })
+}
+
+/// `--api-cfs-period-ms`: a period the kernel can hold, 1–1000 ms.
+pub fn period_ms(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|ms| (1.0..=1000.0).contains(ms))
+        .ok_or_else(|| format!("{text:?}: a CFS period is 1 to 1000 ms"))
+}
+
+/// `--api-cfs-burst-ms`: zero or more ms (checked against the quota when the pod is made).
+pub fn burst_ms(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .ok_or_else(|| format!("{text:?}: a CFS burst is 0 or more ms"))
 }
 
 /// `--api-cpus`: a CPU share the kernel can hold as a quota (see [`ResourceLimits::valid`]).

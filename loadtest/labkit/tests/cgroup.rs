@@ -44,6 +44,7 @@ fn cpu_quota_is_enforced_and_read_back() {
     let limits = ResourceLimits {
         cpus: 0.2,
         memory_bytes: 256 << 20,
+        ..ResourceLimits::default()
     };
     let group = LimitedGroup::create("cpu-test", limits).unwrap();
     let enforced = group.enforced();
@@ -130,6 +131,7 @@ fn pod_sizes_are_read_back_from_the_cgroup() {
         let limits = ResourceLimits {
             cpus,
             memory_bytes: mib << 20,
+            ..ResourceLimits::default()
         };
         let group = LimitedGroup::create("pod-test", limits).unwrap();
         let held = group.enforced();
@@ -137,6 +139,45 @@ fn pod_sizes_are_read_back_from_the_cgroup() {
         assert_eq!(held.cpu_period_us, Some(period_us), "{held:?}");
         assert_eq!(held.memory_bytes, Some(mib << 20), "{held:?}");
     }
+}
+
+#[test]
+fn a_kubernetes_period_and_a_burst_are_held_by_the_kernel_and_read_back() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !writable() {
+        return;
+    }
+    let pod = |burst_us| ResourceLimits {
+        cpus: 0.125,
+        memory_bytes: 128 << 20,
+        cfs_period_us: Some(100_000),
+        cfs_burst_us: burst_us,
+    };
+    let group = LimitedGroup::create("k8s-pod-test", pod(0)).unwrap();
+    let held = group.enforced();
+    assert_eq!(held.cpu_quota, Some(0.125), "{held:?}");
+    assert_eq!(held.cpu_period_us, Some(100_000), "{held:?}");
+    // Some(0) where the kernel has the burst file (5.14+), None where it has none.
+    assert!(matches!(held.cpu_burst_us, Some(0) | None), "{held:?}");
+    let no_burst_here = held.cpu_burst_us.is_none();
+    drop(group);
+    match LimitedGroup::create("k8s-burst-test", pod(12_500)) {
+        Ok(g) => assert_eq!(
+            g.enforced().cpu_burst_us,
+            Some(12_500),
+            "{:?}",
+            g.enforced()
+        ),
+        Err(e) => assert!(
+            no_burst_here,
+            "a kernel with the burst file refused it: {e}"
+        ),
+    }
+    // One µs over the quota: refused before the kernel is asked.
+    assert!(matches!(
+        LimitedGroup::create("k8s-over-test", pod(12_501)),
+        Err(cgroup::LimitError::InvalidLimits(_))
+    ));
 }
 
 #[test]
@@ -148,6 +189,7 @@ fn memory_limit_oom_kills_inside_the_group() {
     let limits = ResourceLimits {
         cpus: 1.0,
         memory_bytes: 32 << 20,
+        ..ResourceLimits::default()
     };
     let group = LimitedGroup::create("memory-test", limits).unwrap();
     // dd's 128 MiB buffer is filled from /dev/zero once it is inside the group.

@@ -47,6 +47,7 @@ fn the_bracket_and_the_pod_are_on_the_page() {
         limits_enforced: true,
         cpu_cores: Some(0.125),
         cpu_period_us: Some(10_000),
+        cpu_burst_us: None,
         memory_bytes: Some(128 << 20),
         mechanism: "cgroup v1".to_owned(),
         note: String::new(),
@@ -105,6 +106,19 @@ fn the_judged_seconds_are_read_from_the_steps() {
         intro.contains(
             "judged from 20 s to 40 s (held 10 s first for the orders in flight to settle"
         ),
+        "{intro}"
+    );
+    // At --duration-scale 0.5 the ramp (5 s) and the plateau (10 s) halve, the settling hold
+    // (2 critical paths + 5 s) does not: its plateau's length gives the scale.
+    let mut half = settled.clone();
+    for s in half.capacities.iter_mut().flat_map(|c| c.steps.iter_mut()) {
+        if let Some(w) = s.cpu_by_role.as_mut() {
+            (w.from_s, w.to_s) = (14.0, 24.0);
+        }
+    }
+    let intro = table(&half).intro;
+    assert!(
+        intro.contains("judged from 14 s to 24 s (held 9 s first"),
         "{intro}"
     );
     let older = table(&committed()).intro;

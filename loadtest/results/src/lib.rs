@@ -308,6 +308,10 @@ pub struct Limits {
     /// runs used the kernel's 100 ms, and without a CPU limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_period_us: Option<u64>,
+    /// The CFS burst, µs, as read back: quota left unused in earlier periods that the API may
+    /// spend at once (`Some(0)`: none; absent in older files and where the kernel has no burst).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_burst_us: Option<u64>,
     /// Memory limit in bytes when enforced.
     pub memory_bytes: Option<u64>,
     /// How: `cgroup v2`, `cgroup v1`, `docker compose`, `none`.
@@ -320,11 +324,18 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The pod as run, for a conditions or limits line: `0.125 CPU (period 10 ms), 128 MiB`;
-    /// `1 CPU core, 1024 MiB` from a file without the period; `no CPU limit, no memory limit`.
+    /// The pod as run, for a conditions or limits line: `0.125 CPU (period 10 ms), 128 MiB`,
+    /// `0.125 CPU (period 100 ms, burst 12.5 ms), 128 MiB` with a burst; `1 CPU core, 1024 MiB`
+    /// from a file without the period; `no CPU limit, no memory limit`.
     pub fn pod(&self) -> String {
+        let burst = match self.cpu_burst_us {
+            Some(b) if b > 0 => format!(", burst {} ms", b as f64 / 1e3),
+            _ => String::new(),
+        };
         let cpu = match (self.cpu_cores, self.cpu_period_us) {
-            (Some(c), Some(p)) => format!("{} (period {} ms)", numbers::cpus(c), p as f64 / 1e3),
+            (Some(c), Some(p)) => {
+                format!("{} (period {} ms{burst})", numbers::cpus(c), p as f64 / 1e3)
+            }
             (Some(c), None) => numbers::cpus(c),
             (None, _) => "no CPU limit".to_owned(),
         };

@@ -246,6 +246,8 @@ pub struct StepPoint {
     pub peak_threads: Option<u64>,
     /// RSS above the idle process (the run's first sample) per thread above its first count.
     pub rss_per_thread_kib: Option<f64>,
+    /// The API's CPU-seconds per 1,000 orders over the plateau (files before 2026-12-07: over
+    /// the whole run, start-up, ramp and settling included, divided by all its orders).
     pub cpu_s_per_1000: Option<f64>,
     pub money_balanced: Option<bool>,
     /// How the API died mid-run, if it did.

@@ -45,6 +45,7 @@ fn cell(api: &str, mocks: &str, busy: f64, rss: u64) -> BenchCell {
             limits_enforced: true,
             cpu_cores: Some(1.0),
             cpu_period_us: None,
+            cpu_burst_us: None,
             memory_bytes: Some(1 << 30),
             mechanism: "cgroup v1".to_owned(),
             note: String::new(),

@@ -225,6 +225,7 @@ mod tests {
                 limits_enforced: false,
                 cpu_cores: None,
                 cpu_period_us: None,
+                cpu_burst_us: None,
                 memory_bytes: None,
                 mechanism: "none".to_owned(),
                 note: String::new(),

@@ -39,8 +39,10 @@ pub async fn lab_runs(
             argv.push("--no-pin".to_owned());
         }
         let mut lab = crate::lab_args::LabArgs::from_flags(argv)?;
-        // The bench's pod, as given (`--api-cpus`, `--api-memory-mib`).
+        // The bench's pod, as given (`--api-cpus`, `--api-memory-mib`, the CFS period and burst).
         (lab.api_cpus, lab.api_memory_mib) = (args.api_cpus, args.api_memory_mib);
+        (lab.api_cfs_period_ms, lab.api_cfs_burst_ms) =
+            (args.api_cfs_period_ms, args.api_cfs_burst_ms);
         // And its clients (`--blocking-client`, `--deps-http`).
         (lab.blocking_client, lab.deps_http) = (args.blocking_client, Some(args.deps_http));
         lab.out = Some(out.join(api));

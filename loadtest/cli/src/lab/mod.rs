@@ -105,6 +105,10 @@ fn auto_threads(args: &mut LabArgs, profile: &Profile) -> Option<String> {
 
 /// Runs the lab; returns every run's results and the output folder.
 pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
+    if let Some(pod) = args.pod() {
+        pod.check()
+            .map_err(|why| anyhow::anyhow!("the pod asked for: {why}"))?;
+    }
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
     let latency = args.latency;
     let threads_rule = auto_threads(&mut args, &profile);

@@ -30,8 +30,8 @@ impl LimitedGroup {
     /// Creates `labkit-NAME-PID-N` in each hierarchy and writes `limits`. Fails (removing what it
     /// made) if any limit cannot be written.
     pub fn create(name: &str, limits: ResourceLimits) -> Result<LimitedGroup, LimitError> {
-        if !limits.valid() {
-            return Err(LimitError::InvalidLimits(format!("{limits:?}")));
+        if let Err(why) = limits.check() {
+            return Err(LimitError::InvalidLimits(format!("{why} ({limits:?})")));
         }
         let (version, hierarchies) = layout::discover().map_err(LimitError::Unavailable)?;
         let safe: String = name
@@ -79,12 +79,14 @@ impl LimitedGroup {
         let swap_file = match self.version {
             CgroupVersion::V2 => {
                 write(&cpu.join("cpu.max"), &format!("{quota} {period}"))?;
+                Self::write_burst(&cpu.join("cpu.max.burst"), limits.cfs_burst_us)?;
                 write(&memory.join("memory.max"), &bytes)?;
                 memory.join("memory.swap.max")
             }
             CgroupVersion::V1 => {
                 write(&cpu.join("cpu.cfs_period_us"), &period.to_string())?;
                 write(&cpu.join("cpu.cfs_quota_us"), &quota.to_string())?;
+                Self::write_burst(&cpu.join("cpu.cfs_burst_us"), limits.cfs_burst_us)?;
                 if let Err(e) = write(&memory.join("memory.swappiness"), "0") {
                     self.notes.push(format!("memory.swappiness not set: {e}"));
                 }
@@ -111,6 +113,21 @@ impl LimitedGroup {
             self.notes.push(format!(
                 "swap not limited ({file} absent: swap accounting off); {why}"
             ));
+        }
+        Ok(())
+    }
+
+    /// The burst after the quota (the kernel checks it against the quota in force). A kernel
+    /// without the file can hold no burst: asking for one there is an error, none is noted.
+    fn write_burst(file: &Path, burst_us: u64) -> Result<(), LimitError> {
+        if file.exists() {
+            return write(file, &burst_us.to_string());
+        }
+        if burst_us > 0 {
+            return Err(LimitError::Unavailable(format!(
+                "{} absent: this kernel has no CFS burst (5.14 or later)",
+                file.display()
+            )));
         }
         Ok(())
     }
@@ -175,11 +192,21 @@ impl LimitedGroup {
                 (cpu.map(|(q, p)| (q as u64, p as u64)), memory, swap)
             }
         };
+        let burst_file = match self.version {
+            CgroupVersion::V2 => "cpu.max.burst",
+            CgroupVersion::V1 => "cpu.cfs_burst_us",
+        };
+        // Absent on kernels before 5.14: no burst is possible there, nothing to note.
+        let burst = self
+            .file("cpu", burst_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
         EnforcedLimits {
             version: self.version,
             paths: self.paths(),
             cpu_quota: cpu.map(|(q, p)| q as f64 / p as f64),
             cpu_period_us: cpu.map(|(_, p)| p),
+            cpu_burst_us: cpu.and(burst),
             memory_bytes,
             swap_bytes,
             notes,

@@ -24,6 +24,12 @@
 //! the period grows to keep the quota at 1 ms (0.05 CPU: 20 ms period, 1 ms quota); above 1 s
 //! (under 0.001 CPU, the kernel's longest period) no limit can be written.
 //!
+//! A pod as a team runs it has another period: Kubernetes and docker enforce a CPU limit over the
+//! kernel's default 100 ms. [`ResourceLimits::cfs_period_us`] asks for such a period (the 1 ms
+//! quota floor still applies), and [`ResourceLimits::cfs_burst_us`] lets the group spend quota it
+//! left unused in earlier periods in one burst (v1 `cpu.cfs_burst_us`, v2 `cpu.max.burst`, kernel
+//! ≥ 5.14; the kernel refuses a burst larger than the quota). Both are read back.
+//!
 //! The group is removed on drop (or Ctrl-C): leftover processes are moved back to this process's
 //! cgroup first.
 
@@ -46,6 +52,13 @@ pub struct ResourceLimits {
     pub cpus: f64,
     /// Memory (RSS + page cache) before the kernel reclaims, then OOM-kills inside the group.
     pub memory_bytes: u64,
+    /// The CFS period asked for, µs; `None`: the lab's rule (see [`ResourceLimits::period_us`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cfs_period_us: Option<u64>,
+    /// Unused quota the group may carry into a burst, µs per period (0: none, the kernel's
+    /// default). At most the quota.
+    #[serde(default)]
+    pub cfs_burst_us: u64,
 }
 
 /// The CFS period the lab prefers: short, so that throttling stalls a request for a few ms at most.
@@ -55,10 +68,13 @@ pub const MIN_QUOTA_US: u64 = 1_000;
 pub const MAX_PERIOD_US: u64 = 1_000_000;
 
 impl ResourceLimits {
-    /// The CFS period for these limits, µs: max(10 ms, 1 ms ÷ cpus) (see the [module docs](self)).
+    /// The CFS period for these limits, µs: the one asked for, else max(10 ms, 1 ms ÷ cpus) —
+    /// in both cases long enough for the kernel's 1 ms quota (see the [module docs](self)).
     pub fn period_us(&self) -> u64 {
         let for_min_quota = (MIN_QUOTA_US as f64 / self.cpus).ceil() as u64;
-        SHORT_PERIOD_US.max(for_min_quota)
+        self.cfs_period_us
+            .unwrap_or(SHORT_PERIOD_US)
+            .max(for_min_quota)
     }
 
     /// The CFS quota per [`Self::period_us`], µs.
@@ -67,11 +83,43 @@ impl ResourceLimits {
     }
 
     /// Limits the kernel can hold: a finite CPU share whose period fits the kernel's (≥ 0.001
-    /// CPU), and some memory.
+    /// CPU), a period asked for within the kernel's 1 ms–1 s, a burst no larger than the quota,
+    /// and some memory.
     pub fn valid(&self) -> bool {
-        self.cpus.is_finite()
-            && self.cpus * MAX_PERIOD_US as f64 >= MIN_QUOTA_US as f64
-            && self.memory_bytes > 0
+        self.check().is_ok()
+    }
+
+    /// [`Self::valid`], with what is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        let ms = |us: u64| us as f64 / 1e3;
+        if !(self.cpus.is_finite() && self.cpus * MAX_PERIOD_US as f64 >= MIN_QUOTA_US as f64) {
+            return Err(format!(
+                "{} CPU: a CPU quota is at least 0.001 (1 ms per 1 s period)",
+                self.cpus
+            ));
+        }
+        if let Some(p) = self
+            .cfs_period_us
+            .filter(|p| !(MIN_QUOTA_US..=MAX_PERIOD_US).contains(p))
+        {
+            return Err(format!(
+                "a CFS period of {} ms is outside the kernel's 1–1000 ms",
+                ms(p)
+            ));
+        }
+        if self.cfs_burst_us > self.quota_us() {
+            return Err(format!(
+                "a CFS burst of {} ms is more than the quota, {} ms per {} ms period: the kernel \
+                 refuses it",
+                ms(self.cfs_burst_us),
+                ms(self.quota_us()),
+                ms(self.period_us())
+            ));
+        }
+        if self.memory_bytes == 0 {
+            return Err("a memory limit of 0 bytes".to_owned());
+        }
+        Ok(())
     }
 }
 
@@ -80,6 +128,8 @@ impl Default for ResourceLimits {
         ResourceLimits {
             cpus: 1.0,
             memory_bytes: 1 << 30,
+            cfs_period_us: None,
+            cfs_burst_us: 0,
         }
     }
 }
@@ -122,6 +172,8 @@ pub struct EnforcedLimits {
     pub cpu_quota: Option<f64>,
     /// The CFS period the quota is counted over, µs (`None` with no quota).
     pub cpu_period_us: Option<u64>,
+    /// The CFS burst, µs (`Some(0)`: none; `None`: this kernel has no burst file, or no quota).
+    pub cpu_burst_us: Option<u64>,
     pub memory_bytes: Option<u64>,
     /// Swap the group may use on top of `memory_bytes` (`Some(0)`: none).
     pub swap_bytes: Option<u64>,
@@ -229,5 +281,32 @@ mod tests {
             "the period would pass the kernel's 1 s"
         );
         assert!(!pod(0.0).valid() && !pod(f64::NAN).valid() && !pod(-1.0).valid());
+    }
+
+    #[test]
+    fn a_pod_as_kubernetes_runs_it_has_a_100_ms_period_and_a_burst_up_to_its_quota() {
+        let k8s = |cpus, burst_us| ResourceLimits {
+            cfs_period_us: Some(100_000),
+            cfs_burst_us: burst_us,
+            ..pod(cpus)
+        };
+        // 12.5 ms of CPU, then a stall of up to 87.5 ms.
+        assert_eq!(
+            (k8s(0.125, 0).period_us(), k8s(0.125, 0).quota_us()),
+            (100_000, 12_500)
+        );
+        assert!(k8s(0.125, 12_500).valid());
+        assert!(
+            !k8s(0.125, 12_501).valid(),
+            "the kernel refuses a burst above the quota"
+        );
+        // The 1 ms quota floor still stretches a period asked for: 0.005 CPU over 200 ms.
+        assert_eq!(k8s(0.005, 0).period_us(), 200_000);
+        let asked = |us| ResourceLimits {
+            cfs_period_us: Some(us),
+            ..pod(1.0)
+        };
+        assert!(!asked(999).valid() && !asked(1_000_001).valid());
+        assert!(asked(1_000).valid() && asked(1_000_000).valid());
     }
 }

@@ -121,11 +121,14 @@ fn judged_window(file: &CapacityFile) -> String {
     let window = steps
         .chain(&file.sweep)
         .find_map(|s| s.cpu_by_role.as_ref().map(|c| (c.from_s, c.to_s)));
+    // `--duration-scale` scales the ramp and the judged plateau alike, not the settling hold:
+    // the plateau's length says the scale.
+    let ramp = |from: f64, to: f64| HOLD_RAMP_S * (to - from) / HOLD_S;
     match window {
-        Some((from, to)) if from > HOLD_RAMP_S + 0.5 => format!(
+        Some((from, to)) if from > ramp(from, to) + 0.5 => format!(
             " and judged from {from:.0} s to {to:.0} s (held {:.0} s first for the orders in \
              flight to settle; profile hold-R-S)",
-            from - HOLD_RAMP_S
+            from - ramp(from, to)
         ),
         _ => format!(" {HOLD_S:.0} s and judged from the ramp's end (profile hold-R)"),
     }
