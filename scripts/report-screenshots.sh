@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Screenshots of a report page as a reader sees it: headless Chromium at desktop (1400 px) and
 # phone (390 px) widths, the first screen and the whole page, in colour and in greyscale; and a
-# check that at neither width the page is wider than the window (no sideways scrolling): it
-# fails, naming the widest elements, when it is.
+# check that at neither width the page is wider than the window (no sideways scrolling), nor a
+# table's key column (`th.key`: what a reader opens a scenario page for) hidden behind its
+# table's own sideways scroll: it fails, naming the widest elements or the hidden column.
 #
 #   scripts/report-screenshots.sh [PAGE.html] [OUT_DIR]
 #   SHOTS=0 scripts/report-screenshots.sh PAGE.html    # the overflow check only
@@ -13,7 +14,8 @@
 # never go in); images are named after the page (report-page-390.png, …). `scenarios` renders
 # every scenario page (SCENARIO_FIXTURE_OUT=DIR cargo test -p loadtest --lib scenario:: writes
 # them: events and batching from the committed results, remotecall, db-latency, overload and
-# faults from their test fixtures) and checks (and shoots) each.
+# faults from their test fixtures; lab-report's capacity_table_width test the capacity and
+# threads pages of the committed searches) and checks (and shoots) each.
 # Needs `chromium` (Debian: apt-get install chromium). Nothing is fetched: the report is
 # self-contained, and Chromium runs with networking features off and a throw-away profile.
 set -euo pipefail
@@ -25,6 +27,7 @@ if [ "$report" = scenarios ]; then
     pages="$PWD/target/scenario-fixture"
     rm -rf "$pages"
     SCENARIO_FIXTURE_OUT="$pages" cargo test -q -p loadtest --lib scenario:: >/dev/null
+    SCENARIO_FIXTURE_OUT="$pages" cargo test -q -p lab-report --test capacity_table_width >/dev/null
     status=0
     for page in "$pages"/*-scenario.html; do
         "$0" "$page" "$out" || status=1
@@ -65,8 +68,10 @@ cat >"$tmp/probe.js.html" <<'EOF_PROBE'
 document.documentElement.style.width=w+"px";document.documentElement.style.overflow="visible";
 const wide=[...document.querySelectorAll("body *")].filter(e=>e.getBoundingClientRect().right>w+1)
 .slice(0,5).map(e=>e.tagName.toLowerCase()+(e.id?"#"+e.id:""));
+const hidden=[...document.querySelectorAll("th.key")].filter(t=>{const b=t.closest(".scroll");
+return b&&t.getBoundingClientRect().right>b.getBoundingClientRect().right+1;}).map(t=>t.textContent);
 const m=document.createElement("pre");
-m.textContent="overflow="+Math.max(0,document.body.scrollWidth-w)+" widest="+wide.join(",");
+m.textContent="overflow="+Math.max(0,document.body.scrollWidth-w)+" hidden="+hidden.length+" widest="+wide.join(",")+" key="+hidden.join(",");
 document.body.append(m);});</script>
 EOF_PROBE
 cat "$report" "$tmp/probe.js.html" >"$tmp/probe.html"
@@ -77,12 +82,12 @@ overflow() { # overflow WIDTH: fails when the page is wider than a WIDTH px wind
         --disable-background-networking --disable-component-update --disable-sync \
         --hide-scrollbars --user-data-dir="$tmp/profile" --window-size="$1,900" \
         --virtual-time-budget=2000 --dump-dom "file://$tmp/probe.html#$1" 2>/dev/null)
-    line=$(grep -o 'overflow=[-0-9]* widest=[^<]*' <<<"$dom" || echo "overflow=? (the probe did not run)")
-    if [ "${line%% *}" != "overflow=0" ]; then
-        echo "$(basename "$report") at $1 px is wider than the window: $line" >&2
+    line=$(grep -o 'overflow=[-0-9]* hidden=[0-9]* widest=[^<]*' <<<"$dom" || echo "overflow=? (the probe did not run)")
+    if [ "$(cut -d' ' -f1-2 <<<"$line")" != "overflow=0 hidden=0" ]; then
+        echo "$(basename "$report") at $1 px is wider than the window or hides a key column: $line" >&2
         return 1
     fi
-    echo "$(basename "$report") at $1 px: no horizontal overflow"
+    echo "$(basename "$report") at $1 px: no horizontal overflow, no key column behind a scroll"
 }
 
 name=$(basename "$report" .html)

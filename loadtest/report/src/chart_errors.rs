@@ -57,7 +57,7 @@ pub fn figures(groups: &[ApiRuns<'_>], m: &[Marker]) -> Vec<Figure> {
                 "Failed requests per second by kind: an error code from the API, http_<status>, or a transport failure (timeout, connect_error, io_error)."
             };
             let title = format!("Errors per second — {}", g.api);
-            figure(&format!("errors-{}", g.api), &title, caption, "errors per second", TickFormat::Number, series, m)
+            figure(&format!("errors-{}", g.api), &title, caption, "errors per second", TickFormat::PerSecond, series, m)
         })
         .collect()
 }

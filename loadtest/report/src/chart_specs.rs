@@ -57,7 +57,7 @@ pub const SPECS: &[Spec] = &[
         id: "rate",
         title: "Offered vs achieved rate",
         y_label: "requests per second",
-        y_format: NUM,
+        y_format: TickFormat::PerSecond,
         y_scale: LIN,
         caption: "Dotted grey: arrivals the profile scheduled each second (the same schedule for every API, so drawn once). Solid: 2xx responses each second. Where solid falls below dotted, the API is not keeping up: a queue is growing, or requests are refused.",
         lines: &[

@@ -17,21 +17,14 @@
 //!
 //! ## Why the charts are drawn by hand, not by plotters
 //!
-//! Decided by putting plotters 0.3.7's SVG backend (`svg_backend` + `line_series`, no font
-//! feature) beside `svg` on the rate chart of the test fixture, both in one page, in headless
-//! Chromium at 1400 px and 390 px and in greyscale (the comparison was a throw-away program outside
-//! the workspace, so plotters is no dependency). plotters drew the lines correctly, in 0.6 ms, but:
-//! its SVG was 49 kB against our 7.7 kB (every dash of a dashed line is its own `<polyline>`, 290
-//! of them, plus 180 grid `<line>`s); it carries fixed `width`/`height`, so it does not scale with
-//! the page as ours does (`viewBox` + CSS: the width of the page, a phone's too); ticks read
-//! `120.0` and `10.0` until a formatter per unit is written (ours: `s`, `ms`, `%`, nines for the
-//! latency distribution); without a font feature (`ttf` pulls font-kit and system fonts) text
-//! sizes are guessed; and what the report's charts are for is not in it: phase and event markers
-//! with staggered labels, reference lines with their labels, legend swatches with the line's own
-//! dash (so each line reads without colour), one time axis shared by every chart over time. Each of those would
-//! be drawn by hand on top of plotters as custom elements — most of what `svg` is. So `svg` stays
-//! (about 850 lines and 200 of tests, no dependency); plotters would be worth it for chart kinds we do
-//! not draw (histograms, heat maps, bitmaps).
+//! Weighed against plotters 0.3.7 and its SVG backend (docs/lab.md, "The charts", says what it
+//! lacks, checked against its source): its backend draws no dashed line (each dash is an
+//! element of its own), places text by font metrics it needs
+//! system fonts for, and has none of the markers, reference lines, point labels and shared time
+//! axis that the report's charts are for. So `svg` stays (no dependency); plotters would be worth
+//! it for chart kinds we do not draw (histograms, heat maps, bitmaps). Every chart `svg` writes is
+//! a standalone SVG (namespace, look in attributes, white ground), opened as an image by resvg in
+//! `tests/charts_render.rs`.
 //!
 //! It depends on the results schema ([`lab_results`]) and nothing of the generator: no goose,
 //! reqwest or sqlx, so it builds and tests on its own, and re-renders old results files.

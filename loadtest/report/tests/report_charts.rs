@@ -226,14 +226,18 @@ fn no_tick_label_runs_past_the_chart() {
 #[test]
 fn charts_scale_to_the_page_and_the_summary_fits_a_phone() {
     let html = render_html(&fixtures::pair());
-    // Scaled by their viewBox; nothing sets a minimum width that would scroll sideways.
+    // Scaled by their viewBox to the page's width (the stylesheet's, over the width an image of
+    // the chart has on its own); nothing sets a minimum width that would scroll sideways.
     for (id, svg) in charts(&html) {
         let tag = &svg[..svg.find('>').expect("tag")];
-        assert!(
-            attr(tag, "viewBox").is_some() && attr(tag, "width").is_none(),
-            "{id}"
+        let view_box = attr(tag, "viewBox").expect("viewBox");
+        assert_eq!(
+            view_box.split(' ').nth(2),
+            attr(tag, "width"),
+            "{id}: its natural width is its viewBox's"
         );
     }
+    assert!(lab_report::CSS.contains("svg.chart { width:100%;"));
     assert!(!lab_report::CSS.contains("min-width"));
     // One table per span, each with one column per API: both APIs side by side on a phone.
     let summary = fixtures::section(&html, "summary");

@@ -76,7 +76,7 @@ fn events_conclusion_names_the_slow_broker_and_the_crash() {
         ]
     );
     // Its chart: one bar per slowed run and per crashed run.
-    assert_eq!(html.matches("<rect ").count(), 12, "6 slowed + 6 crashed");
+    assert_eq!(html.matches("<rect x=").count(), 12, "6 slowed + 6 crashed");
     assert!(html.contains("<p class=\"lead\">With the broker slowed"));
     // Events runs record no harness verdict: the trust line says so rather than nothing.
     let trust = lab_report::scenario::trust_line(&t).expect("a trust line");
@@ -145,7 +145,7 @@ fn the_page_is_offline_leads_with_what_was_measured_and_shows_its_conditions() {
         assert!(!html.contains("<th>orders_per_s</th>") || name == "batching");
         // Text cells line up left, like their headers; figures right.
         assert!(html.contains("<td class=\"text\">"), "{name}");
-        assert!(html.contains("table.summary td.text { text-align:left; }"));
+        assert!(html.contains("table.summary td.text { text-align:left; white-space:normal; }"));
         if name == "batching" {
             assert!(html.contains("In every row: errors 0."), "{name}");
         }

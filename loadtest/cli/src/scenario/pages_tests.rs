@@ -248,14 +248,14 @@ fn charts_draw_the_rows_only() {
     }
     // Bars: one per run and panel; a run without 201s has no p99 bar.
     let (_, html) = page("overload", &fixture("overload"));
-    assert_eq!(html.matches("<rect ").count(), 8);
+    assert_eq!(html.matches("<rect x=").count(), 8);
     let (_, html) = page(
         "overload",
         &with(fixture("overload"), 0, "ok_p99_ms", Value::Null),
     );
-    assert_eq!(html.matches("<rect ").count(), 7);
+    assert_eq!(html.matches("<rect x=").count(), 7);
     let (_, html) = page("remotecall", &fixture("remotecall"));
-    assert_eq!(html.matches("<rect ").count(), 16);
+    assert_eq!(html.matches("<rect x=").count(), 16);
     // The bars start right of the longest label (right-aligned before them), none cut at x = 0.
     let x: f64 = html[html.find("<rect x=\"").expect("a bar") + 9..]
         .split('"')
@@ -267,7 +267,11 @@ fn charts_draw_the_rows_only() {
         "{x}"
     );
     let (_, html) = page("faults", &fixture("faults"));
-    assert_eq!(html.matches("<rect ").count(), 12, "six money bars per API");
+    assert_eq!(
+        html.matches("<rect x=").count(),
+        12,
+        "six money bars per API"
+    );
 }
 
 #[test]

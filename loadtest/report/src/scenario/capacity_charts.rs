@@ -7,7 +7,7 @@
 use lab_results::numbers::fixed;
 use lab_results::scenario::{CapacityFile, CapacityPoint, StepPoint, StoppedBy};
 
-use crate::svg::{Bar, Dash, LineChart, PALETTE, Panel, RefLine, Series, bars};
+use crate::svg::{Bar, Dash, LineChart, PALETTE, Panel, RefLine, Series, TickFormat, bars};
 
 use super::ScenarioChart;
 
@@ -71,6 +71,7 @@ pub fn threads_orders(file: &CapacityFile) -> ScenarioChart {
     }
     let chart = LineChart {
         ref_lines,
+        y_format: TickFormat::PerSecond,
         ..LineChart::log_x(
             "Orders per second against blocking-api's threads",
             "BLOCKING_THREADS (log spacing)",
@@ -208,12 +209,16 @@ pub fn crossover(files: &[CapacityFile]) -> ScenarioChart {
             s
         })
         .collect();
-    let chart = LineChart::log_x(
-        "Capacity against the dependencies' critical path",
-        "critical path of the dependencies, ms (log spacing)",
-        "capacity within the objective (orders/s)",
-        series,
-    );
+    let chart = LineChart {
+        x_format: TickFormat::PowersOfTenMillis,
+        y_format: TickFormat::PerSecond,
+        ..LineChart::log_x(
+            "Capacity against the dependencies' critical path",
+            "critical path of the dependencies (log spacing)",
+            "capacity within the objective",
+            series,
+        )
+    };
     ScenarioChart {
         title: chart.title.clone(),
         caption: "A line per API, each dot one capacity search (its objective in the table: the \

@@ -7,8 +7,8 @@ use lab_results::scenario::{
     CapacityFile, CapacityPoint, CapacityScenario, HOLD_RAMP_S, HOLD_S, StepPoint, StoppedBy,
 };
 
-use super::ScenarioTable;
 use super::capacity_charts as charts;
+use super::{Evidence, ScenarioTable};
 
 /// Rates a cluster user might plan for (the pods arithmetic on the page).
 const PLANNED_RATES: &[f64] = &[300.0, 750.0, 3000.0];
@@ -52,11 +52,14 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
     ScenarioTable {
         title: title.into(),
         intro,
+        // What stopped a missed step, the reason a reader opens the page, beside whether it met
+        // the objective: in the columns above the fold, one word (the evidence under the table).
         columns: [
             "API",
             "threads",
             "rate /s",
             "met",
+            "stopped by",
             "orders/s",
             "2xx",
             "p99",
@@ -65,16 +68,20 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
             "RSS per thread (KiB)",
             "CPU-s per 1,000",
             "money",
-            "stopped by",
             "allocator",
         ]
         .map(String::from)
         .to_vec(),
         rows,
+        evidence: Some(Evidence {
+            heading: "What stopped each step that missed the objective".to_owned(),
+            items: steps.iter().filter_map(|s| stopped_by(s).1).collect(),
+        }),
         notes,
         conclusion,
         harness_bound,
         main_columns: 9,
+        key_column: Some("stopped by".to_owned()),
         charts: match scenario {
             CapacityScenario::Capacity => vec![charts::capacities(file)],
             CapacityScenario::Threads => {
@@ -134,17 +141,32 @@ fn judged_window(file: &CapacityFile) -> String {
     }
 }
 
-fn row(s: &StepPoint) -> Vec<String> {
-    let cause = match (&s.died, &s.cause) {
-        (Some(d), _) => format!("died: {d}"),
-        (None, Some(c)) => format!("{}: {}", c.stopped_by.as_str(), c.evidence),
-        (None, None) => "—".to_owned(),
+/// What stopped a step: one word for its cell, and the sentence with the measurement that says
+/// so for the list under the table (`None`: the step was not stopped).
+fn stopped_by(s: &StepPoint) -> (String, Option<String>) {
+    let (cause, evidence) = match (&s.died, &s.cause) {
+        (Some(d), _) => ("died", d.clone()),
+        (None, Some(c)) => (c.stopped_by.as_str(), c.evidence.clone()),
+        (None, None) => return ("—".to_owned(), None),
     };
+    let threads = s
+        .blocking_threads
+        .map_or(String::new(), |t| format!(" ({t} threads)"));
+    let item = format!(
+        "{}{threads} at {}/s: {cause} — {evidence}",
+        s.api,
+        fixed(Some(s.rate_rps), 0)
+    );
+    (cause.to_owned(), Some(item))
+}
+
+fn row(s: &StepPoint) -> Vec<String> {
     vec![
         s.api.clone(),
         s.blocking_threads.map_or("—".to_owned(), |t| t.to_string()),
         fixed(Some(s.rate_rps), 0),
         if s.met_objective { "yes" } else { "no" }.to_owned(),
+        stopped_by(s).0,
         fixed(Some(s.orders_rps), 1),
         format!("{:.1} %", s.ok_share_pct),
         ms_or_s(Some(s.p99_ms)),
@@ -158,7 +180,6 @@ fn row(s: &StepPoint) -> Vec<String> {
             None => "not counted",
         }
         .to_owned(),
-        cause,
         s.allocator.clone().unwrap_or_else(|| "—".to_owned()),
     ]
 }

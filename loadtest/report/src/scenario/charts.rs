@@ -40,12 +40,15 @@ pub fn batching(rows: &[BatchPoint]) -> ScenarioChart {
             series.push(s);
         }
     }
-    let chart = LineChart::log_x(
-        "Orders per second against persist batch size",
-        "PERSIST_BATCH_MAX (orders per persist transaction, log spacing)",
-        "orders per second",
-        series,
-    );
+    let chart = LineChart {
+        y_format: TickFormat::PerSecond,
+        ..LineChart::log_x(
+            "Orders per second against persist batch size",
+            "PERSIST_BATCH_MAX (orders per persist transaction, log spacing)",
+            "orders per second",
+            series,
+        )
+    };
     ScenarioChart {
         title: chart.title.clone(),
         caption:
@@ -111,12 +114,12 @@ pub fn db_latency(rows: &[DbLatencyPoint]) -> ScenarioChart {
             })
             .collect()
     };
-    let chart = |title: &str, y_label: &str, series| LineChart {
+    let chart = |title: &str, y_label: &str, y_format, series| LineChart {
         title: title.to_owned(),
-        x_label: "added round trip to PostgreSQL, ms".to_owned(),
+        x_label: "added round trip to PostgreSQL".to_owned(),
         y_label: y_label.to_owned(),
-        x_format: TickFormat::Number,
-        y_format: TickFormat::Number,
+        x_format: TickFormat::Millis,
+        y_format,
         y_scale: Scale::Linear,
         series,
         ..LineChart::default()
@@ -124,11 +127,13 @@ pub fn db_latency(rows: &[DbLatencyPoint]) -> ScenarioChart {
     let throughput = chart(
         "Orders per second over the plateau",
         "orders per second",
+        TickFormat::PerSecond,
         lines(&|r| Some(r.orders_per_s)),
     );
     let connections = chart(
         "Connections in use (mean over the plateau)",
         "connections",
+        TickFormat::Number,
         lines(&|r| r.connections_mean),
     );
     ScenarioChart {
@@ -137,7 +142,10 @@ pub fn db_latency(rows: &[DbLatencyPoint]) -> ScenarioChart {
             "One line per API; each dot one run at the same open rate. Harness-bound runs are \
                   marked ⚠ in the table."
                 .to_owned(),
-        svg: format!("{}{}", throughput.to_svg(), connections.to_svg()),
+        svg: LineChart::stack(
+            "Throughput and connections in use against database RTT",
+            &[throughput, connections],
+        ),
     }
 }
 

@@ -29,22 +29,25 @@ pub fn table(files: &[CapacityFile]) -> ScenarioTable {
                 flight over the ramp and the plateau; — when they spanned fewer than 50, too few \
                 for a slope) and the API's CPU per order."
             .to_owned(),
+        // What the page is read for first, so that a phone shows it without scrolling
+        // sideways: which API, how much, what stopped it; the conditions of the cell last.
         columns: [
             "critical path",
-            "objective",
-            "pod",
             "API",
-            "threads",
             "capacity /s",
             "stopped by",
+            "threads",
             "in flight at capacity",
             "RSS per order in flight",
             "CPU-ms per order",
+            "objective",
+            "pod",
         ]
         .map(String::from)
         .to_vec(),
         rows,
         harness_bound,
+        key_column: Some("stopped by".to_owned()),
         charts: vec![capacity_charts::crossover(files)],
         notes: files
             .iter()
@@ -60,22 +63,22 @@ fn row(f: &CapacityFile, c: &CapacityPoint) -> Vec<String> {
     let dash = || "—".to_owned();
     vec![
         format!("{} ms", f.critical_path_ms),
-        f.objective.clone(),
-        f.limits
-            .as_ref()
-            .map_or("1 CPU core, 1024 MiB".to_owned(), |l| l.pod()),
         c.api.clone(),
+        capacity_text(c),
+        c.stopped_by.as_str().to_owned(),
         at.and_then(|s| s.blocking_threads)
             .or(c.blocking_threads)
             .map_or_else(dash, |t| t.to_string()),
-        capacity_text(c),
-        c.stopped_by.as_str().to_owned(),
         at.and_then(|s| s.peak_in_flight)
             .map_or_else(dash, |n| n.to_string()),
         at.and_then(|s| s.rss_per_in_flight_kib)
             .map_or_else(dash, |k| format!("{k:.0} KiB")),
         at.and_then(|s| s.cpu_s_per_1000)
             .map_or_else(dash, |c| format!("{c:.2}")),
+        f.objective.clone(),
+        f.limits
+            .as_ref()
+            .map_or("1 CPU core, 1024 MiB".to_owned(), |l| l.pod()),
     ]
 }
 

@@ -56,13 +56,27 @@ pub struct ScenarioTable {
     pub conclusion: Vec<String>,
     /// Per row: was the run harness-bound? Empty when the scenario does not record it.
     pub harness_bound: Vec<bool>,
+    /// The long form of a column kept short so that the table reads on a phone (e.g. what
+    /// stopped each step: one word in the table, the measurement here), listed under the table.
+    pub evidence: Option<Evidence>,
     /// The scenario's charts, in page order (empty: none).
     pub charts: Vec<ScenarioChart>,
     /// How many leading columns the page shows above the fold (0: all); the rest are under a
     /// `<details>` element.
     pub main_columns: usize,
+    /// The column a reader opens the page for (e.g. what stopped each step), by its heading:
+    /// marked `key` in the page, where a phone shows it without scrolling sideways
+    /// (scripts/report-screenshots.sh checks it in Chromium).
+    pub key_column: Option<String>,
     /// How, when and where the rows were measured (command, commit, build, machine): on the page.
     pub conditions: Vec<String>,
+}
+
+/// A list under the table, with its heading.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Evidence {
+    pub heading: String,
+    pub items: Vec<String>,
 }
 
 /// The scenario's chart: an SVG drawn by [`crate::svg`] (every string in it escaped there).
@@ -145,6 +159,13 @@ pub fn render_markdown(t: &ScenarioTable) -> String {
     md.push_str(&format!("{table}\n"));
     if let Some(same) = shown.same_line() {
         md.push_str(&format!("{same}\n\n"));
+    }
+    if let Some(e) = t.evidence.as_ref().filter(|e| !e.items.is_empty()) {
+        md.push_str(&format!("{}:\n\n", e.heading));
+        for item in &e.items {
+            md.push_str(&format!("- {item}\n"));
+        }
+        md.push('\n');
     }
     for note in &t.notes {
         md.push_str(&format!("- {note}\n"));

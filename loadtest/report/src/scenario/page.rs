@@ -10,9 +10,11 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use super::shown::Shown;
 use super::{ScenarioTable, trust_line};
 
-/// The page's own rule on top of report.html's stylesheet: text cells line up left, like their
-/// headers (the report's summary table holds figures only, set right).
-const TEXT_CELLS: &str = "table.summary td.text { text-align:left; }\n";
+/// The page's own rules on top of report.html's stylesheet: text cells line up left, like their
+/// headers (the report's summary table holds figures only, set right), and wrap, so that a long
+/// one does not push the table past the page's width (the first, the row's name, stays whole).
+const TEXT_CELLS: &str = "table.summary td.text { text-align:left; white-space:normal; }\n\
+                          table.summary td.text:first-child { white-space:nowrap; }\n";
 
 /// `scenario.html`: the page, self-contained.
 pub fn render_html(t: &ScenarioTable) -> String {
@@ -52,6 +54,10 @@ pub fn render_html(t: &ScenarioTable) -> String {
                     }
                 }
                 @if let Some(same) = shown.same_line() { p class="note" { (same) } }
+                @if let Some(e) = t.evidence.as_ref().filter(|e| !e.items.is_empty()) {
+                    h3 { (e.heading) }
+                    ul class="evidence" { @for item in &e.items { li { (item) } } }
+                }
                 @if !t.notes.is_empty() {
                     h2 { "How these were measured" }
                     ul { @for note in &t.notes { li { (note) } } }
@@ -72,7 +78,9 @@ pub fn render_html(t: &ScenarioTable) -> String {
 fn table(t: &ScenarioTable, shown: &Shown, n: usize, class: &str) -> Markup {
     let columns = &shown.columns[..n];
     html! { div class="scroll" { table class=(class) {
-        thead { tr { @for &c in columns { th { (t.columns[c]) } } } }
+        thead { tr { @for &c in columns {
+            th class=[(t.key_column.as_ref() == Some(&t.columns[c])).then_some("key")] { (t.columns[c]) }
+        } } }
         tbody {
             @for (i, row) in t.rows.iter().enumerate() {
                 @let bound = t.harness_bound.get(i).copied().unwrap_or(false);

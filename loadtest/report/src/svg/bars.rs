@@ -2,7 +2,7 @@
 //! in their style (the same escaper, the palette given by the caller): what the scenario pages of
 //! events, overload, remotecall, faults and capacity draw. The report's one bar-chart writer.
 
-use super::esc;
+use super::{coord, esc, style};
 
 /// One bar of a [`bars`] chart.
 pub struct Bar {
@@ -37,7 +37,8 @@ pub fn bars(title: &str, panels: &[Panel]) -> String {
     for p in panels.iter().filter(|p| !p.bars.is_empty()) {
         y += 22.0;
         svg.push_str(&format!(
-            r#"<text class="label" x="0" y="{y}" font-weight="600">{}</text>"#,
+            r#"<text class="label" {} x="0" y="{y}" font-weight="600">{}</text>"#,
+            style::LABEL,
             esc(p.title)
         ));
         y += 8.0;
@@ -50,11 +51,13 @@ pub fn bars(title: &str, panels: &[Panel]) -> String {
                 format!("{:.1}", b.value).trim_end_matches(".0").to_owned()
             };
             svg.push_str(&format!(
-                r#"<text class="tick" x="{lx}" y="{ty}" text-anchor="end">{}</text><rect x="{label_w}" y="{y}" width="{len:.1}" height="14" fill="{}"><title>{}</title></rect><text class="tick" x="{vx:.1}" y="{ty}">{}</text>"#,
+                r#"<text class="tick" {tick} x="{lx}" y="{ty}" text-anchor="end">{}</text><rect x="{label_w}" y="{y}" width="{len:.1}" height="14" fill="{}"><title>{}</title></rect><text class="tick" {tick} x="{vx:.1}" y="{ty}">{}</text>"#,
                 esc(&b.label),
                 b.colour,
                 esc(&b.tip),
-                esc(format!("{value} {}", p.unit).trim_end()),
+                // A rate reads `75/s`; other units after a space (`12 ms`).
+                esc(format!("{value}{}{}", if p.unit.starts_with('/') { "" } else { " " }, p.unit).trim_end()),
+                tick = style::TICK,
                 lx = label_w - 6.0,
                 ty = y + 11.0,
                 vx = label_w + len + 5.0,
@@ -62,9 +65,11 @@ pub fn bars(title: &str, panels: &[Panel]) -> String {
             y += row_h;
         }
     }
-    format!(
-        r#"<svg class="chart" viewBox="0 0 {w} {h:.0}" role="img" style="max-width:640px"><title>{}</title>{svg}</svg>"#,
-        esc(title),
-        h = y + 6.0
+    style::document(
+        &coord(w),
+        &format!("{:.0}", y + 6.0),
+        "max-width:640px",
+        &esc(title),
+        &svg,
     )
 }

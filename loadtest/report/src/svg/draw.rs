@@ -5,8 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::ticks::{Axis, Scale, TickFormat, format_tick};
-use super::{LineChart, MarkerKind, coord, esc, legend};
+use super::labels::{TickFormat, format_tick};
+use super::ticks::{Axis, Scale};
+use super::{LineChart, MarkerKind, coord, esc, legend, style};
 
 pub(super) const WIDTH: f64 = 800.0;
 pub(super) const PLOT_H: f64 = 220.0;
@@ -41,19 +42,36 @@ impl Frame {
 }
 
 impl LineChart {
-    /// Renders the chart as an `<svg>` element sized by its `viewBox` (scale it with CSS).
+    /// Renders the chart as a standalone `<svg>` (see [`style::document`]), sized by its
+    /// `viewBox` on the page.
     pub fn to_svg(&self) -> String {
+        let (body, height) = self.body();
+        style::document(&coord(WIDTH), &coord(height), "", &esc(&self.title), &body)
+    }
+
+    /// Several charts one above the other in one `<svg>` (charts that share an x axis), titled
+    /// `title`: one image where a page would set them one after the other.
+    pub fn stack(title: &str, charts: &[LineChart]) -> String {
+        let (mut body, mut top) = (String::new(), 0.0);
+        for c in charts {
+            let (b, h) = c.body();
+            let _ = write!(
+                body,
+                r#"<g transform="translate(0 {})"><title>{}</title>{b}</g>"#,
+                coord(top),
+                esc(&c.title)
+            );
+            top += h;
+        }
+        style::document(&coord(WIDTH), &coord(top), "", &esc(title), &body)
+    }
+
+    /// What is inside the `<svg>`, and its height.
+    fn body(&self) -> (String, f64) {
         let frame = self.frame();
         let legend = legend::layout(&self.series, WIDTH - LEFT - RIGHT);
         let height = frame.bottom() + 46.0 + legend.height;
         let mut s = String::new();
-        let _ = write!(
-            s,
-            r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img"><title>{t}</title>"#,
-            w = coord(WIDTH),
-            h = coord(height),
-            t = esc(&self.title)
-        );
         self.draw_axes(&mut s, &frame);
         self.draw_markers(&mut s, &frame);
         self.draw_ref_lines(&mut s, &frame);
@@ -65,14 +83,14 @@ impl LineChart {
         }) {
             let _ = write!(
                 s,
-                r#"<text class="nodata" x="{}" y="{}" text-anchor="middle">no data</text>"#,
+                r#"<text class="nodata" x="{}" y="{}" text-anchor="middle" {}>no data</text>"#,
                 coord(LEFT + (frame.plot_right() - LEFT) / 2.0),
-                coord(frame.top + PLOT_H / 2.0)
+                coord(frame.top + PLOT_H / 2.0),
+                style::NODATA
             );
         }
         legend.draw(&mut s, LEFT, frame.bottom() + 46.0);
-        s.push_str("</svg>");
-        s
+        (s, height)
     }
 
     fn frame(&self) -> Frame {
@@ -100,7 +118,7 @@ impl LineChart {
         let rows = self.markers.len().clamp(0, 3) as f64;
         let x = match self.x_format {
             // Whole nines only: 0 %, 90 %, 99 %, 99.9 %, …
-            TickFormat::Nines | TickFormat::PowersOfTen => {
+            f if f == TickFormat::Nines || f.is_powers_of_ten() => {
                 let hi = xhi.max(1.0).ceil();
                 Axis::new(Scale::Linear, 0.0, hi, hi as usize + 1)
             }
@@ -124,11 +142,13 @@ impl LineChart {
             };
             let _ = write!(
                 s,
-                r#"<line class="grid" x1="{}" x2="{}" y1="{y}" y2="{y}"/><text class="tick" x="{}" y="{}" text-anchor="end">{}</text>"#,
+                r#"<line class="grid" x1="{}" x2="{}" y1="{y}" y2="{y}" {}/><text class="tick" x="{}" y="{}" text-anchor="end" {}>{}</text>"#,
                 coord(x0),
                 coord(x1),
+                style::GRID,
                 coord(x0 - 6.0),
                 coord(y + 4.0),
+                style::TICK,
                 esc(&format_tick(t, step, self.y_format)),
                 y = coord(y)
             );
@@ -139,17 +159,21 @@ impl LineChart {
             let anchor = if x + 30.0 > WIDTH { "end" } else { "middle" };
             let _ = write!(
                 s,
-                r#"<line class="axis" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="tick" x="{x}" y="{}" text-anchor="{anchor}">{}</text>"#,
+                r#"<line class="axis" x1="{x}" x2="{x}" y1="{}" y2="{}" {}/><text class="tick" x="{x}" y="{}" text-anchor="{anchor}" {}>{}</text>"#,
                 coord(bottom),
                 coord(bottom + 5.0),
+                style::AXIS,
                 coord(bottom + 18.0),
+                style::TICK,
                 esc(&format_tick(t, f.x.step(), self.x_format)),
                 x = coord(x)
             );
         }
         let _ = write!(
             s,
-            r#"<path class="axis" d="M{x0} {top}V{b}H{x1}"/><text class="label" x="{mid}" y="{xl}" text-anchor="middle">{xt}</text><text class="label" transform="translate(16 {ym}) rotate(-90)" text-anchor="middle">{yt}</text>"#,
+            r#"<path class="axis" d="M{x0} {top}V{b}H{x1}" {axis}/><text class="label" x="{mid}" y="{xl}" text-anchor="middle" {label}>{xt}</text><text class="label" transform="translate(16 {ym}) rotate(-90)" text-anchor="middle" {label}>{yt}</text>"#,
+            axis = style::AXIS,
+            label = style::LABEL,
             x0 = coord(x0),
             x1 = coord(x1),
             top = coord(f.top),
@@ -168,9 +192,9 @@ impl LineChart {
             // Labels are staggered over three rows so neighbouring markers do not overprint.
             let row = (i % 3) as f64;
             let label_y = 10.0 + row * MARKER_ROW;
-            let class = match m.kind {
-                MarkerKind::Phase => "marker phase",
-                MarkerKind::Event => "marker event",
+            let (class, line, text) = match m.kind {
+                MarkerKind::Phase => ("marker phase", style::PHASE_LINE, style::phase_text()),
+                MarkerKind::Event => ("marker event", style::EVENT_LINE, style::event_text()),
             };
             // Labels right of the middle are written leftwards so they stay inside the chart.
             let (anchor, dx) = if x > WIDTH * 0.6 {
@@ -180,7 +204,7 @@ impl LineChart {
             };
             let _ = write!(
                 s,
-                r#"<g class="{class}"><line x1="{x}" x2="{x}" y1="{}" y2="{}"/><text x="{}" y="{}" text-anchor="{anchor}">{}</text></g>"#,
+                r#"<g class="{class}"><line x1="{x}" x2="{x}" y1="{}" y2="{}" {line}/><text x="{}" y="{}" text-anchor="{anchor}" {text}>{}</text></g>"#,
                 coord(label_y - 9.0),
                 coord(f.bottom()),
                 coord(x + dx),
@@ -198,11 +222,13 @@ impl LineChart {
             let label_y = if y - f.top < 14.0 { y + 13.0 } else { y - 4.0 };
             let _ = write!(
                 s,
-                r#"<g class="ref"><line x1="{}" x2="{}" y1="{y}" y2="{y}"/><text x="{}" y="{}" text-anchor="end">{}</text></g>"#,
+                r#"<g class="ref"><line x1="{}" x2="{}" y1="{y}" y2="{y}" {}/><text x="{}" y="{}" text-anchor="end" {}>{}</text></g>"#,
                 coord(LEFT),
                 coord(f.plot_right()),
+                style::REF_LINE,
                 coord(f.plot_right() - 4.0),
                 coord(label_y),
+                style::ref_text(),
                 esc(&r.label),
                 y = coord(y)
             );
@@ -229,12 +255,13 @@ impl LineChart {
             let extra = if se.secondary {
                 r#" stroke-opacity="0.4" stroke-width="1.2""#
             } else {
-                ""
+                r#" stroke-width="2""#
             };
             let _ = write!(
                 s,
-                r#"<path class="series" d="{d}" stroke="{}"{dash}{extra}><title>{}</title></path>"#,
+                r#"<path class="series" d="{d}" stroke="{}"{dash}{extra} {}><title>{}</title></path>"#,
                 se.colour,
+                style::SERIES,
                 esc(&se.name)
             );
             if se.dots {

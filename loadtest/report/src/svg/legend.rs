@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Series, coord, esc};
+use super::{Series, coord, esc, style};
 
 const ROW_H: f64 = 18.0;
 const SWATCH: f64 = 26.0;
@@ -55,10 +55,12 @@ impl Legend<'_> {
                 .unwrap_or_default();
             let _ = write!(
                 s,
-                r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{}"{dash}/><text x="{}" y="{}">{}</text>"#,
+                r#"<line {} x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{}"{dash}/><text {} x="{}" y="{}">{}</text>"#,
+                style::SWATCH,
                 coord(x),
                 coord(x + SWATCH),
                 se.colour,
+                style::LEGEND_TEXT,
                 coord(x + SWATCH + 6.0),
                 coord(y + 4.0),
                 esc(&se.name),

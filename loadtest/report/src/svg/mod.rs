@@ -4,19 +4,23 @@
 //! readers), vertical markers for phase boundaries and injected events, horizontal reference lines
 //! (e.g. the Little's-law bound), and an optional log scale for latencies.
 //!
-//! Output is plain SVG text meant to be inlined into HTML. Every number goes through [`coord`], and
+//! Output is SVG text that is a file of its own as it is (the namespace, its look in attributes,
+//! a white ground: `style`) and is inlined into HTML as it is. Every number goes through [`coord`], and
 //! points that cannot be drawn (NaN, ±∞, ≤ 0 on a log axis) break the line instead of reaching the
 //! SVG, so the output never contains `NaN` or `inf`.
 
 mod bars;
 mod draw;
+mod labels;
 mod legend;
 mod stacked;
+mod style;
 pub mod ticks;
 
 pub use bars::{Bar, Panel, bars};
+pub use labels::TickFormat;
 pub use stacked::{Segment, StackedBar, stacked_bars};
-pub use ticks::{Scale, TickFormat};
+pub use ticks::Scale;
 
 /// Okabe–Ito palette: distinguishable for the common forms of colour blindness.
 pub const PALETTE: [&str; 7] = [

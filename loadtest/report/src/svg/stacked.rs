@@ -3,7 +3,7 @@
 //! in the order they are stacked. What the report draws for an API's CPU per order by thread role.
 //! In the style of [`super::bars`] (the same label column, escaper and tick text).
 
-use super::{coord, esc};
+use super::{coord, esc, style};
 
 /// One part of a [`StackedBar`].
 pub struct Segment {
@@ -41,7 +41,8 @@ pub fn stacked_bars(title: &str, unit: &str, decimals: usize, bars: &[StackedBar
     for b in bars {
         let ty = coord(y + 12.0);
         svg.push_str(&format!(
-            r#"<text class="tick" x="{}" y="{ty}" text-anchor="end">{}</text>"#,
+            r#"<text class="tick" {} x="{}" y="{ty}" text-anchor="end">{}</text>"#,
+            style::TICK,
             coord(label_w - 6.0),
             esc(&b.label)
         ));
@@ -59,7 +60,8 @@ pub fn stacked_bars(title: &str, unit: &str, decimals: usize, bars: &[StackedBar
             x += len;
         }
         svg.push_str(&format!(
-            r#"<text class="tick" x="{}" y="{ty}">{}</text>"#,
+            r#"<text class="tick" {} x="{}" y="{ty}">{}</text>"#,
+            style::TICK,
             coord(x + 5.0),
             esc(format!("{:.*} {unit}", decimals, b.total()).trim_end())
         ));
@@ -83,20 +85,22 @@ pub fn stacked_bars(title: &str, unit: &str, decimals: usize, bars: &[StackedBar
             (x, ly) = (0.0, ly + 18.0);
         }
         svg.push_str(&format!(
-            r#"<rect x="{}" y="{}" width="14" height="10" fill="{colour}"/><text class="tick" x="{}" y="{}">{}</text>"#,
+            r#"<rect x="{}" y="{}" width="14" height="10" fill="{colour}"/><text class="tick" {} x="{}" y="{}">{}</text>"#,
             coord(x),
             coord(ly - 9.0),
+            style::TICK,
             coord(x + 20.0),
             coord(ly),
             esc(name)
         ));
         x += item_w;
     }
-    format!(
-        r#"<svg class="chart" viewBox="0 0 {} {}" role="img" style="max-width:640px"><title>{}</title>{svg}</svg>"#,
-        coord(w),
-        coord(ly + 8.0),
-        esc(title)
+    style::document(
+        &coord(w),
+        &coord(ly + 8.0),
+        "max-width:640px",
+        &esc(title),
+        &svg,
     )
 }
 
