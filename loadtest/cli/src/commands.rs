@@ -81,8 +81,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             let (table, out) = crate::scenario::run(name, *args).await?;
             println!("{}", crate::scenario::render_markdown(&table));
             println!("page: {}", out.join("scenario.html").display());
-            let failed = table.notes.iter().any(|n| n.starts_with("CHECK FAILED"));
-            Ok(if failed {
+            Ok(if table.check_failed() {
                 ExitCode::from(INVARIANT_VIOLATED)
             } else {
                 ExitCode::SUCCESS

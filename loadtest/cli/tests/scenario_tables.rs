@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use lab_report::scenario::Note;
 use lab_results::{
     AfterGiveUp, Event, LatencyPercentiles, OUTCOME_OVERLOADED, RunResults, Shedding,
 };
@@ -116,8 +117,9 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
     );
     assert!(
         table.notes.iter().any(|n| n
+            .text()
             .contains("blocking-api: Little's-law bound 32.3 orders/s (200 threads ÷ 6.20 s)")
-            && n.contains("for the whole plateau")),
+            && n.text().contains("for the whole plateau")),
         "{:?}",
         table.notes
     );
@@ -233,19 +235,17 @@ fn overload_table_shows_shed_requests_apart_from_timeouts() {
     let goals = table
         .notes
         .iter()
-        .find(|n| n.contains("overload goals"))
+        .find(|n| n.text().contains("overload goals"))
         .expect("a goals note for the shedding-on run");
     assert!(
-        goals.contains("overloaded p99 12 ms ≤ 50 ms met")
-            && goals.contains("0 orders after give-up (goal 0) met"),
+        goals.text().contains("overloaded p99 12 ms ≤ 50 ms met")
+            && goals.text().contains("0 orders after give-up (goal 0) met"),
         "{goals}"
     );
-    assert!(
-        table
-            .notes
-            .iter()
-            .any(|n| n.contains("was harness-bound: generator fell behind"))
-    );
+    assert!(table.notes.iter().any(|n| {
+        n.text()
+            .contains("was harness-bound: generator fell behind")
+    }));
     assert!(render_markdown(&table).contains("blocking-api-shedding-on/report.html"));
 }
 
@@ -350,19 +350,19 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     assert_eq!(row[19], "no 201 after it (fault at 40.0 s)");
     assert_eq!(table.columns.len(), row.len());
     assert_eq!(table.rows[1][8], "2");
-    let failed: Vec<&String> = table
-        .notes
-        .iter()
-        .filter(|n| n.starts_with("CHECK FAILED"))
-        .collect();
+    let failed: Vec<&Note> = table.notes.iter().filter(|n| n.is_failed_check()).collect();
     assert_eq!(failed.len(), 1, "{failed:?}");
-    assert!(failed[0].contains("reactive-api: 2 charges without order"));
+    assert!(
+        failed[0]
+            .text()
+            .contains("reactive-api: 2 charges without order")
+    );
 }
 
 /// The notes that are a verdict on `fault`'s rows (their text names the fault, then a colon):
 /// `rows` of them.
-fn verdicts<'a>(notes: &'a [String], fault: &str, rows: usize) -> Vec<&'a String> {
-    let found: Vec<&String> = notes.iter().filter(|n| n.contains(fault)).collect();
+fn verdicts<'a>(notes: &'a [Note], fault: &str, rows: usize) -> Vec<&'a Note> {
+    let found: Vec<&Note> = notes.iter().filter(|n| n.text().contains(fault)).collect();
     assert_eq!(found.len(), rows, "{notes:?}");
     found
 }
@@ -434,13 +434,15 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
         assert_eq!(row[11], "0.04 cores", "{row:?}");
     }
     let verdicts = verdicts(&table.notes, "PostgreSQL frozen 20 s:", 3);
-    assert!(verdicts[0].starts_with("CHECK FAILED") && verdicts[0].contains("waited it out"));
+    assert!(verdicts[0].is_failed_check() && verdicts[0].text().contains("waited it out"));
     assert!(
-        verdicts[1].starts_with("CHECK FAILED") && verdicts[1].contains("3 orders without charge")
+        verdicts[1].is_failed_check() && verdicts[1].text().contains("3 orders without charge")
     );
-    assert!(!verdicts[2].starts_with("CHECK FAILED"), "{}", verdicts[2]);
+    assert!(!verdicts[2].is_failed_check(), "{}", verdicts[2]);
     assert!(
-        verdicts[2].contains("1000 charges, 0 voids, 1000 orders"),
+        verdicts[2]
+            .text()
+            .contains("1000 charges, 0 voids, 1000 orders"),
         "{}",
         verdicts[2]
     );
@@ -499,15 +501,19 @@ fn a_rolling_restart_row_fails_on_a_request_lost_outside_the_restarts_gap() {
         "API restarted as a platform does (SIGTERM, still sent to)"
     );
     let verdicts = verdicts(&table.notes, "(SIGTERM, still sent to):", 2);
-    assert!(!verdicts[0].starts_with("CHECK FAILED"), "{}", verdicts[0]);
+    assert!(!verdicts[0].is_failed_check(), "{}", verdicts[0]);
     assert!(
-        verdicts[0].contains("6 requests without an answer from the old listener's close"),
+        verdicts[0]
+            .text()
+            .contains("6 requests without an answer from the old listener's close"),
         "{}",
         verdicts[0]
     );
     assert!(
-        verdicts[1].starts_with("CHECK FAILED")
-            && verdicts[1].contains("2 requests lost outside the restart's 0.20 s"),
+        verdicts[1].is_failed_check()
+            && verdicts[1]
+                .text()
+                .contains("2 requests lost outside the restart's 0.20 s"),
         "{}",
         verdicts[1]
     );
@@ -578,26 +584,30 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
     assert_eq!(table.rows[2][14], "212 / 40 (not drained)");
     assert_eq!(table.columns.len(), row.len());
     let verdicts = verdicts(&table.notes, "(events on, outbox):", 4);
-    assert!(!verdicts[0].starts_with("CHECK FAILED"), "{}", verdicts[0]);
+    assert!(!verdicts[0].is_failed_check(), "{}", verdicts[0]);
     assert!(
-        verdicts[0].contains("1800 of 1800 orders in the stream, 3 duplicated")
-            && verdicts[0].contains("NATS_TIMEOUT_MS 10000 ms against 7000 ms"),
+        verdicts[0]
+            .text()
+            .contains("1800 of 1800 orders in the stream, 3 duplicated")
+            && verdicts[0]
+                .text()
+                .contains("NATS_TIMEOUT_MS 10000 ms against 7000 ms"),
         "{}",
         verdicts[0]
     );
     assert!(
-        verdicts[1].starts_with("CHECK FAILED")
-            && verdicts[1].contains("5 orders without their event"),
+        verdicts[1].is_failed_check()
+            && verdicts[1].text().contains("5 orders without their event"),
         "{}",
         verdicts[1]
     );
     assert!(
-        verdicts[2].starts_with("CHECK FAILED") && verdicts[2].contains("40 outbox rows"),
+        verdicts[2].is_failed_check() && verdicts[2].text().contains("40 outbox rows"),
         "{}",
         verdicts[2]
     );
     assert!(
-        verdicts[3].starts_with("CHECK FAILED") && verdicts[3].contains("not counted"),
+        verdicts[3].is_failed_check() && verdicts[3].text().contains("not counted"),
         "{}",
         verdicts[3]
     );

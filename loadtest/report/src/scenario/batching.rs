@@ -8,7 +8,7 @@ use lab_results::batching::{BatchRow as Row, FsyncFigure};
 use lab_results::numbers::{fixed, ms_or_s};
 
 use super::tables::checks_and_limits;
-use super::{ScenarioTable, VariantRuns};
+use super::{Note, ScenarioTable, VariantRuns};
 
 /// What the page states of the plan the lab ran.
 #[derive(Debug, Clone, Copy)]
@@ -213,7 +213,9 @@ pub fn table(
             fixed(r.wal_syncs_per_s, 0)
         ));
     }
-    notes.extend(checks_and_limits(done.iter().flat_map(|(_, runs)| *runs)));
+    let notes: Vec<Note> = (notes.into_iter().map(Note::from))
+        .chain(checks_and_limits(done.iter().flat_map(|(_, runs)| *runs)))
+        .collect();
     ScenarioTable {
         title: "Group commit: orders/s against persist batch size (experiment E)".into(),
         intro: format!(

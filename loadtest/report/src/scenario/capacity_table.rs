@@ -7,8 +7,8 @@ use lab_results::scenario::{
     CapacityFile, CapacityPoint, HOLD_RAMP_S, HOLD_S, StepPoint, StoppedBy,
 };
 
-use super::ScenarioTable;
 use super::capacity_charts as charts;
+use super::{Note, ScenarioTable};
 
 /// Rates a cluster user might plan for (the pods arithmetic on the page).
 const PLANNED_RATES: &[f64] = &[300.0, 750.0, 3000.0];
@@ -72,7 +72,7 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
         .map(String::from)
         .to_vec(),
         rows,
-        notes,
+        notes: notes.into_iter().map(Note::from).collect(),
         conclusion,
         harness_bound,
         main_columns: 9,

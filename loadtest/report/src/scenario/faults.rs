@@ -16,7 +16,7 @@ use super::faults_figures::{
     answered_within_deadline, api_cpu_during, p99_during_and_before,
     unanswered_within_and_elsewhere,
 };
-use super::{ScenarioTable, VariantRuns};
+use super::{Note, ScenarioTable, VariantRuns};
 
 /// What the page states of the plan the lab ran.
 #[derive(Debug, Clone, Copy)]
@@ -115,7 +115,7 @@ pub fn table(done: &[VariantRuns], plan: &Plan) -> ScenarioTable {
                 .iter()
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
-            notes.push(format!(
+            notes.push(Note::Said(format!(
                 "{}: {} clients made {} attempts ({} answered 201); attempts by answer: {}; at most \
                  {} attempts for one client.",
                 r.api,
@@ -124,7 +124,7 @@ pub fn table(done: &[VariantRuns], plan: &Plan) -> ScenarioTable {
                 created_attempts(x),
                 kinds.join(", "),
                 x.max_attempts
-            ));
+            )));
         }
         let events: Vec<String> = r
             .events
@@ -133,13 +133,13 @@ pub fn table(done: &[VariantRuns], plan: &Plan) -> ScenarioTable {
             .map(|e| format!("{:.1} s {}", e.t, e.label))
             .collect();
         if !events.is_empty() {
-            notes.push(format!("{}: {}.", r.api, events.join("; ")));
+            notes.push(Note::Said(format!("{}: {}.", r.api, events.join("; "))));
         }
     }
     notes.push(
         "Process figures (CPU, memory, threads) in each run's report stop at the kill: the sampler \
          follows the first process only."
-            .to_owned(),
+            .into(),
     );
     ScenarioTable {
         title: "Money through faults".into(),
@@ -256,10 +256,10 @@ fn outage_verdict(
     plan: &FaultPlan,
     outages: &[(&str, &str, &str)],
     m: Option<&MoneyRecord>,
-) -> String {
+) -> Note {
     let api = r.api.as_str();
     let Some(m) = m else {
-        return format!("CHECK FAILED: {api}: money was not counted.");
+        return Note::CheckFailed(format!("{api}: money was not counted."));
     };
     let mut failed = Vec::new();
     if !m.balanced() || m.charging_left > 0 {
@@ -345,9 +345,9 @@ fn outage_verdict(
         m.orders
     );
     if failed.is_empty() {
-        format!("{text}.")
+        Note::Said(format!("{text}."))
     } else {
-        format!("CHECK FAILED: {text}; {}.", failed.join("; "))
+        Note::CheckFailed(format!("{text}; {}.", failed.join("; ")))
     }
 }
 
@@ -368,9 +368,9 @@ fn restart_gap(r: &RunResults) -> Option<(f64, f64)> {
 }
 
 /// The scenario's verdict for one API: money balanced and every client ended with an answer.
-fn verdict(api: &str, r: Option<&RetryRecord>, m: Option<&MoneyRecord>) -> String {
+fn verdict(api: &str, r: Option<&RetryRecord>, m: Option<&MoneyRecord>) -> Note {
     let (Some(r), Some(m)) = (r, m) else {
-        return format!("CHECK FAILED: {api}: money or client outcomes were not counted.");
+        return Note::CheckFailed(format!("{api}: money or client outcomes were not counted."));
     };
     let ok = m.charges_without_order == 0 && m.double_charges == 0 && r.ended_gave_up == 0;
     let text = format!(
@@ -378,8 +378,8 @@ fn verdict(api: &str, r: Option<&RetryRecord>, m: Option<&MoneyRecord>) -> Strin
         m.charges_without_order, m.double_charges, r.ended_gave_up, r.clients
     );
     if ok {
-        text
+        Note::Said(text)
     } else {
-        format!("CHECK FAILED: {text}")
+        Note::CheckFailed(text)
     }
 }

@@ -14,8 +14,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use lab_report::scenario::ScenarioTable;
 use lab_report::scenario::crossover::{self, rate_text};
+use lab_report::scenario::{Note, ScenarioTable};
 use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
 
 use crate::cli::CrossoverArgs;
@@ -50,7 +50,7 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
             .then(b.critical_path_ms.cmp(&a.critical_path_ms))
     });
     let mut table = table(&files);
-    table.notes.extend(notes);
+    table.notes.extend(notes.into_iter().map(Note::from));
     write(&table, &args.out)?;
     println!("{}", table.conclusion.join("\n"));
     println!("crossover: {}", args.out.join("crossover.html").display());

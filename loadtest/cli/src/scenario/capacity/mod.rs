@@ -32,7 +32,7 @@ use anyhow::{Context, Result};
 
 use crate::lab_args::{BlockingThreads, LabArgs};
 use crate::services::Database;
-use lab_report::scenario::ScenarioTable;
+use lab_report::scenario::{Note, ScenarioTable};
 use lab_results::RunResults;
 use lab_results::scenario::{CapacityFile, CapacityPoint, Cause, StepPoint, StoppedBy};
 
@@ -90,7 +90,7 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
     std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(&file)?)?;
     let mut table = lab_report::scenario::capacity_table::table(&file);
     for f in failed {
-        table.notes.insert(0, format!("CHECK FAILED: {f}"));
+        table.notes.insert(0, Note::CheckFailed(f));
     }
     table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), super::render_markdown(&table))?;
