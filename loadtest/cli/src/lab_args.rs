@@ -312,7 +312,7 @@ pub struct LabArgs {
     /// Runs one of the scenarios instead: several lab runs, one comparison table (`loadtest
     /// scenarios` lists them too).
     #[arg(long, value_enum)]
-    pub scenario: Option<crate::scenario::registry::ScenarioName>,
+    pub scenario: Option<lab_results::ScenarioName>,
     /// `--scenario capacity`: narrow each search until the highest rate that met the objective
     /// and the lowest that missed it are at most R/s apart [default: 5 % of the rate found].
     #[arg(long, value_name = "R", value_parser = positive_rate)]

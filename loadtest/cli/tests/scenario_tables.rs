@@ -9,9 +9,7 @@ use lab_results::{
 };
 use loadtest::lab_args::LabArgs;
 use loadtest::scenario::soak::{self, TableSize};
-use loadtest::scenario::{
-    ScenarioName, Variant, build_table, render_html, render_markdown, variants,
-};
+use loadtest::scenario::{LabRuns, Variant, build_table, render_html, render_markdown, variants};
 
 fn fixture(api: &str) -> RunResults {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,7 +30,7 @@ fn variant(slug: &str) -> Variant {
 
 #[test]
 fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
-    let vs = variants(ScenarioName::Remotecall, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Remotecall, &lab_args()).unwrap();
     assert_eq!(vs.len(), 8);
     assert!(
         vs.iter()
@@ -47,7 +45,7 @@ fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
         r.summary.errors_by_kind = [("database_unavailable".to_owned(), timeouts)].into();
         done.push((variant(&format!("blocking-api-{scope}-pay{pay}")), vec![r]));
     }
-    let table = build_table(ScenarioName::Remotecall, &done);
+    let table = build_table(LabRuns::Remotecall, &done, &[]);
     assert_eq!(table.rows.len(), 2);
     assert!(
         table.rows[0][1].starts_with("request")
@@ -68,7 +66,7 @@ fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
 
 #[test]
 fn db_latency_compares_each_rtt_with_the_direct_run() {
-    let vs = variants(ScenarioName::DbLatency, &lab_args()).unwrap();
+    let vs = variants(LabRuns::DbLatency, &lab_args()).unwrap();
     let rtts: Vec<f64> = vs.iter().map(|v| v.args.db_rtt_ms).collect();
     assert_eq!(rtts, [0.0, 0.0, 0.3, 0.3, 0.6, 0.6, 6.5, 6.5]);
     let mut done = Vec::new();
@@ -81,7 +79,7 @@ fn db_latency_compares_each_rtt_with_the_direct_run() {
         p.ok_throughput_rps *= share;
         done.push((variant(&format!("reactive-api-rtt{rtt}")), vec![r]));
     }
-    let table = build_table(ScenarioName::DbLatency, &done);
+    let table = build_table(LabRuns::DbLatency, &done, &[]);
     assert_eq!(table.rows[0][3], "100 %");
     assert_eq!(table.rows[1][3], "50 %");
     assert_eq!(table.rows[1][1], "6.5 ms");
@@ -89,7 +87,7 @@ fn db_latency_compares_each_rtt_with_the_direct_run() {
 
 #[test]
 fn slow_dependency_splits_each_run_at_the_injected_events() {
-    let vs = variants(ScenarioName::SlowDependency, &lab_args()).unwrap();
+    let vs = variants(LabRuns::SlowDependency, &lab_args()).unwrap();
     assert_eq!(
         vs[0].args.inject,
         Some(lab_results::inject::Injection::parse("pay=5000@30+30", 1.0).unwrap())
@@ -112,8 +110,9 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
     (ll.critical_path_ms, ll.bound_rps) = (6200.0, 200.0 / 6.2);
     ll.note = Some("payment answered in 5000 ms instead of 1000 ms for the whole plateau".into());
     let table = build_table(
-        ScenarioName::SlowDependency,
+        LabRuns::SlowDependency,
         &[(variant("both-apis"), vec![r])],
+        &[],
     );
     assert!(
         table.notes.iter().any(|n| n
@@ -138,7 +137,7 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
 
 #[test]
 fn overload_runs_ramp_750_for_each_api_with_shedding_off_then_on() {
-    let vs = variants(ScenarioName::Overload, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Overload, &lab_args()).unwrap();
     let got: Vec<(&str, &str, Shedding)> = vs
         .iter()
         .map(|v| {
@@ -206,7 +205,7 @@ fn overload_table_shows_shed_requests_apart_from_timeouts() {
     let (ok, sent) = (on.summary.ok, on.summary.sent);
     done.push((variant("blocking-api-shedding-on"), vec![on]));
 
-    let table = build_table(ScenarioName::Overload, &done);
+    let table = build_table(LabRuns::Overload, &done, &[]);
     let col = |name: &str| {
         table
             .columns
@@ -254,7 +253,7 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
     use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
     use loadgen::profile::Profile;
 
-    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     let slugs: Vec<&str> = vs.iter().map(|v| v.slug.as_str()).collect();
     assert_eq!(
         slugs,
@@ -333,7 +332,7 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
         });
         done.push(r);
     }
-    let table = build_table(ScenarioName::Faults, &[(variant("both-apis"), done)]);
+    let table = build_table(LabRuns::Faults, &[(variant("both-apis"), done)], &[]);
     assert_eq!(table.rows.len(), 2);
     let row = &table.rows[0];
     assert_eq!(row[0], "blocking-api");
@@ -372,7 +371,7 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
     use lab_results::faults::FaultPlan;
     use lab_results::{MoneyRecord, ProcessSample};
 
-    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     for v in &vs[1..] {
         assert_eq!(v.args.load.retry_for_s, None, "{}: plain clients", v.slug);
         assert_eq!(v.args.load.request_timeout_s, 30.0);
@@ -425,7 +424,7 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
         run("reactive-api", 5_200.0, 3),
         run("reactive-api", 5_200.0, 0),
     ];
-    let table = build_table(ScenarioName::Faults, &[(variant("db-freeze"), done)]);
+    let table = build_table(LabRuns::Faults, &[(variant("db-freeze"), done)], &[]);
     let row = &table.rows[0];
     assert_eq!(row[1], "PostgreSQL frozen 20 s");
     assert_eq!(row[4], "21.40 s");
@@ -455,7 +454,7 @@ fn a_rolling_restart_row_fails_on_a_request_lost_outside_the_restarts_gap() {
     use lab_results::faults::{API_READY_LABEL, OLD_API_CLOSED_LABEL};
     use lab_results::{Event, MoneyRecord, OUTCOME_CONNECT_ERROR};
 
-    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     let v = vs.iter().find(|v| v.slug == "rolling-restart").unwrap();
     assert_eq!(v.args.faults.unwrap().rolling_restart_at_s, Some(20.0));
     assert_eq!(v.args.load.retry_for_s, None, "plain clients");
@@ -493,8 +492,9 @@ fn a_rolling_restart_row_fails_on_a_request_lost_outside_the_restarts_gap() {
         r
     };
     let table = build_table(
-        ScenarioName::Faults,
+        LabRuns::Faults,
         &[(variant("rolling-restart"), vec![run([0, 6]), run([2, 6])])],
+        &[],
     );
     assert_eq!(
         table.rows[0][1],
@@ -524,7 +524,7 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
     use lab_results::MoneyRecord;
     use lab_results::faults::BrokerRecord;
 
-    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     let v = vs.iter().find(|v| v.slug == "broker-ack").unwrap();
     let fault = v.args.faults.unwrap().broker_ack.unwrap();
     assert_eq!(
@@ -573,7 +573,7 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
         })),
         run(None),
     ];
-    let table = build_table(ScenarioName::Faults, &[(variant("broker-ack"), done)]);
+    let table = build_table(LabRuns::Faults, &[(variant("broker-ack"), done)], &[]);
     let row = &table.rows[0];
     assert_eq!(
         row[1],
@@ -642,7 +642,7 @@ fn steady(api: &str, n: u32, p99_ms: f64, fds: u64, rss: impl Fn(u32) -> u64) ->
 
 #[test]
 fn soak_runs_each_api_alone_at_a_steady_rate_for_thirty_minutes() {
-    let vs = variants(ScenarioName::Soak, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Soak, &lab_args()).unwrap();
     assert_eq!(vs.len(), 2);
     for v in &vs {
         assert_eq!(v.args.apis.len(), 1);

@@ -346,7 +346,8 @@ impl CapacityPoint {
 /// What the scenario writes to `scenario.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CapacityFile {
-    pub scenario: String,
+    /// `capacity` or `threads`.
+    pub scenario: crate::ScenarioName,
     pub objective: String,
     pub critical_path_ms: u64,
     /// Each API's pod as run (the first step's limits, read back from the kernel); absent in

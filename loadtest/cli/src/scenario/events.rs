@@ -128,11 +128,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
             slow_broker_ms: SLOW_BROKER_MS,
         },
     );
-    super::findings::apply(
-        &mut table,
-        super::ScenarioName::Events,
-        &serde_json::to_value(&rows)?,
-    )?;
+    super::findings::apply_events(&mut table, &serde_json::to_value(&rows)?)?;
     table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), render_html(&table))?;

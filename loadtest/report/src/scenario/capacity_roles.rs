@@ -10,7 +10,7 @@ use crate::thread_roles::{bar, bars_svg, per_order};
 
 /// The chart; `None` when no row carries a split.
 pub fn chart(file: &CapacityFile) -> Option<ScenarioChart> {
-    let steps: Vec<&StepPoint> = if file.scenario == "capacity" {
+    let steps: Vec<&StepPoint> = if file.scenario == lab_results::ScenarioName::Capacity {
         file.capacities
             .iter()
             .filter_map(|c| {
@@ -113,7 +113,7 @@ mod tests {
     fn no_chart_without_a_split() {
         let file = CapacityFile {
             superseded: None,
-            scenario: "threads".to_owned(),
+            scenario: lab_results::ScenarioName::Threads,
             objective: String::new(),
             critical_path_ms: 2200,
             capacities: Vec::new(),

@@ -15,14 +15,14 @@ const PLANNED_RATES: &[f64] = &[300.0, 750.0, 3000.0];
 
 /// The page's table, conclusion and charts.
 pub fn table(file: &CapacityFile) -> ScenarioTable {
-    let steps: Vec<&StepPoint> = if file.scenario == "capacity" {
+    let steps: Vec<&StepPoint> = if file.scenario == lab_results::ScenarioName::Capacity {
         file.capacities.iter().flat_map(|c| &c.steps).collect()
     } else {
         file.sweep.iter().collect()
     };
     let rows = steps.iter().copied().map(row).collect();
     let harness_bound = steps.iter().map(|s| s.harness_bound.is_some()).collect();
-    let (title, intro, conclusion) = if file.scenario == "capacity" {
+    let (title, intro, conclusion) = if file.scenario == lab_results::ScenarioName::Capacity {
         (
             "Capacity: the highest rate each API serves within the objective",
             capacity_intro(file),
@@ -47,7 +47,7 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
          the first sample) ÷ the threads the load added."
             .to_owned(),
     ];
-    if file.scenario == "capacity" {
+    if file.scenario == lab_results::ScenarioName::Capacity {
         notes.extend(pods(file));
     }
     ScenarioTable {
@@ -76,7 +76,7 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
         conclusion,
         harness_bound,
         main_columns: 9,
-        charts: if file.scenario == "capacity" {
+        charts: if file.scenario == lab_results::ScenarioName::Capacity {
             vec![charts::capacities(file)]
         } else {
             vec![charts::threads_orders(file), charts::threads_rss(file)]

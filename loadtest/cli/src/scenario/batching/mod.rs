@@ -80,7 +80,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         out.join("scenario.json"),
         serde_json::to_string_pretty(&json)?,
     )?;
-    super::findings::apply(&mut table, super::ScenarioName::Batching, &json)?;
+    super::findings::apply_batching(&mut table, &json)?;
     table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), render_html(&table))?;

@@ -34,7 +34,7 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
                 dir.display()
             ));
         }
-        if file.scenario != crate::scenario::ScenarioName::Capacity.as_str() {
+        if file.scenario != crate::scenario::ScenarioName::Capacity {
             bail!(
                 "{} is of --scenario {}, not capacity",
                 path.display(),
@@ -286,7 +286,7 @@ mod tests {
     fn file(path_ms: u64, caps: Vec<CapacityPoint>) -> CapacityFile {
         CapacityFile {
             superseded: None,
-            scenario: "capacity".to_owned(),
+            scenario: lab_results::ScenarioName::Capacity,
             objective: format!("p99 ≤ {path_ms} ms"),
             critical_path_ms: path_ms,
             limits: None,

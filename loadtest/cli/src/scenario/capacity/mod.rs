@@ -53,7 +53,7 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
     let db = super::shared_database(&base).await?;
     let mut file = CapacityFile {
         superseded: None,
-        scenario: name.as_str().to_owned(),
+        scenario: name,
         objective: String::new(),
         critical_path_ms: base.latency.critical_path_ms(),
         limits: None,
