@@ -8,9 +8,11 @@ use anyhow::{Context, Result, bail};
 use crate::cli::{Cli, Command, RunArgs};
 use crate::exit_status::{INVARIANT_VIOLATED, SLO_MISSED};
 use crate::gave_up::orders_after_give_up;
+use crate::lab_args::{LabArgs, LabPlan};
 use crate::run::{environment, measure, mock_latencies, new_run_id};
 use crate::services::not_enforced;
 use crate::{invariants, lab};
+use lab_report::slo::Slo;
 use lab_results::{RunConfig, RunResults};
 use loadgen::assemble::RunMeta;
 use loadgen::driver::{DriverConfig, Sharding};
@@ -76,37 +78,45 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             print!("{}", crate::scenario::list());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Lab(args) if args.scenario.is_some() => {
-            let name = args.scenario.expect("matched on a scenario");
-            let (table, out) = crate::scenario::run(name, *args).await?;
-            println!("{}", crate::scenario::render_markdown(&table));
-            println!("page: {}", out.join("scenario.html").display());
-            Ok(if table.check_failed() {
-                ExitCode::from(INVARIANT_VIOLATED)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
-        Command::Lab(args) => {
-            let (slo, fail_on_slo) = (args.slo, args.fail_on_slo);
-            let (runs, out) = lab::lab(*args).await?;
-            let (paths, summary) = lab_report::write_report_with_slo(&runs, &out, slo.as_ref())?;
-            println!("{summary}");
-            println!("report: {}", paths.html.display());
-            let status = verdict(&runs);
-            let missed = lab_report::slo_missed(&runs, slo.as_ref());
-            for line in &missed {
-                eprintln!("{line}");
-            }
-            Ok(
-                if fail_on_slo && !missed.is_empty() && status == ExitCode::SUCCESS {
-                    ExitCode::from(SLO_MISSED)
+        Command::Lab(args) => match args.plan() {
+            LabPlan::Scenario { name, base, judged } => {
+                let (table, out) = crate::scenario::run(name, base, judged).await?;
+                println!("{}", crate::scenario::render_markdown(&table));
+                println!("page: {}", out.join("scenario.html").display());
+                Ok(if table.check_failed() {
+                    ExitCode::from(INVARIANT_VIOLATED)
                 } else {
-                    status
-                },
-            )
-        }
+                    ExitCode::SUCCESS
+                })
+            }
+            LabPlan::Comparison {
+                runs,
+                slo,
+                fail_on_slo,
+            } => comparison(runs, slo, fail_on_slo).await,
+        },
     }
+}
+
+/// `loadtest lab`: the runs, their report, and the exit status (invariants, then the objective
+/// with `--fail-on-slo`).
+async fn comparison(args: LabArgs, slo: Option<Slo>, fail_on_slo: bool) -> Result<ExitCode> {
+    let (runs, out) = lab::lab(args).await?;
+    let (paths, summary) = lab_report::write_report_with_slo(&runs, &out, slo.as_ref())?;
+    println!("{summary}");
+    println!("report: {}", paths.html.display());
+    let status = verdict(&runs);
+    let missed = lab_report::slo_missed(&runs, slo.as_ref());
+    for line in &missed {
+        eprintln!("{line}");
+    }
+    Ok(
+        if fail_on_slo && !missed.is_empty() && status == ExitCode::SUCCESS {
+            ExitCode::from(SLO_MISSED)
+        } else {
+            status
+        },
+    )
 }
 
 fn verdict(runs: &[RunResults]) -> ExitCode {

@@ -34,7 +34,7 @@ fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
     assert_eq!(vs.len(), 8);
     assert!(
         vs.iter()
-            .all(|v| v.args.db_pool_size == 10 && v.args.load.profile == "closed-30-300")
+            .all(|v| v.args.harness.db_pool_size == 10 && v.args.load.profile == "closed-30-300")
     );
     let mut done = Vec::new();
     for (scope, pay, timeouts) in [("request", 3000, 99u64), ("short", 3000, 0)] {
@@ -67,7 +67,7 @@ fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
 #[test]
 fn db_latency_compares_each_rtt_with_the_direct_run() {
     let vs = variants(LabRuns::DbLatency, &lab_args()).unwrap();
-    let rtts: Vec<f64> = vs.iter().map(|v| v.args.db_rtt_ms).collect();
+    let rtts: Vec<f64> = vs.iter().map(|v| v.args.harness.db_rtt_ms).collect();
     assert_eq!(rtts, [0.0, 0.0, 0.3, 0.3, 0.6, 0.6, 6.5, 6.5]);
     let mut done = Vec::new();
     for (rtt, share) in [(0.0, 1.0), (6.5, 0.5)] {
@@ -141,8 +141,7 @@ fn overload_runs_ramp_750_for_each_api_with_shedding_off_then_on() {
     let got: Vec<(&str, &str, Shedding)> = vs
         .iter()
         .map(|v| {
-            assert_eq!(v.args.apis.len(), 1);
-            assert_eq!(v.args.scenario, None);
+            assert_eq!(v.args.harness.apis.len(), 1);
             (
                 v.slug.as_str(),
                 v.args.load.profile.as_str(),
@@ -159,7 +158,7 @@ fn overload_runs_ramp_750_for_each_api_with_shedding_off_then_on() {
             ("reactive-api-shedding-on", "ramp-750", Shedding::On),
         ]
     );
-    assert_eq!(vs[1].args.apis, ["reactive-api"]);
+    assert_eq!(vs[1].args.harness.apis, ["reactive-api"]);
 }
 
 #[test]
@@ -268,9 +267,9 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
         "one lab run each, both APIs one after the other"
     );
     let a = &vs[0].args;
-    assert_eq!(a.apis, ["blocking-api", "reactive-api"]);
+    assert_eq!(a.harness.apis, ["blocking-api", "reactive-api"]);
     assert_eq!(a.load.retry_for_s, Some(60.0));
-    assert_eq!(a.db_durability, loadtest::lab_args::Durability::On);
+    assert_eq!(a.harness.db_durability, loadtest::lab_args::Durability::On);
     assert_eq!(
         (a.lease_ms, a.reconcile_interval_ms, a.deps_timeout_ms),
         (15_000, 2000, 5000)
@@ -645,7 +644,7 @@ fn soak_runs_each_api_alone_at_a_steady_rate_for_thirty_minutes() {
     let vs = variants(LabRuns::Soak, &lab_args()).unwrap();
     assert_eq!(vs.len(), 2);
     for v in &vs {
-        assert_eq!(v.args.apis.len(), 1);
+        assert_eq!(v.args.harness.apis.len(), 1);
         assert_eq!(v.args.load.profile, "constant-75-1800");
         assert_eq!(v.args.latency.payment, 1000, "the seed's latencies");
     }

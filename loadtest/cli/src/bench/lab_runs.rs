@@ -40,10 +40,10 @@ pub async fn lab_runs(
         }
         let mut lab = crate::lab_args::LabArgs::from_flags(argv)?;
         // The bench's pod, as given (`--api-cpus`, `--api-memory-mib`).
-        (lab.api_cpus, lab.api_memory_mib) = (args.api_cpus, args.api_memory_mib);
+        (lab.harness.api_cpus, lab.harness.api_memory_mib) = (args.api_cpus, args.api_memory_mib);
         // And its clients (`--blocking-client`, `--deps-http`).
         (lab.blocking_client, lab.deps_http) = (args.blocking_client, Some(args.deps_http));
-        lab.out = Some(out.join(api));
+        lab.harness.out = Some(out.join(api));
         let (mut done, _) = crate::lab::lab(lab).await?;
         anyhow::ensure!(!done.is_empty(), "{api}: the {what} run made no results");
         runs.push((api.clone(), done.remove(0)));

@@ -10,8 +10,10 @@ fn lab(extra: &[&str]) -> Lab {
     let mut args = LabArgs::from_flags(extra).unwrap();
     args.lab_owned_database = true;
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale).unwrap();
-    let threads_rule = auto_threads(&mut args, &profile);
+    let (blocking_threads, threads_rule) = pool_threads(&args, &profile);
     Lab {
+        blocking_threads,
+        max_in_flight: args.load.max_in_flight,
         latency: args.latency,
         threads_rule,
         api_database_url: Some("postgres://lab@127.0.0.1:5999/orders".to_owned()),

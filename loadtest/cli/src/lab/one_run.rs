@@ -45,7 +45,11 @@ impl Lab {
             None => {
                 let settings = self.settings(api)?;
                 let env = self.env(&settings);
-                let (name, pod, logs) = (api.to_owned(), self.args.pod(), self.out.join("logs"));
+                let (name, pod, logs) = (
+                    api.to_owned(),
+                    self.args.harness.pod(),
+                    self.out.join("logs"),
+                );
                 let p =
                     tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, pod, &logs))
                         .await??;
@@ -78,7 +82,7 @@ impl Lab {
             target: url.clone(),
             profile: self.profile.clone(),
             request_timeout: Duration::from_secs_f64(load.request_timeout_s),
-            max_in_flight: load.max_in_flight,
+            max_in_flight: self.max_in_flight,
             run_id: format!("{}{}{repeat}", self.run_id, &label[..1.min(label.len())]),
             sellers: load.sellers,
             duplicate_ratio: load.duplicate_ratio,
@@ -110,7 +114,7 @@ impl Lab {
                 limits,
                 tx_scope: self.args.tx_scope.as_str().to_owned(),
                 request_timeout_ms: (load.request_timeout_s * 1000.0) as u64,
-                max_in_flight: load.max_in_flight,
+                max_in_flight: self.max_in_flight,
                 duplicate_ratio: load.duplicate_ratio,
                 sellers: load.sellers,
                 warmup_s: warm,

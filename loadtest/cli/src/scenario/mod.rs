@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::lab_args::{Durability, LabArgs, SEED_LATENCIES, TxScope};
+use crate::lab_args::{Durability, LabArgs, SEED_LATENCIES, ScenarioJudging, TxScope};
 use crate::services::Database;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
@@ -106,7 +106,6 @@ pub fn variants(kind: LabRuns, base: &LabArgs) -> Result<Vec<Variant>> {
 /// A variant named `slug`: the user's arguments with `set` applied.
 fn with(base: &LabArgs, slug: String, set: impl FnOnce(&mut LabArgs)) -> Variant {
     let mut args = base.clone();
-    args.scenario = None;
     set(&mut args);
     Variant { slug, args }
 }
@@ -116,17 +115,17 @@ fn remotecall(base: &LabArgs) -> Vec<Variant> {
     let mut out = Vec::new();
     for pay in [50u64, 3000] {
         for scope in [TxScope::Request, TxScope::Short] {
-            for api in &base.apis {
+            for api in &base.harness.apis {
                 let slug = format!("{api}-{}-pay{pay}", scope.as_str());
                 out.push(with(base, slug, |a| {
-                    a.apis = vec![api.clone()];
+                    a.harness.apis = vec![api.clone()];
                     a.load.profile = "closed-30-300".to_owned();
                     a.latency = MockLatencies {
                         seller: 0,
                         risk: 0,
                         payment: pay,
                     };
-                    a.db_pool_size = 10;
+                    a.harness.db_pool_size = 10;
                     a.db_pool_timeout_ms = 5000;
                     a.tx_scope = scope;
                     a.warmup_s = 2.0;
@@ -141,17 +140,17 @@ fn remotecall(base: &LabArgs) -> Vec<Variant> {
 fn db_latency(base: &LabArgs) -> Vec<Variant> {
     let mut out = Vec::new();
     for rtt in [0.0, 0.3, 0.6, 6.5] {
-        for api in &base.apis {
+        for api in &base.harness.apis {
             out.push(with(base, format!("{api}-rtt{rtt}"), |a| {
-                a.apis = vec![api.clone()];
+                a.harness.apis = vec![api.clone()];
                 a.load.profile = "ramp-200".to_owned();
                 a.latency = MockLatencies {
                     seller: 5,
                     risk: 5,
                     payment: 5,
                 };
-                a.db_pool_size = 10;
-                a.db_rtt_ms = rtt;
+                a.harness.db_pool_size = 10;
+                a.harness.db_rtt_ms = rtt;
             }));
         }
     }
@@ -174,7 +173,7 @@ fn faults(base: &LabArgs) -> Result<Vec<Variant>> {
         a.deps_timeout_ms = 5000;
         a.lease_ms = 15_000;
         a.reconcile_interval_ms = 2000;
-        a.db_durability = Durability::On;
+        a.harness.db_durability = Durability::On;
         a.faults = Some(faults);
     };
     // Clients that retry, through the payment faults, the kill and the restart.
@@ -192,24 +191,29 @@ fn faults(base: &LabArgs) -> Result<Vec<Variant>> {
 
 /// Each API alone at the soak's steady rate, durable.
 fn soak(base: &LabArgs) -> Vec<Variant> {
-    base.apis
+    base.harness
+        .apis
         .iter()
         .map(|api| {
             with(base, api.clone(), |a| {
-                a.apis = vec![api.clone()];
+                a.harness.apis = vec![api.clone()];
                 a.load.profile = format!("constant-{}-{}", soak::RATE, soak::DURATION_S);
                 a.latency = SEED_LATENCIES;
-                a.db_durability = Durability::On;
+                a.harness.db_durability = Durability::On;
             })
         })
         .collect()
 }
 
 /// Runs every variant, writes each one's report and the scenario's table; returns the folder.
-pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+pub async fn run(
+    name: ScenarioName,
+    base: LabArgs,
+    judged: ScenarioJudging,
+) -> Result<(ScenarioTable, PathBuf)> {
     // Before the database the runs share is started: it inherits the harness's CPUs.
     if base.targets.is_empty()
-        && let Err(why) = crate::services::place_harness(!base.no_pin)?
+        && let Err(why) = crate::services::place_harness(!base.harness.no_pin)?
     {
         eprintln!("scenario {name}: {why}");
     }
@@ -219,7 +223,9 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
         Runner::Own(OwnRunner::Events) => events::run(base).await,
         Runner::Own(OwnRunner::Batching) => batching::run(base).await,
         // Adaptive (each step depends on the last), so not a list of variants.
-        Runner::Own(OwnRunner::Capacity | OwnRunner::Threads) => capacity::run(name, base).await,
+        Runner::Own(OwnRunner::Capacity | OwnRunner::Threads) => {
+            capacity::run(name, base, judged).await
+        }
     }
 }
 
@@ -272,7 +278,7 @@ async fn run_variant(
     if let Some(db) = db {
         db.share_with(&mut args);
     }
-    args.out = Some(out.join(&variant.slug));
+    args.harness.out = Some(out.join(&variant.slug));
     let (runs, vout) = crate::lab::lab(args)
         .await
         .with_context(|| format!("scenario {kind}, variant {}", variant.slug))?;
@@ -282,7 +288,7 @@ async fn run_variant(
 
 /// The scenario's folder, created: `--out`, else `reports/<UTC time>-scenario-<name>`.
 fn output_folder(name: ScenarioName, base: &LabArgs) -> Result<PathBuf> {
-    let out = base.out.clone().unwrap_or_else(|| {
+    let out = base.harness.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(
             "{}-scenario-{name}",
             chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
@@ -295,7 +301,7 @@ fn output_folder(name: ScenarioName, base: &LabArgs) -> Result<PathBuf> {
 /// The database the scenario's runs share (`--database-url`, else an ephemeral cluster), with
 /// `--db-durability`; the lab empties its tables before each run.
 async fn shared_database(base: &LabArgs) -> Result<Database> {
-    let url = base.database_url.clone();
+    let url = base.harness.database_url.clone();
     let harness = base.harness.clone();
     let open = move || Database::open_for(url.as_deref(), &harness);
     tokio::task::spawn_blocking(open).await?

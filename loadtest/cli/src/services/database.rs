@@ -79,7 +79,7 @@ impl Database {
     /// the lab's own connections at [`Database::url`], the APIs at [`Database::api_url`], and its
     /// postmaster sampled and its durability stated as when the lab starts it.
     pub fn share_with(&self, args: &mut crate::lab_args::LabArgs) {
-        args.database_url = Some(self.url.clone());
+        args.harness.database_url = Some(self.url.clone());
         args.api_database_url = Some(self.api_url(args.harness.db_via));
         args.lab_owned_database = self.is_ephemeral();
         args.database_pid = self.pid;

@@ -34,7 +34,7 @@ use plan::{COMMIT_SIBLINGS, Cell, ServerSettings, cells, commit_delay_us};
 /// Runs the scenario: the flush figure, the database once for all runs, each run with its
 /// `commit_delay`, then `summary.md`, `scenario.html` and `scenario.json`.
 pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
-    let out = base.out.clone().unwrap_or_else(|| {
+    let out = base.harness.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(
             "{}-scenario-batching",
             chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
@@ -46,7 +46,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     if let Err(why) = &fsync {
         eprintln!("scenario batching: no flush figure: {why}");
     }
-    let url = base.database_url.clone();
+    let url = base.harness.database_url.clone();
     let harness = base.harness.clone();
     let open = move || {
         Database::open_with_settings(url.as_deref(), Durability::On, &harness.pg_setting_pairs())
@@ -65,7 +65,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         set_commit_delay(&db.url, cell.commit_delay_us).await?;
         let mut args = cell.variant.args.clone();
         db.share_with(&mut args);
-        args.out = Some(out.join(&cell.variant.slug));
+        args.harness.out = Some(out.join(&cell.variant.slug));
         let ran = crate::lab::lab(args).await;
         set_commit_delay(&db.url, None).await?;
         let (runs, vout) =
