@@ -163,14 +163,44 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         ),
         None => None,
     };
-    let stem = args
-        .out
+    let (dir, goose) = goose_reports(&args.out)?;
+    let driver = driver_config(&args, &profile, sharding, &label, &dir, &goose);
+    let meta = run_meta(&args, &driver, &profile, label, latency, goose);
+    let metrics_url = format!("{}/metrics", driver.target);
+    let targets = SampleTargets {
+        api_pid: args.api_pid,
+        metrics_url: Some(metrics_url.clone()),
+        ..Default::default()
+    };
+    let (mut results, gave_up) = measure(driver, meta, targets).await?;
+    if partial {
+        // The database, the ledger and the money hold every shard's orders: only the merged run
+        // can be checked against them (`loadtest merge --database-url --deps-url`).
+        results.invariants = invariants::counts(&results);
+        results.invariants.push(lab_results::InvariantCheck {
+            name: "orders, ledger and money".to_owned(),
+            ok: None,
+            detail: "one shard of a run: checked by `loadtest merge` over all its shards"
+                .to_owned(),
+        });
+        return Ok(results);
+    }
+    let (database_url, deps_url) = (args.database_url.as_deref(), args.deps_url.as_deref());
+    results.invariants =
+        invariants::all(&results, database_url, deps_url, Some(&metrics_url)).await;
+    crate::money::count_into(&mut results, database_url, deps_url).await;
+    results.after_give_up = Some(orders_after_give_up(database_url, &gave_up).await);
+    Ok(results)
+}
+
+/// The folder of the results file `out` (created) and the names of goose's reports beside it.
+fn goose_reports(out: &std::path::Path) -> Result<(std::path::PathBuf, Vec<String>)> {
+    let stem = out
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("results")
         .to_owned();
-    let dir = args
-        .out
+    let dir = out
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
@@ -183,8 +213,20 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
     } else {
         &dir
     })?;
+    Ok((dir, goose))
+}
+
+/// The generator's configuration for `loadtest run`.
+fn driver_config(
+    args: &RunArgs,
+    profile: &Profile,
+    sharding: Sharding,
+    label: &str,
+    dir: &std::path::Path,
+    goose: &[String],
+) -> DriverConfig {
     let load = &args.load;
-    let driver = DriverConfig {
+    DriverConfig {
         target: args.target.trim_end_matches('/').to_owned(),
         profile: profile.clone(),
         request_timeout: Duration::from_secs_f64(load.request_timeout_s),
@@ -196,14 +238,27 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
             .iter()
             .map(|g| dir.join(g).display().to_string())
             .collect(),
-        progress: (!load.no_progress).then(|| label.clone()),
+        progress: (!load.no_progress).then(|| label.to_owned()),
         retry: load
             .retry_for_s
             .map(loadgen::retry::RetryPolicy::giving_up_after),
         sharding,
         transport_pause: None,
-    };
-    let meta = RunMeta {
+    }
+}
+
+/// What the results of `loadtest run` say besides the measurements: a target the lab neither
+/// started nor limits.
+fn run_meta(
+    args: &RunArgs,
+    driver: &DriverConfig,
+    profile: &Profile,
+    label: String,
+    latency: Option<lab_results::MockLatencies>,
+    goose: Vec<String>,
+) -> RunMeta {
+    let load = &args.load;
+    RunMeta {
         api: label.clone(),
         label,
         target_url: driver.target.clone(),
@@ -229,38 +284,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         goose_reports: goose,
         events: Vec::new(),
         keep_histograms: true,
-    };
-    let metrics_url = format!("{}/metrics", driver.target);
-    let targets = SampleTargets {
-        api_pid: args.api_pid,
-        metrics_url: Some(metrics_url.clone()),
-        ..Default::default()
-    };
-    let (mut results, gave_up) = measure(driver, meta, targets).await?;
-    if partial {
-        // The database, the ledger and the money hold every shard's orders: only the merged run
-        // can be checked against them (`loadtest merge --database-url --deps-url`).
-        results.invariants = invariants::counts(&results);
-        results.invariants.push(lab_results::InvariantCheck {
-            name: "orders, ledger and money".to_owned(),
-            ok: None,
-            detail: "one shard of a run: checked by `loadtest merge` over all its shards"
-                .to_owned(),
-        });
-        return Ok(results);
     }
-    results.invariants = invariants::all(
-        &results,
-        args.database_url.as_deref(),
-        args.deps_url.as_deref(),
-        Some(&metrics_url),
-    )
-    .await;
-    let (database_url, deps_url) = (args.database_url.as_deref(), args.deps_url.as_deref());
-    crate::money::count_into(&mut results, database_url, deps_url).await;
-    results.after_give_up =
-        Some(orders_after_give_up(args.database_url.as_deref(), &gave_up).await);
-    Ok(results)
 }
 
 /// `--shard`, `--seed`, `--start-at` / `--wait-for-start` as the driver takes them; a shard of
