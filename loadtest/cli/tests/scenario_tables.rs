@@ -249,9 +249,6 @@ fn overload_table_shows_shed_requests_apart_from_timeouts() {
 
 #[test]
 fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
-    use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
-    use loadgen::profile::Profile;
-
     let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     let slugs: Vec<&str> = vs.iter().map(|v| v.slug.as_str()).collect();
     assert_eq!(
@@ -266,7 +263,42 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
         ],
         "one lab run each, both APIs one after the other"
     );
-    let a = &vs[0].args;
+    retrying_clients_through_the_whole_plan(&vs[0].args);
+    let done = [("blocking-api", 0u64), ("reactive-api", 2)]
+        .into_iter()
+        .map(|(api, lost)| retrying_run(api, lost, vs[0].args.faults))
+        .collect();
+    let table = build_table(LabRuns::Faults, &[(variant("both-apis"), done)], &[]);
+    assert_eq!(table.rows.len(), 2);
+    let row = &table.rows[0];
+    assert_eq!(row[0], "blocking-api");
+    assert!(row[1].contains("retrying clients"), "{row:?}");
+    assert_eq!(row[5..11], ["1805", "7", "1798", "0", "0", "0"]);
+    assert_eq!(row[11], "—", "no outage, no CPU during it");
+    assert_eq!(
+        row[13..15],
+        ["—", "—"],
+        "no broker fault, no events counted"
+    );
+    assert_eq!(row[15..18], ["1798", "2 (2 order_voided)", "0"]);
+    assert_eq!(row[18], "2.50 s (fault at 20.0 s)");
+    assert_eq!(row[19], "no 201 after it (fault at 40.0 s)");
+    assert_eq!(table.columns.len(), row.len());
+    assert_eq!(table.rows[1][8], "2");
+    let failed: Vec<&Note> = table.notes.iter().filter(|n| n.is_failed_check()).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        failed[0]
+            .text()
+            .contains("reactive-api: 2 charges without order")
+    );
+}
+
+/// The first variant: both APIs, clients retrying for 60 s, a durable PostgreSQL, the plan's
+/// payment faults, kill and restart at times that follow --duration-scale.
+fn retrying_clients_through_the_whole_plan(a: &LabArgs) {
+    use loadgen::profile::Profile;
+
     assert_eq!(a.harness.apis, ["blocking-api", "reactive-api"]);
     assert_eq!(a.load.retry_for_s, Some(60.0));
     assert_eq!(a.harness.db_durability, loadtest::lab_args::Durability::On);
@@ -292,69 +324,51 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
         "fault times follow --duration-scale"
     );
     assert!(plan.hang_ms.unwrap() > a.deps_timeout_ms);
+}
 
-    let mut done = Vec::new();
-    for (api, lost) in [("blocking-api", 0u64), ("reactive-api", 2)] {
-        let mut r = fixture(api);
-        r.config.faults = vs[0].args.faults;
-        r.retries = Some(RetryRecord {
-            clients: 1800,
-            attempts: 1990,
-            attempts_by_outcome: [
-                ("201".to_owned(), 1700u64),
-                ("201_replayed".to_owned(), 98),
-                ("dependency_unavailable".to_owned(), 192),
-            ]
-            .into(),
-            ended_created: 1798,
-            ended_terminal_4xx: [("order_voided".to_owned(), 2u64)].into(),
-            recovery: vec![
-                FaultRecovery {
-                    fault: "kill -9 of the API (restarted 2 s later)".into(),
-                    t: 20.0,
-                    first_201_after_s: Some(2.5),
-                },
-                FaultRecovery {
-                    fault: "PostgreSQL restart -m immediate".into(),
-                    t: 40.0,
-                    first_201_after_s: None,
-                },
-            ],
-            ..RetryRecord::default()
-        });
-        r.money = Some(MoneyRecord {
-            charges: 1805,
-            voids: 7,
-            orders: 1798 - lost,
-            charges_without_order: lost,
-            ..MoneyRecord::default()
-        });
-        done.push(r);
-    }
-    let table = build_table(LabRuns::Faults, &[(variant("both-apis"), done)], &[]);
-    assert_eq!(table.rows.len(), 2);
-    let row = &table.rows[0];
-    assert_eq!(row[0], "blocking-api");
-    assert!(row[1].contains("retrying clients"), "{row:?}");
-    assert_eq!(row[5..11], ["1805", "7", "1798", "0", "0", "0"]);
-    assert_eq!(row[11], "—", "no outage, no CPU during it");
-    assert_eq!(
-        row[13..15],
-        ["—", "—"],
-        "no broker fault, no events counted"
-    );
-    assert_eq!(row[15..18], ["1798", "2 (2 order_voided)", "0"]);
-    assert_eq!(row[18], "2.50 s (fault at 20.0 s)");
-    assert_eq!(row[19], "no 201 after it (fault at 40.0 s)");
-    assert_eq!(table.columns.len(), row.len());
-    assert_eq!(table.rows[1][8], "2");
-    let failed: Vec<&Note> = table.notes.iter().filter(|n| n.is_failed_check()).collect();
-    assert_eq!(failed.len(), 1, "{failed:?}");
-    assert!(
-        failed[0]
-            .text()
-            .contains("reactive-api: 2 charges without order")
-    );
+/// `api`'s run of retrying clients through the plan, `lost` charges without their order.
+fn retrying_run(
+    api: &str,
+    lost: u64,
+    faults: Option<lab_results::faults::FaultPlan>,
+) -> RunResults {
+    use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
+
+    let mut r = fixture(api);
+    r.config.faults = faults;
+    r.retries = Some(RetryRecord {
+        clients: 1800,
+        attempts: 1990,
+        attempts_by_outcome: [
+            ("201".to_owned(), 1700u64),
+            ("201_replayed".to_owned(), 98),
+            ("dependency_unavailable".to_owned(), 192),
+        ]
+        .into(),
+        ended_created: 1798,
+        ended_terminal_4xx: [("order_voided".to_owned(), 2u64)].into(),
+        recovery: vec![
+            FaultRecovery {
+                fault: "kill -9 of the API (restarted 2 s later)".into(),
+                t: 20.0,
+                first_201_after_s: Some(2.5),
+            },
+            FaultRecovery {
+                fault: "PostgreSQL restart -m immediate".into(),
+                t: 40.0,
+                first_201_after_s: None,
+            },
+        ],
+        ..RetryRecord::default()
+    });
+    r.money = Some(MoneyRecord {
+        charges: 1805,
+        voids: 7,
+        orders: 1798 - lost,
+        charges_without_order: lost,
+        ..MoneyRecord::default()
+    });
+    r
 }
 
 /// The notes that are a verdict on `fault`'s rows (their text names the fault, then a colon):
