@@ -101,7 +101,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
 /// `loadtest lab`: the runs, their report, and the exit status (invariants, then the objective
 /// with `--fail-on-slo`).
 async fn comparison(args: LabArgs, slo: Option<Slo>, fail_on_slo: bool) -> Result<ExitCode> {
-    let (runs, out) = lab::lab(args).await?;
+    let (runs, out) = lab::lab(args, None).await?;
     let (paths, summary) = lab_report::write_report_with_slo(&runs, &out, slo.as_ref())?;
     println!("{summary}");
     println!("report: {}", paths.html.display());

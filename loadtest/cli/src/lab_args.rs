@@ -271,18 +271,6 @@ pub struct LabArgs {
     // Parsed here with its times as given; the lab multiplies them by --duration-scale.
     #[arg(long, value_parser = |spec: &str| FaultPlan::parse(spec, 1.0))]
     pub faults: Option<FaultPlan>,
-    /// Set by a scenario that started the database its runs share (`--database-url` then points
-    /// at it): its durability is the lab's to state.
-    #[arg(skip)]
-    pub lab_owned_database: bool,
-    /// Set by a scenario that started the database its runs share: its postmaster, so that each
-    /// run samples PostgreSQL's CPU as when the lab starts it.
-    #[arg(skip)]
-    pub database_pid: Option<u32>,
-    /// Set by a scenario that started the database its runs share: the URL its APIs are given
-    /// (the cluster's Unix-domain socket, `Database::api_url`), where `--database-url` is TCP.
-    #[arg(skip)]
-    pub api_database_url: Option<String>,
     /// PERSIST_BATCH_MAX for every API: most orders per persist transaction (1: no batching).
     #[arg(long, default_value_t = 1)]
     pub persist_batch_max: usize,

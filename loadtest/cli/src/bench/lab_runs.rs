@@ -44,7 +44,7 @@ pub async fn lab_runs(
         // And its clients (`--blocking-client`, `--deps-http`).
         (lab.blocking_client, lab.deps_http) = (args.blocking_client, Some(args.deps_http));
         lab.harness.out = Some(out.join(api));
-        let (mut done, _) = crate::lab::lab(lab).await?;
+        let (mut done, _) = crate::lab::lab(lab, None).await?;
         anyhow::ensure!(!done.is_empty(), "{api}: the {what} run made no results");
         runs.push((api.clone(), done.remove(0)));
     }

@@ -31,7 +31,7 @@ use crate::api_env::{ApiSettings, PersistBatch, add_database};
 use crate::faults::slow_broker;
 use crate::lab_args::{AUTO_THREADS_LOSS, BlockingThreads, LabArgs, api_names};
 use crate::run::{environment, new_run_id, set_mock_latencies};
-use crate::services::{Database, MockDepsProcess};
+use crate::services::{Database, MockDepsProcess, SharedDatabase};
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{ApiKind, Environment, MockLatencies, RunResults};
@@ -64,6 +64,9 @@ pub(crate) struct Lab {
     /// NATS behind its latency proxy, for a fault plan that slows the broker.
     pub(crate) broker: Option<slow_broker::SlowBroker>,
     postgres_pid: Option<u32>,
+    /// The database is a scenario's, started by the lab for all its runs: its durability is the
+    /// lab's to state.
+    lab_owned_database: bool,
     pub(crate) deps_url: String,
     deps_pid: Option<u32>,
     environment: Environment,
@@ -75,8 +78,12 @@ pub(crate) struct Lab {
     max_in_flight: u64,
 }
 
-/// Runs the lab; returns every run's results and the output folder.
-pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
+/// Runs the lab (on `shared`, the database a scenario started for all its runs, when given);
+/// returns every run's results and the output folder.
+pub async fn lab(
+    args: LabArgs,
+    shared: Option<SharedDatabase>,
+) -> Result<(Vec<RunResults>, PathBuf)> {
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
     let (blocking_threads, threads_rule) = pool_threads(&args, &profile);
     let out = args
@@ -93,8 +100,12 @@ pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     // Thousands of connections can be open at once; children inherit the raised limit.
     let max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
     let faults = args.faults.map(|f| f.scaled(args.load.duration_scale));
-    let db = open_database(&args).await?;
-    pin_database(&args, db.as_deref())?;
+    let db = open_database(&args, shared.as_ref()).await?;
+    let postgres_pid = db
+        .as_ref()
+        .and_then(|d| d.pid)
+        .or(shared.as_ref().and_then(|s| s.pid));
+    pin_database(&args, postgres_pid)?;
     check_faults_and_clients(&args, faults, db.as_deref())?;
     let mock = start_mock_deps(&args, &out.join("logs")).await?;
     let deps_url = args
@@ -107,7 +118,8 @@ pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         .context("setting mock-deps latencies")?;
     let apis = apis_to_run(&args);
     let proxy = database_proxy(&args, faults, db.as_deref()).await?;
-    let api_database_url = api_database_url(&args, db.as_deref(), proxy.as_deref())?;
+    let api_database_url =
+        api_database_url(&args, db.as_deref(), proxy.as_deref(), shared.as_ref())?;
     let broker = broker_for(faults, db.is_some(), starts_apis).await?;
     if args.inject_broker().is_some() {
         bail!("--inject broker=… slows the broker of --scenario events only");
@@ -127,7 +139,8 @@ pub async fn lab(args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
         out: out.clone(),
         run_id: new_run_id(),
         database_url: db.as_ref().map(|d| d.url.clone()),
-        postgres_pid: db.as_ref().and_then(|d| d.pid).or(args.database_pid),
+        postgres_pid,
+        lab_owned_database: shared.is_some_and(|s| s.lab_owned),
         deps_url,
         deps_pid: mock.as_ref().map(|m| m.pid),
         environment: environment(""),
@@ -213,7 +226,7 @@ impl Lab {
         let mut s = settings.to_env();
         // The added RTT.
         s.insert("DB_RTT_MS".to_owned(), a.harness.db_rtt_ms.to_string());
-        if a.lab_owned_database || self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
+        if self.lab_owned_database || self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
             // fsync, synchronous_commit and full_page_writes of the lab's PostgreSQL.
             s.insert(
                 "PG_DURABILITY".to_owned(),

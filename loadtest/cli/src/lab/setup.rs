@@ -54,10 +54,16 @@ pub(super) async fn build_and_place(args: &LabArgs) -> Result<()> {
     Ok(())
 }
 
-/// `--database-url`'s PostgreSQL, or the lab's own when it starts the APIs; none for
-/// `--targets` alone.
-pub(super) async fn open_database(args: &LabArgs) -> Result<Option<Arc<Database>>> {
-    let (db_url, ephemeral) = (args.harness.database_url.clone(), args.targets.is_empty());
+/// The scenario's shared database, else `--database-url`'s PostgreSQL, else the lab's own when
+/// it starts the APIs; none for `--targets` alone.
+pub(super) async fn open_database(
+    args: &LabArgs,
+    shared: Option<&SharedDatabase>,
+) -> Result<Option<Arc<Database>>> {
+    let db_url = shared
+        .map(|s| s.url.clone())
+        .or_else(|| args.harness.database_url.clone());
+    let ephemeral = args.targets.is_empty();
     if db_url.is_none() && !ephemeral {
         return Ok(None);
     }
@@ -69,8 +75,8 @@ pub(super) async fn open_database(args: &LabArgs) -> Result<Option<Arc<Database>
 /// PostgreSQL on the harness's CPUs, never the API's, wherever it was started: a scenario starts
 /// the database its runs share before any run placed the harness, and a process keeps the CPUs
 /// it started with (its backends fork from the postmaster and inherit them).
-pub(super) fn pin_database(args: &LabArgs, db: Option<&Database>) -> Result<()> {
-    if let Some(pid) = db.and_then(|d| d.pid).or(args.database_pid)
+pub(super) fn pin_database(args: &LabArgs, postgres_pid: Option<u32>) -> Result<()> {
+    if let Some(pid) = postgres_pid
         && args.targets.is_empty()
         && let Ok(p) = crate::services::place_harness(!args.harness.no_pin)?
     {
@@ -187,12 +193,13 @@ pub(super) fn api_database_url(
     args: &LabArgs,
     db: Option<&Database>,
     proxy: Option<&latency_proxy::LatencyProxy>,
+    shared: Option<&SharedDatabase>,
 ) -> Result<Option<String>> {
     Ok(match (db, proxy) {
         (Some(db), Some(p)) => Some(latency_proxy::proxied_url(&db.url, p.local_addr())?),
         (Some(db), None) => Some(
-            args.api_database_url
-                .clone()
+            shared
+                .map(|s| s.api_url.clone())
                 .unwrap_or_else(|| db.api_url(args.harness.db_via)),
         ),
         _ => None,

@@ -275,11 +275,9 @@ async fn run_variant(
     out: &Path,
 ) -> Result<Vec<RunResults>> {
     let mut args = variant.args.clone();
-    if let Some(db) = db {
-        db.share_with(&mut args);
-    }
     args.harness.out = Some(out.join(&variant.slug));
-    let (runs, vout) = crate::lab::lab(args)
+    let shared = db.map(|db| db.shared(args.harness.db_via));
+    let (runs, vout) = crate::lab::lab(args, shared)
         .await
         .with_context(|| format!("scenario {kind}, variant {}", variant.slug))?;
     lab_report::write_report(&runs, &vout)?;

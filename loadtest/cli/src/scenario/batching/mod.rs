@@ -64,9 +64,9 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         );
         set_commit_delay(&db.url, cell.commit_delay_us).await?;
         let mut args = cell.variant.args.clone();
-        db.share_with(&mut args);
         args.harness.out = Some(out.join(&cell.variant.slug));
-        let ran = crate::lab::lab(args).await;
+        let shared = db.shared(args.harness.db_via);
+        let ran = crate::lab::lab(args, Some(shared)).await;
         set_commit_delay(&db.url, None).await?;
         let (runs, vout) =
             ran.with_context(|| format!("scenario batching, {}", cell.variant.slug))?;

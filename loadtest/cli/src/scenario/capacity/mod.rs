@@ -263,11 +263,11 @@ impl Runner<'_> {
             args.blocking_threads = BlockingThreads::Fixed(t);
         }
         args.thread_hold_ms = held;
-        self.db.share_with(&mut args);
+        let shared = self.db.shared(args.harness.db_via);
         let slug = step_slug(api, threads, rate, suffix);
         args.harness.out = Some(self.out.join(&slug));
         eprintln!("scenario {}: {slug}", file.scenario);
-        let (runs, vout) = crate::lab::lab(args)
+        let (runs, vout) = crate::lab::lab(args, Some(shared))
             .await
             .with_context(|| format!("scenario {}, step {slug}", file.scenario))?;
         lab_report::write_report_with_slo(&runs, &vout, self.judged.slo.as_ref())?;
