@@ -212,7 +212,7 @@ pub(super) async fn broker_for(
     has_db: bool,
     starts_apis: bool,
 ) -> Result<Option<slow_broker::SlowBroker>> {
-    if !faults.is_some_and(|f| f.broker_ack.is_some()) {
+    if faults.is_none_or(|f| f.broker_ack.is_none()) {
         return Ok(None);
     }
     if !has_db || !starts_apis {
