@@ -192,6 +192,9 @@ fn api_name(name: &str) -> Result<String, String> {
     name.parse::<ApiKind>().map(|_| name.to_owned())
 }
 
+/// The options of a lab run, as the command line gives them: what `loadtest lab` runs every API
+/// with, and what a scenario derives each of its runs from. Nothing the lab works out while it
+/// runs is written back here (the resolved thread count, a scenario's shared database: [`crate::lab::lab`]'s).
 #[derive(Debug, Clone, Args)]
 pub struct LabArgs {
     #[command(flatten)]

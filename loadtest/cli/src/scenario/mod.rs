@@ -83,6 +83,13 @@ pub struct Variant {
     pub args: LabArgs,
 }
 
+/// The runs as the tables read them: each variant's slug, not its plan.
+fn plain(done: &[(Variant, Vec<RunResults>)]) -> Vec<lab_report::scenario::VariantRuns<'_>> {
+    done.iter()
+        .map(|(v, runs)| (v.slug.as_str(), runs.as_slice()))
+        .collect()
+}
+
 /// The lab runs a scenario is made of, derived from the user's lab arguments (which keep their
 /// say over everything the scenario does not fix: duration scale, repeat, limits, database).
 pub fn variants(kind: LabRuns, base: &LabArgs) -> Result<Vec<Variant>> {

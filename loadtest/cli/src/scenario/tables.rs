@@ -1,11 +1,11 @@
 //! Which table each scenario made of lab runs gets (`lab_report::scenario`'s builders), handed
 //! the runs as plain data: each variant's slug and its results.
 
-use lab_report::scenario::{ScenarioTable, VariantRuns, faults, overload, tables};
+use lab_report::scenario::{ScenarioTable, faults, overload, tables};
 use lab_results::RunResults;
 
 use super::soak::TableSize;
-use super::{LabRuns, Variant, faults_plan};
+use super::{LabRuns, Variant, faults_plan, plain};
 
 /// Scenario `kind`'s table, with a link to each variant's full report and its runs' checks;
 /// `soak_sizes`: the soak's tables at the end of each run (empty for the others).
@@ -24,11 +24,4 @@ pub fn build(
         LabRuns::Soak => super::soak::table(done, soak_sizes),
     };
     tables::with_links_and_checks(table, &runs)
-}
-
-/// The runs as the tables read them: each variant's slug, not its plan.
-pub(super) fn plain(done: &[(Variant, Vec<RunResults>)]) -> Vec<VariantRuns<'_>> {
-    done.iter()
-        .map(|(v, runs)| (v.slug.as_str(), runs.as_slice()))
-        .collect()
 }
