@@ -8,9 +8,11 @@ use anyhow::{Context, Result, bail};
 use crate::cli::{Cli, Command, RunArgs};
 use crate::exit_status::{INVARIANT_VIOLATED, SLO_MISSED};
 use crate::gave_up::orders_after_give_up;
+use crate::lab_args::{LabArgs, LabPlan};
 use crate::run::{environment, measure, mock_latencies, new_run_id};
 use crate::services::not_enforced;
 use crate::{invariants, lab};
+use lab_report::slo::Slo;
 use lab_results::{RunConfig, RunResults};
 use loadgen::assemble::RunMeta;
 use loadgen::driver::{DriverConfig, Sharding};
@@ -77,38 +79,45 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
             print!("{}", crate::scenario::list());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Lab(args) if args.scenario.is_some() => {
-            let name = args.scenario.expect("matched on a scenario");
-            let (table, out) = crate::scenario::run(name, *args).await?;
-            println!("{}", crate::scenario::render_markdown(&table));
-            println!("page: {}", out.join("scenario.html").display());
-            let failed = table.notes.iter().any(|n| n.starts_with("CHECK FAILED"));
-            Ok(if failed {
-                ExitCode::from(INVARIANT_VIOLATED)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
-        Command::Lab(args) => {
-            let (slo, fail_on_slo) = (args.slo, args.fail_on_slo);
-            let (runs, out) = lab::lab(*args).await?;
-            let (paths, summary) = lab_report::write_report_with_slo(&runs, &out, slo.as_ref())?;
-            println!("{summary}");
-            println!("report: {}", paths.html.display());
-            let status = verdict(&runs);
-            let missed = lab_report::slo_missed(&runs, slo.as_ref());
-            for line in &missed {
-                eprintln!("{line}");
-            }
-            Ok(
-                if fail_on_slo && !missed.is_empty() && status == ExitCode::SUCCESS {
-                    ExitCode::from(SLO_MISSED)
+        Command::Lab(args) => match args.plan() {
+            LabPlan::Scenario { name, base, judged } => {
+                let (table, out) = crate::scenario::run(name, base, judged).await?;
+                println!("{}", crate::scenario::render_markdown(&table));
+                println!("page: {}", out.join("scenario.html").display());
+                Ok(if table.check_failed() {
+                    ExitCode::from(INVARIANT_VIOLATED)
                 } else {
-                    status
-                },
-            )
-        }
+                    ExitCode::SUCCESS
+                })
+            }
+            LabPlan::Comparison {
+                runs,
+                slo,
+                fail_on_slo,
+            } => comparison(runs, slo, fail_on_slo).await,
+        },
     }
+}
+
+/// `loadtest lab`: the runs, their report, and the exit status (invariants, then the objective
+/// with `--fail-on-slo`).
+async fn comparison(args: LabArgs, slo: Option<Slo>, fail_on_slo: bool) -> Result<ExitCode> {
+    let (runs, out) = lab::lab(args, None).await?;
+    let (paths, summary) = lab_report::write_report_with_slo(&runs, &out, slo.as_ref())?;
+    println!("{summary}");
+    println!("report: {}", paths.html.display());
+    let status = verdict(&runs);
+    let missed = lab_report::slo_missed(&runs, slo.as_ref());
+    for line in &missed {
+        eprintln!("{line}");
+    }
+    Ok(
+        if fail_on_slo && !missed.is_empty() && status == ExitCode::SUCCESS {
+            ExitCode::from(SLO_MISSED)
+        } else {
+            status
+        },
+    )
 }
 
 fn verdict(runs: &[RunResults]) -> ExitCode {
@@ -155,14 +164,44 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         ),
         None => None,
     };
-    let stem = args
-        .out
+    let (dir, goose) = goose_reports(&args.out)?;
+    let driver = driver_config(&args, &profile, sharding, &label, &dir, &goose);
+    let meta = run_meta(&args, &driver, &profile, label, latency, goose);
+    let metrics_url = format!("{}/metrics", driver.target);
+    let targets = SampleTargets {
+        api_pid: args.api_pid,
+        metrics_url: Some(metrics_url.clone()),
+        ..Default::default()
+    };
+    let (mut results, gave_up) = measure(driver, meta, targets).await?;
+    if partial {
+        // The database, the ledger and the money hold every shard's orders: only the merged run
+        // can be checked against them (`loadtest merge --database-url --deps-url`).
+        results.invariants = invariants::counts(&results);
+        results.invariants.push(lab_results::InvariantCheck {
+            name: "orders, ledger and money".to_owned(),
+            ok: None,
+            detail: "one shard of a run: checked by `loadtest merge` over all its shards"
+                .to_owned(),
+        });
+        return Ok(results);
+    }
+    let (database_url, deps_url) = (args.database_url.as_deref(), args.deps_url.as_deref());
+    results.invariants =
+        invariants::all(&results, database_url, deps_url, Some(&metrics_url)).await;
+    crate::money::count_into(&mut results, database_url, deps_url).await;
+    results.after_give_up = Some(orders_after_give_up(database_url, &gave_up).await);
+    Ok(results)
+}
+
+/// The folder of the results file `out` (created) and the names of goose's reports beside it.
+fn goose_reports(out: &std::path::Path) -> Result<(std::path::PathBuf, Vec<String>)> {
+    let stem = out
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("results")
         .to_owned();
-    let dir = args
-        .out
+    let dir = out
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
@@ -175,8 +214,20 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
     } else {
         &dir
     })?;
+    Ok((dir, goose))
+}
+
+/// The generator's configuration for `loadtest run`.
+fn driver_config(
+    args: &RunArgs,
+    profile: &Profile,
+    sharding: Sharding,
+    label: &str,
+    dir: &std::path::Path,
+    goose: &[String],
+) -> DriverConfig {
     let load = &args.load;
-    let driver = DriverConfig {
+    DriverConfig {
         target: args.target.trim_end_matches('/').to_owned(),
         profile: profile.clone(),
         request_timeout: Duration::from_secs_f64(load.request_timeout_s),
@@ -188,14 +239,27 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
             .iter()
             .map(|g| dir.join(g).display().to_string())
             .collect(),
-        progress: (!load.no_progress).then(|| label.clone()),
+        progress: (!load.no_progress).then(|| label.to_owned()),
         retry: load
             .retry_for_s
             .map(loadgen::retry::RetryPolicy::giving_up_after),
         sharding,
         transport_pause: None,
-    };
-    let meta = RunMeta {
+    }
+}
+
+/// What the results of `loadtest run` say besides the measurements: a target the lab neither
+/// started nor limits.
+fn run_meta(
+    args: &RunArgs,
+    driver: &DriverConfig,
+    profile: &Profile,
+    label: String,
+    latency: Option<lab_results::MockLatencies>,
+    goose: Vec<String>,
+) -> RunMeta {
+    let load = &args.load;
+    RunMeta {
         api: label.clone(),
         label,
         target_url: driver.target.clone(),
@@ -221,38 +285,7 @@ async fn run_one(mut args: RunArgs) -> Result<RunResults> {
         goose_reports: goose,
         events: Vec::new(),
         keep_histograms: true,
-    };
-    let metrics_url = format!("{}/metrics", driver.target);
-    let targets = SampleTargets {
-        api_pid: args.api_pid,
-        metrics_url: Some(metrics_url.clone()),
-        ..Default::default()
-    };
-    let (mut results, gave_up) = measure(driver, meta, targets).await?;
-    if partial {
-        // The database, the ledger and the money hold every shard's orders: only the merged run
-        // can be checked against them (`loadtest merge --database-url --deps-url`).
-        results.invariants = invariants::counts(&results);
-        results.invariants.push(lab_results::InvariantCheck {
-            name: "orders, ledger and money".to_owned(),
-            ok: None,
-            detail: "one shard of a run: checked by `loadtest merge` over all its shards"
-                .to_owned(),
-        });
-        return Ok(results);
     }
-    results.invariants = invariants::all(
-        &results,
-        args.database_url.as_deref(),
-        args.deps_url.as_deref(),
-        Some(&metrics_url),
-    )
-    .await;
-    let (database_url, deps_url) = (args.database_url.as_deref(), args.deps_url.as_deref());
-    crate::money::count_into(&mut results, database_url, deps_url).await;
-    results.after_give_up =
-        Some(orders_after_give_up(args.database_url.as_deref(), &gave_up).await);
-    Ok(results)
 }
 
 /// `--shard`, `--seed`, `--start-at` / `--wait-for-start` as the driver takes them; a shard of

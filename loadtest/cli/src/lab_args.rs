@@ -13,7 +13,7 @@ use clap::Args;
 use lab_report::slo::Slo;
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
-use lab_results::{ApiKind, MockLatencies, Shedding};
+use lab_results::{ApiKind, MockLatencies, ScenarioName, Shedding};
 use order_core::plumbing::deps_client::DepsClient;
 use order_core::plumbing::settings::DepsHttp;
 
@@ -201,6 +201,9 @@ fn api_name(name: &str) -> Result<String, String> {
     name.parse::<ApiKind>().map(|_| name.to_owned())
 }
 
+/// The options of a lab run, as the command line gives them: what `loadtest lab` runs every API
+/// with, and what a scenario derives each of its runs from. Nothing the lab works out while it
+/// runs is written back here (the resolved thread count, a scenario's shared database: [`crate::lab::lab`]'s).
 #[derive(Debug, Clone, Args)]
 pub struct LabArgs {
     #[command(flatten)]
@@ -280,18 +283,6 @@ pub struct LabArgs {
     // Parsed here with its times as given; the lab multiplies them by --duration-scale.
     #[arg(long, value_parser = |spec: &str| FaultPlan::parse(spec, 1.0))]
     pub faults: Option<FaultPlan>,
-    /// Set by a scenario that started the database its runs share (`--database-url` then points
-    /// at it): its durability is the lab's to state.
-    #[arg(skip)]
-    pub lab_owned_database: bool,
-    /// Set by a scenario that started the database its runs share: its postmaster, so that each
-    /// run samples PostgreSQL's CPU as when the lab starts it.
-    #[arg(skip)]
-    pub database_pid: Option<u32>,
-    /// Set by a scenario that started the database its runs share: the URL its APIs are given
-    /// (the cluster's Unix-domain socket, `Database::api_url`), where `--database-url` is TCP.
-    #[arg(skip)]
-    pub api_database_url: Option<String>,
     /// PERSIST_BATCH_MAX for every API: most orders per persist transaction (1: no batching).
     #[arg(long, default_value_t = 1)]
     pub persist_batch_max: usize,
@@ -318,10 +309,18 @@ pub struct LabArgs {
     /// DB_STATEMENT_TIMEOUT_MS for every API (statement, lock and idle-in-transaction timeouts).
     #[arg(long, default_value_t = 5000)]
     pub db_statement_timeout_ms: u64,
+}
+
+/// `loadtest lab`'s command line: the options of every lab run ([`LabArgs`]), then what to run
+/// and how to judge it, read once into a [`LabPlan`].
+#[derive(Debug, Clone, Args)]
+pub struct LabCommand {
+    #[command(flatten)]
+    pub run: LabArgs,
     /// Runs one of the scenarios instead: several lab runs, one comparison table (`loadtest
     /// scenarios` lists them too).
     #[arg(long, value_enum)]
-    pub scenario: Option<crate::scenario::registry::ScenarioName>,
+    pub scenario: Option<ScenarioName>,
     /// `--scenario capacity`: narrow each search until the highest rate that met the objective
     /// and the lowest that missed it are at most R/s apart [default: 5 % of the rate found].
     #[arg(long, value_name = "R", value_parser = positive_rate)]
@@ -336,18 +335,48 @@ pub struct LabArgs {
     pub fail_on_slo: bool,
 }
 
-/// The harness options read as the lab's own (`args.out`), as they are on its command line.
-impl std::ops::Deref for LabArgs {
-    type Target = HarnessArgs;
-
-    fn deref(&self) -> &HarnessArgs {
-        &self.harness
-    }
+/// What `loadtest lab` runs, read once from its command line ([`LabCommand::plan`]).
+#[derive(Debug, Clone)]
+pub enum LabPlan {
+    /// Every API under one load, its report judged by `slo` (default: derived from the runs);
+    /// `fail_on_slo` makes a missed objective exit status 4.
+    Comparison {
+        runs: LabArgs,
+        slo: Option<Slo>,
+        fail_on_slo: bool,
+    },
+    /// A scenario: its lab runs derived from `base` ([`crate::scenario::run`]).
+    Scenario {
+        name: ScenarioName,
+        base: LabArgs,
+        judged: ScenarioJudging,
+    },
 }
 
-impl std::ops::DerefMut for LabArgs {
-    fn deref_mut(&mut self) -> &mut HarnessArgs {
-        &mut self.harness
+/// How a scenario that judges its runs does (capacity's search: `--slo`, `--resolution`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScenarioJudging {
+    pub slo: Option<Slo>,
+    pub resolution: Option<f64>,
+}
+
+impl LabCommand {
+    pub fn plan(self) -> LabPlan {
+        match self.scenario {
+            Some(name) => LabPlan::Scenario {
+                name,
+                base: self.run,
+                judged: ScenarioJudging {
+                    slo: self.slo,
+                    resolution: self.resolution,
+                },
+            },
+            None => LabPlan::Comparison {
+                runs: self.run,
+                slo: self.slo,
+                fail_on_slo: self.fail_on_slo,
+            },
+        }
     }
 }
 

@@ -3,14 +3,13 @@
 
 use std::path::Path;
 
+use lab_report::scenario::Note;
 use lab_results::{
     AfterGiveUp, Event, LatencyPercentiles, OUTCOME_OVERLOADED, RunResults, Shedding,
 };
 use loadtest::lab_args::LabArgs;
 use loadtest::scenario::soak::{self, TableSize};
-use loadtest::scenario::{
-    ScenarioName, Variant, build_table, render_html, render_markdown, variants,
-};
+use loadtest::scenario::{LabRuns, Variant, build_table, render_html, render_markdown, variants};
 
 fn fixture(api: &str) -> RunResults {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -31,11 +30,11 @@ fn variant(slug: &str) -> Variant {
 
 #[test]
 fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
-    let vs = variants(ScenarioName::Remotecall, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Remotecall, &lab_args()).unwrap();
     assert_eq!(vs.len(), 8);
     assert!(
         vs.iter()
-            .all(|v| v.args.db_pool_size == 10 && v.args.load.profile == "closed-30-300")
+            .all(|v| v.args.harness.db_pool_size == 10 && v.args.load.profile == "closed-30-300")
     );
     let mut done = Vec::new();
     for (scope, pay, timeouts) in [("request", 3000, 99u64), ("short", 3000, 0)] {
@@ -46,7 +45,7 @@ fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
         r.summary.errors_by_kind = [("database_unavailable".to_owned(), timeouts)].into();
         done.push((variant(&format!("blocking-api-{scope}-pay{pay}")), vec![r]));
     }
-    let table = build_table(ScenarioName::Remotecall, &done);
+    let table = build_table(LabRuns::Remotecall, &done, &[]);
     assert_eq!(table.rows.len(), 2);
     assert!(
         table.rows[0][1].starts_with("request")
@@ -67,8 +66,8 @@ fn remotecall_has_eight_runs_and_a_row_per_run_beside_the_original() {
 
 #[test]
 fn db_latency_compares_each_rtt_with_the_direct_run() {
-    let vs = variants(ScenarioName::DbLatency, &lab_args()).unwrap();
-    let rtts: Vec<f64> = vs.iter().map(|v| v.args.db_rtt_ms).collect();
+    let vs = variants(LabRuns::DbLatency, &lab_args()).unwrap();
+    let rtts: Vec<f64> = vs.iter().map(|v| v.args.harness.db_rtt_ms).collect();
     assert_eq!(rtts, [0.0, 0.0, 0.3, 0.3, 0.6, 0.6, 6.5, 6.5]);
     let mut done = Vec::new();
     for (rtt, share) in [(0.0, 1.0), (6.5, 0.5)] {
@@ -80,7 +79,7 @@ fn db_latency_compares_each_rtt_with_the_direct_run() {
         p.ok_throughput_rps *= share;
         done.push((variant(&format!("reactive-api-rtt{rtt}")), vec![r]));
     }
-    let table = build_table(ScenarioName::DbLatency, &done);
+    let table = build_table(LabRuns::DbLatency, &done, &[]);
     assert_eq!(table.rows[0][3], "100 %");
     assert_eq!(table.rows[1][3], "50 %");
     assert_eq!(table.rows[1][1], "6.5 ms");
@@ -88,7 +87,7 @@ fn db_latency_compares_each_rtt_with_the_direct_run() {
 
 #[test]
 fn slow_dependency_splits_each_run_at_the_injected_events() {
-    let vs = variants(ScenarioName::SlowDependency, &lab_args()).unwrap();
+    let vs = variants(LabRuns::SlowDependency, &lab_args()).unwrap();
     assert_eq!(
         vs[0].args.inject,
         Some(lab_results::inject::Injection::parse("pay=5000@30+30", 1.0).unwrap())
@@ -111,13 +110,15 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
     (ll.critical_path_ms, ll.bound_rps) = (6200.0, 200.0 / 6.2);
     ll.note = Some("payment answered in 5000 ms instead of 1000 ms for the whole plateau".into());
     let table = build_table(
-        ScenarioName::SlowDependency,
+        LabRuns::SlowDependency,
         &[(variant("both-apis"), vec![r])],
+        &[],
     );
     assert!(
         table.notes.iter().any(|n| n
+            .text()
             .contains("blocking-api: Little's-law bound 32.3 orders/s (200 threads ÷ 6.20 s)")
-            && n.contains("for the whole plateau")),
+            && n.text().contains("for the whole plateau")),
         "{:?}",
         table.notes
     );
@@ -136,12 +137,11 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
 
 #[test]
 fn overload_runs_ramp_750_for_each_api_with_shedding_off_then_on() {
-    let vs = variants(ScenarioName::Overload, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Overload, &lab_args()).unwrap();
     let got: Vec<(&str, &str, Shedding)> = vs
         .iter()
         .map(|v| {
-            assert_eq!(v.args.apis.len(), 1);
-            assert_eq!(v.args.scenario, None);
+            assert_eq!(v.args.harness.apis.len(), 1);
             (
                 v.slug.as_str(),
                 v.args.load.profile.as_str(),
@@ -158,7 +158,7 @@ fn overload_runs_ramp_750_for_each_api_with_shedding_off_then_on() {
             ("reactive-api-shedding-on", "ramp-750", Shedding::On),
         ]
     );
-    assert_eq!(vs[1].args.apis, ["reactive-api"]);
+    assert_eq!(vs[1].args.harness.apis, ["reactive-api"]);
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn overload_table_shows_shed_requests_apart_from_timeouts() {
     let (ok, sent) = (on.summary.ok, on.summary.sent);
     done.push((variant("blocking-api-shedding-on"), vec![on]));
 
-    let table = build_table(ScenarioName::Overload, &done);
+    let table = build_table(LabRuns::Overload, &done, &[]);
     let col = |name: &str| {
         table
             .columns
@@ -233,28 +233,23 @@ fn overload_table_shows_shed_requests_apart_from_timeouts() {
     let goals = table
         .notes
         .iter()
-        .find(|n| n.contains("overload goals"))
+        .find(|n| n.text().contains("overload goals"))
         .expect("a goals note for the shedding-on run");
     assert!(
-        goals.contains("overloaded p99 12 ms ≤ 50 ms met")
-            && goals.contains("0 orders after give-up (goal 0) met"),
+        goals.text().contains("overloaded p99 12 ms ≤ 50 ms met")
+            && goals.text().contains("0 orders after give-up (goal 0) met"),
         "{goals}"
     );
-    assert!(
-        table
-            .notes
-            .iter()
-            .any(|n| n.contains("was harness-bound: generator fell behind"))
-    );
+    assert!(table.notes.iter().any(|n| {
+        n.text()
+            .contains("was harness-bound: generator fell behind")
+    }));
     assert!(render_markdown(&table).contains("blocking-api-shedding-on/report.html"));
 }
 
 #[test]
 fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
-    use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
-    use loadgen::profile::Profile;
-
-    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     let slugs: Vec<&str> = vs.iter().map(|v| v.slug.as_str()).collect();
     assert_eq!(
         slugs,
@@ -268,10 +263,45 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
         ],
         "one lab run each, both APIs one after the other"
     );
-    let a = &vs[0].args;
-    assert_eq!(a.apis, ["blocking-api", "reactive-api"]);
+    retrying_clients_through_the_whole_plan(&vs[0].args);
+    let done = [("blocking-api", 0u64), ("reactive-api", 2)]
+        .into_iter()
+        .map(|(api, lost)| retrying_run(api, lost, vs[0].args.faults))
+        .collect();
+    let table = build_table(LabRuns::Faults, &[(variant("both-apis"), done)], &[]);
+    assert_eq!(table.rows.len(), 2);
+    let row = &table.rows[0];
+    assert_eq!(row[0], "blocking-api");
+    assert!(row[1].contains("retrying clients"), "{row:?}");
+    assert_eq!(row[5..11], ["1805", "7", "1798", "0", "0", "0"]);
+    assert_eq!(row[11], "—", "no outage, no CPU during it");
+    assert_eq!(
+        row[13..15],
+        ["—", "—"],
+        "no broker fault, no events counted"
+    );
+    assert_eq!(row[15..18], ["1798", "2 (2 order_voided)", "0"]);
+    assert_eq!(row[18], "2.50 s (fault at 20.0 s)");
+    assert_eq!(row[19], "no 201 after it (fault at 40.0 s)");
+    assert_eq!(table.columns.len(), row.len());
+    assert_eq!(table.rows[1][8], "2");
+    let failed: Vec<&Note> = table.notes.iter().filter(|n| n.is_failed_check()).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        failed[0]
+            .text()
+            .contains("reactive-api: 2 charges without order")
+    );
+}
+
+/// The first variant: both APIs, clients retrying for 60 s, a durable PostgreSQL, the plan's
+/// payment faults, kill and restart at times that follow --duration-scale.
+fn retrying_clients_through_the_whole_plan(a: &LabArgs) {
+    use loadgen::profile::Profile;
+
+    assert_eq!(a.harness.apis, ["blocking-api", "reactive-api"]);
     assert_eq!(a.load.retry_for_s, Some(60.0));
-    assert_eq!(a.db_durability, loadtest::lab_args::Durability::On);
+    assert_eq!(a.harness.db_durability, loadtest::lab_args::Durability::On);
     assert_eq!(
         (a.lease_ms, a.reconcile_interval_ms, a.deps_timeout_ms),
         (15_000, 2000, 5000)
@@ -294,75 +324,57 @@ fn faults_runs_both_apis_with_retrying_clients_through_the_plan() {
         "fault times follow --duration-scale"
     );
     assert!(plan.hang_ms.unwrap() > a.deps_timeout_ms);
+}
 
-    let mut done = Vec::new();
-    for (api, lost) in [("blocking-api", 0u64), ("reactive-api", 2)] {
-        let mut r = fixture(api);
-        r.config.faults = vs[0].args.faults;
-        r.retries = Some(RetryRecord {
-            clients: 1800,
-            attempts: 1990,
-            attempts_by_outcome: [
-                ("201".to_owned(), 1700u64),
-                ("201_replayed".to_owned(), 98),
-                ("dependency_unavailable".to_owned(), 192),
-            ]
-            .into(),
-            ended_created: 1798,
-            ended_terminal_4xx: [("order_voided".to_owned(), 2u64)].into(),
-            recovery: vec![
-                FaultRecovery {
-                    fault: "kill -9 of the API (restarted 2 s later)".into(),
-                    t: 20.0,
-                    first_201_after_s: Some(2.5),
-                },
-                FaultRecovery {
-                    fault: "PostgreSQL restart -m immediate".into(),
-                    t: 40.0,
-                    first_201_after_s: None,
-                },
-            ],
-            ..RetryRecord::default()
-        });
-        r.money = Some(MoneyRecord {
-            charges: 1805,
-            voids: 7,
-            orders: 1798 - lost,
-            charges_without_order: lost,
-            ..MoneyRecord::default()
-        });
-        done.push(r);
-    }
-    let table = build_table(ScenarioName::Faults, &[(variant("both-apis"), done)]);
-    assert_eq!(table.rows.len(), 2);
-    let row = &table.rows[0];
-    assert_eq!(row[0], "blocking-api");
-    assert!(row[1].contains("retrying clients"), "{row:?}");
-    assert_eq!(row[5..11], ["1805", "7", "1798", "0", "0", "0"]);
-    assert_eq!(row[11], "—", "no outage, no CPU during it");
-    assert_eq!(
-        row[13..15],
-        ["—", "—"],
-        "no broker fault, no events counted"
-    );
-    assert_eq!(row[15..18], ["1798", "2 (2 order_voided)", "0"]);
-    assert_eq!(row[18], "2.50 s (fault at 20.0 s)");
-    assert_eq!(row[19], "no 201 after it (fault at 40.0 s)");
-    assert_eq!(table.columns.len(), row.len());
-    assert_eq!(table.rows[1][8], "2");
-    let failed: Vec<&String> = table
-        .notes
-        .iter()
-        .filter(|n| n.starts_with("CHECK FAILED"))
-        .collect();
-    assert_eq!(failed.len(), 1, "{failed:?}");
-    assert!(failed[0].contains("reactive-api: 2 charges without order"));
+/// `api`'s run of retrying clients through the plan, `lost` charges without their order.
+fn retrying_run(
+    api: &str,
+    lost: u64,
+    faults: Option<lab_results::faults::FaultPlan>,
+) -> RunResults {
+    use lab_results::{FaultRecovery, MoneyRecord, RetryRecord};
+
+    let mut r = fixture(api);
+    r.config.faults = faults;
+    r.retries = Some(RetryRecord {
+        clients: 1800,
+        attempts: 1990,
+        attempts_by_outcome: [
+            ("201".to_owned(), 1700u64),
+            ("201_replayed".to_owned(), 98),
+            ("dependency_unavailable".to_owned(), 192),
+        ]
+        .into(),
+        ended_created: 1798,
+        ended_terminal_4xx: [("order_voided".to_owned(), 2u64)].into(),
+        recovery: vec![
+            FaultRecovery {
+                fault: "kill -9 of the API (restarted 2 s later)".into(),
+                t: 20.0,
+                first_201_after_s: Some(2.5),
+            },
+            FaultRecovery {
+                fault: "PostgreSQL restart -m immediate".into(),
+                t: 40.0,
+                first_201_after_s: None,
+            },
+        ],
+        ..RetryRecord::default()
+    });
+    r.money = Some(MoneyRecord {
+        charges: 1805,
+        voids: 7,
+        orders: 1798 - lost,
+        charges_without_order: lost,
+        ..MoneyRecord::default()
+    });
+    r
 }
 
 /// The notes that are a verdict on `fault`'s rows (their text names the fault, then a colon):
 /// `rows` of them.
-fn verdicts<'a>(notes: &'a [String], fault: &str, rows: usize) -> Vec<&'a String> {
-    let found: Vec<&String> = notes.iter().filter(|n| n.contains(fault)).collect();
+fn verdicts<'a>(notes: &'a [Note], fault: &str, rows: usize) -> Vec<&'a Note> {
+    let found: Vec<&Note> = notes.iter().filter(|n| n.text().contains(fault)).collect();
     assert_eq!(found.len(), rows, "{notes:?}");
     found
 }
@@ -372,7 +384,7 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
     use lab_results::faults::FaultPlan;
     use lab_results::{MoneyRecord, ProcessSample};
 
-    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     for v in &vs[1..] {
         assert_eq!(v.args.load.retry_for_s, None, "{}: plain clients", v.slug);
         assert_eq!(v.args.load.request_timeout_s, 30.0);
@@ -425,7 +437,7 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
         run("reactive-api", 5_200.0, 3),
         run("reactive-api", 5_200.0, 0),
     ];
-    let table = build_table(ScenarioName::Faults, &[(variant("db-freeze"), done)]);
+    let table = build_table(LabRuns::Faults, &[(variant("db-freeze"), done)], &[]);
     let row = &table.rows[0];
     assert_eq!(row[1], "PostgreSQL frozen 20 s");
     assert_eq!(row[4], "21.40 s");
@@ -434,13 +446,15 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
         assert_eq!(row[11], "0.04 cores", "{row:?}");
     }
     let verdicts = verdicts(&table.notes, "PostgreSQL frozen 20 s:", 3);
-    assert!(verdicts[0].starts_with("CHECK FAILED") && verdicts[0].contains("waited it out"));
+    assert!(verdicts[0].is_failed_check() && verdicts[0].text().contains("waited it out"));
     assert!(
-        verdicts[1].starts_with("CHECK FAILED") && verdicts[1].contains("3 orders without charge")
+        verdicts[1].is_failed_check() && verdicts[1].text().contains("3 orders without charge")
     );
-    assert!(!verdicts[2].starts_with("CHECK FAILED"), "{}", verdicts[2]);
+    assert!(!verdicts[2].is_failed_check(), "{}", verdicts[2]);
     assert!(
-        verdicts[2].contains("1000 charges, 0 voids, 1000 orders"),
+        verdicts[2]
+            .text()
+            .contains("1000 charges, 0 voids, 1000 orders"),
         "{}",
         verdicts[2]
     );
@@ -453,7 +467,7 @@ fn a_rolling_restart_row_fails_on_a_request_lost_outside_the_restarts_gap() {
     use lab_results::faults::{API_READY_LABEL, OLD_API_CLOSED_LABEL};
     use lab_results::{Event, MoneyRecord, OUTCOME_CONNECT_ERROR};
 
-    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     let v = vs.iter().find(|v| v.slug == "rolling-restart").unwrap();
     assert_eq!(v.args.faults.unwrap().rolling_restart_at_s, Some(20.0));
     assert_eq!(v.args.load.retry_for_s, None, "plain clients");
@@ -491,23 +505,28 @@ fn a_rolling_restart_row_fails_on_a_request_lost_outside_the_restarts_gap() {
         r
     };
     let table = build_table(
-        ScenarioName::Faults,
+        LabRuns::Faults,
         &[(variant("rolling-restart"), vec![run([0, 6]), run([2, 6])])],
+        &[],
     );
     assert_eq!(
         table.rows[0][1],
         "API restarted as a platform does (SIGTERM, still sent to)"
     );
     let verdicts = verdicts(&table.notes, "(SIGTERM, still sent to):", 2);
-    assert!(!verdicts[0].starts_with("CHECK FAILED"), "{}", verdicts[0]);
+    assert!(!verdicts[0].is_failed_check(), "{}", verdicts[0]);
     assert!(
-        verdicts[0].contains("6 requests without an answer from the old listener's close"),
+        verdicts[0]
+            .text()
+            .contains("6 requests without an answer from the old listener's close"),
         "{}",
         verdicts[0]
     );
     assert!(
-        verdicts[1].starts_with("CHECK FAILED")
-            && verdicts[1].contains("2 requests lost outside the restart's 0.20 s"),
+        verdicts[1].is_failed_check()
+            && verdicts[1]
+                .text()
+                .contains("2 requests lost outside the restart's 0.20 s"),
         "{}",
         verdicts[1]
     );
@@ -518,7 +537,7 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
     use lab_results::MoneyRecord;
     use lab_results::faults::BrokerRecord;
 
-    let vs = variants(ScenarioName::Faults, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     let v = vs.iter().find(|v| v.slug == "broker-ack").unwrap();
     let fault = v.args.faults.unwrap().broker_ack.unwrap();
     assert_eq!(
@@ -567,7 +586,7 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
         })),
         run(None),
     ];
-    let table = build_table(ScenarioName::Faults, &[(variant("broker-ack"), done)]);
+    let table = build_table(LabRuns::Faults, &[(variant("broker-ack"), done)], &[]);
     let row = &table.rows[0];
     assert_eq!(
         row[1],
@@ -578,26 +597,30 @@ fn a_slowed_broker_row_passes_with_duplicates_and_fails_on_a_lost_event_or_an_un
     assert_eq!(table.rows[2][14], "212 / 40 (not drained)");
     assert_eq!(table.columns.len(), row.len());
     let verdicts = verdicts(&table.notes, "(events on, outbox):", 4);
-    assert!(!verdicts[0].starts_with("CHECK FAILED"), "{}", verdicts[0]);
+    assert!(!verdicts[0].is_failed_check(), "{}", verdicts[0]);
     assert!(
-        verdicts[0].contains("1800 of 1800 orders in the stream, 3 duplicated")
-            && verdicts[0].contains("NATS_TIMEOUT_MS 10000 ms against 7000 ms"),
+        verdicts[0]
+            .text()
+            .contains("1800 of 1800 orders in the stream, 3 duplicated")
+            && verdicts[0]
+                .text()
+                .contains("NATS_TIMEOUT_MS 10000 ms against 7000 ms"),
         "{}",
         verdicts[0]
     );
     assert!(
-        verdicts[1].starts_with("CHECK FAILED")
-            && verdicts[1].contains("5 orders without their event"),
+        verdicts[1].is_failed_check()
+            && verdicts[1].text().contains("5 orders without their event"),
         "{}",
         verdicts[1]
     );
     assert!(
-        verdicts[2].starts_with("CHECK FAILED") && verdicts[2].contains("40 outbox rows"),
+        verdicts[2].is_failed_check() && verdicts[2].text().contains("40 outbox rows"),
         "{}",
         verdicts[2]
     );
     assert!(
-        verdicts[3].starts_with("CHECK FAILED") && verdicts[3].contains("not counted"),
+        verdicts[3].is_failed_check() && verdicts[3].text().contains("not counted"),
         "{}",
         verdicts[3]
     );
@@ -632,10 +655,10 @@ fn steady(api: &str, n: u32, p99_ms: f64, fds: u64, rss: impl Fn(u32) -> u64) ->
 
 #[test]
 fn soak_runs_each_api_alone_at_a_steady_rate_for_thirty_minutes() {
-    let vs = variants(ScenarioName::Soak, &lab_args()).unwrap();
+    let vs = variants(LabRuns::Soak, &lab_args()).unwrap();
     assert_eq!(vs.len(), 2);
     for v in &vs {
-        assert_eq!(v.args.apis.len(), 1);
+        assert_eq!(v.args.harness.apis.len(), 1);
         assert_eq!(v.args.load.profile, "constant-75-1800");
         assert_eq!(v.args.latency.payment, 1000, "the seed's latencies");
     }

@@ -58,6 +58,35 @@ async fn two_shards_merge_into_the_run_one_generator_makes() {
     };
     let db = Database::open(own.as_ref().map(|(url, _, _)| url.as_str())).unwrap();
     let mock = MockDepsProcess::start(&dir).unwrap();
+    let api = start_api(&db, &mock, &dir).await;
+    let rig = Rig {
+        dir: &dir,
+        api_url: &api.url,
+        checked: ["--database-url", &db.url, "--deps-url", &mock.url].map(str::to_owned),
+    };
+
+    let one = rig.one_generator();
+    loadtest::invariants::truncate(&db.url).await.unwrap();
+    reset_mock(&mock.url).await.unwrap();
+    let (two, merged_dir) = rig.two_shards_merged();
+
+    counts_and_checks_agree(&one, &two);
+    latencies_agree(&one, &two, &rig);
+    let summary = std::fs::read_to_string(merged_dir.join("summary.md")).unwrap();
+    assert!(summary.contains("2 shards"), "{summary}");
+    let html = std::fs::read_to_string(merged_dir.join("report.html")).unwrap();
+    assert!(html.contains("id=\"shards\""));
+
+    api.stop().unwrap();
+    drop(mock);
+    if let Some((_, server, name)) = own {
+        common::drop_database(&server, &name).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// reactive-api on `db`, its dependencies at 20 ms each.
+async fn start_api(db: &Database, mock: &MockDepsProcess, dir: &Path) -> ApiProcess {
     let mocks = MockLatencies {
         seller: 20,
         risk: 20,
@@ -75,13 +104,27 @@ async fn two_shards_merge_into_the_run_one_generator_makes() {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
-    let api = ApiProcess::start("reactive-api", &settings, None, &dir).unwrap();
-    let path = |name: &str| dir.join(name).display().to_string();
-    let common_args = |run_id: &'static str| {
-        vec![
+    ApiProcess::start("reactive-api", &settings, None, dir).unwrap()
+}
+
+/// The test's folder, the API the runs load, and the checks' flags (database and ledger).
+struct Rig<'a> {
+    dir: &'a Path,
+    api_url: &'a str,
+    checked: [String; 4],
+}
+
+impl Rig<'_> {
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    /// `loadtest run` of the profile with run id `run_id` and the seed both runs share.
+    fn run_args(&self, run_id: &str) -> Vec<String> {
+        [
             "run",
             "--target",
-            &api.url,
+            self.api_url,
             "--profile",
             PROFILE,
             "--run-id",
@@ -90,62 +133,68 @@ async fn two_shards_merge_into_the_run_one_generator_makes() {
             "7",
             "--no-progress",
         ]
-        .into_iter()
         .map(str::to_owned)
-        .collect::<Vec<String>>()
-    };
-    let checked = ["--database-url", &db.url, "--deps-url", &mock.url].map(str::to_owned);
-
-    // One generator.
-    let one_path = path("one.json");
-    let mut args = common_args("one");
-    args.extend(checked.clone());
-    args.extend(["--out".to_owned(), one_path.clone()]);
-    loadtest(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let one = RunResults::load(&one_path).unwrap();
-    loadtest::invariants::truncate(&db.url).await.unwrap();
-    reset_mock(&mock.url).await.unwrap();
-
-    // Two generators, one start.
-    let start_at = SystemTime::now() + Duration::from_secs(4);
-    let start_ms = start_at
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        .to_string();
-    let shards: Vec<_> = (0..2)
-        .map(|i| {
-            let mut args = common_args("two");
-            args.extend(["--shard".to_owned(), format!("{i}/2")]);
-            args.extend(["--start-at".to_owned(), start_ms.clone()]);
-            args.extend(["--out".to_owned(), path(&format!("shard-{i}.json"))]);
-            Command::new(env!("CARGO_BIN_EXE_loadtest"))
-                .args(&args)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("starting a shard")
-        })
-        .collect::<Vec<_>>();
-    for (i, s) in shards.into_iter().enumerate() {
-        let s = s.wait_with_output().expect("a shard ran");
-        assert!(
-            s.status.success(),
-            "shard {i}/2:\n{}",
-            String::from_utf8_lossy(&s.stderr)
-        );
+        .to_vec()
     }
-    let merged_dir = path("merged");
-    let mut args = vec![
-        "merge".to_owned(),
-        path("shard-0.json"),
-        path("shard-1.json"),
-    ];
-    args.extend(checked);
-    args.extend(["--out".to_owned(), merged_dir.clone()]);
-    loadtest(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let two = RunResults::load(Path::new(&merged_dir).join("results.json")).unwrap();
 
+    /// The run with one generator, checked against the database and the ledger.
+    fn one_generator(&self) -> RunResults {
+        let one_path = self.path("one.json");
+        let mut args = self.run_args("one");
+        args.extend(self.checked.clone());
+        args.extend(["--out".to_owned(), one_path.clone()]);
+        loadtest(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        RunResults::load(&one_path).unwrap()
+    }
+
+    /// Two generators with one start, then `loadtest merge` of their results with the checks;
+    /// the merged results and their folder.
+    fn two_shards_merged(&self) -> (RunResults, std::path::PathBuf) {
+        let start_at = SystemTime::now() + Duration::from_secs(4);
+        let start_ms = start_at
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            .to_string();
+        let shards: Vec<_> = (0..2)
+            .map(|i| {
+                let mut args = self.run_args("two");
+                args.extend(["--shard".to_owned(), format!("{i}/2")]);
+                args.extend(["--start-at".to_owned(), start_ms.clone()]);
+                args.extend(["--out".to_owned(), self.path(&format!("shard-{i}.json"))]);
+                Command::new(env!("CARGO_BIN_EXE_loadtest"))
+                    .args(&args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("starting a shard")
+            })
+            .collect::<Vec<_>>();
+        for (i, s) in shards.into_iter().enumerate() {
+            let s = s.wait_with_output().expect("a shard ran");
+            assert!(
+                s.status.success(),
+                "shard {i}/2:\n{}",
+                String::from_utf8_lossy(&s.stderr)
+            );
+        }
+        let merged_dir = self.path("merged");
+        let mut args = vec![
+            "merge".to_owned(),
+            self.path("shard-0.json"),
+            self.path("shard-1.json"),
+        ];
+        args.extend(self.checked.clone());
+        args.extend(["--out".to_owned(), merged_dir.clone()]);
+        loadtest(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let merged_dir = std::path::PathBuf::from(merged_dir);
+        let two = RunResults::load(merged_dir.join("results.json")).unwrap();
+        (two, merged_dir)
+    }
+}
+
+/// The merged counts are the one generator's, exactly, and every merge check holds.
+fn counts_and_checks_agree(one: &RunResults, two: &RunResults) {
     let counts = |r: &RunResults| {
         let s = &r.summary;
         let p = r.plateau.as_ref().expect("a plateau");
@@ -159,11 +208,7 @@ async fn two_shards_merge_into_the_run_one_generator_makes() {
             p.ok,
         )
     };
-    assert_eq!(
-        counts(&two),
-        counts(&one),
-        "merged counts = one generator's"
-    );
+    assert_eq!(counts(two), counts(one), "merged counts = one generator's");
     assert_eq!(one.summary.ok, 400, "{:?}", one.summary.errors_by_kind);
     assert_eq!(two.shards.len(), 2);
     for c in &two.invariants {
@@ -177,13 +222,18 @@ async fn two_shards_merge_into_the_run_one_generator_makes() {
     );
     let money = two.money.as_ref().expect("money counted");
     assert!(money.balanced() && money.orders == 400, "{money:?}");
+}
+
+/// The merged plateau's percentiles lie between the shards' own, and are of the order of the
+/// one generator's.
+fn latencies_agree(one: &RunResults, two: &RunResults, rig: &Rig) {
     let (p1, p2) = (
         one.plateau.as_ref().unwrap().ok_latency_ms.unwrap(),
         two.plateau.as_ref().unwrap().ok_latency_ms.unwrap(),
     );
     let parts: Vec<_> = (0..2)
         .map(|i| {
-            let r = RunResults::load(path(&format!("shard-{i}.json"))).unwrap();
+            let r = RunResults::load(rig.path(&format!("shard-{i}.json"))).unwrap();
             r.plateau.unwrap().ok_latency_ms.unwrap()
         })
         .collect();
@@ -214,15 +264,4 @@ async fn two_shards_merge_into_the_run_one_generator_makes() {
         p2.p99,
         p1.p99
     );
-    let summary = std::fs::read_to_string(Path::new(&merged_dir).join("summary.md")).unwrap();
-    assert!(summary.contains("2 shards"), "{summary}");
-    let html = std::fs::read_to_string(Path::new(&merged_dir).join("report.html")).unwrap();
-    assert!(html.contains("id=\"shards\""));
-
-    api.stop().unwrap();
-    drop(mock);
-    if let Some((_, server, name)) = own {
-        common::drop_database(&server, &name).await;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
 }

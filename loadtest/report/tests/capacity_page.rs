@@ -34,7 +34,7 @@ fn an_older_file_keeps_its_resolution_and_its_pods_of_one_cpu() {
     assert!(
         page.notes
             .iter()
-            .any(|n| n.starts_with("Pods of 1 CPU / 1 GiB")),
+            .any(|n| n.text().starts_with("Pods of 1 CPU / 1 GiB")),
         "{:?}",
         page.notes
     );
@@ -77,9 +77,9 @@ fn the_bracket_and_the_pod_are_on_the_page() {
         page.intro
     );
     assert!(
-        page.notes
-            .iter()
-            .any(|n| n.starts_with("Pods of 0.125 CPU (period 10 ms), 128 MiB for a rate")),
+        page.notes.iter().any(|n| n
+            .text()
+            .starts_with("Pods of 0.125 CPU (period 10 ms), 128 MiB for a rate")),
         "{:?}",
         page.notes
     );

@@ -42,6 +42,7 @@ mod money;
 pub mod numbers;
 mod overload;
 pub mod scenario;
+mod scenario_name;
 pub mod settings;
 mod shards;
 pub mod threads;
@@ -53,6 +54,7 @@ pub use measures::*;
 pub use median::median;
 pub use money::*;
 pub use overload::*;
+pub use scenario_name::ScenarioName;
 pub use shards::*;
 pub use threads::{CpuByRole, RoleCpu, ThreadRole};
 

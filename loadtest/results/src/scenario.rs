@@ -355,12 +355,12 @@ pub enum CapacityScenario {
 }
 
 impl CapacityFile {
-    /// The scenario that wrote the file, its name read once: `capacity`, else `threads` (the
-    /// only other scenario that writes one).
+    /// The scenario that wrote the file, as the page tells them apart: `threads` is the sweep,
+    /// `capacity` (and any other name a hand-made file might carry) the search.
     pub fn written_by(&self) -> CapacityScenario {
-        match self.scenario.as_str() {
-            "capacity" => CapacityScenario::Capacity,
-            _ => CapacityScenario::Threads,
+        match self.scenario {
+            crate::ScenarioName::Threads => CapacityScenario::Threads,
+            _ => CapacityScenario::Capacity,
         }
     }
 }
@@ -368,7 +368,8 @@ impl CapacityFile {
 /// What the scenario writes to `scenario.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CapacityFile {
-    pub scenario: String,
+    /// `capacity` or `threads`.
+    pub scenario: crate::ScenarioName,
     pub objective: String,
     pub critical_path_ms: u64,
     /// Each API's pod as run (the first step's limits, read back from the kernel); absent in

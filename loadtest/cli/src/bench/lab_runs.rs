@@ -40,13 +40,13 @@ pub async fn lab_runs(
         }
         let mut lab = crate::lab_args::LabArgs::from_flags(argv)?;
         // The bench's pod, as given (`--api-cpus`, `--api-memory-mib`, the CFS period and burst).
-        (lab.api_cpus, lab.api_memory_mib) = (args.api_cpus, args.api_memory_mib);
-        (lab.api_cfs_period_ms, lab.api_cfs_burst_ms) =
+        (lab.harness.api_cpus, lab.harness.api_memory_mib) = (args.api_cpus, args.api_memory_mib);
+        (lab.harness.api_cfs_period_ms, lab.harness.api_cfs_burst_ms) =
             (args.api_cfs_period_ms, args.api_cfs_burst_ms);
         // And its clients (`--blocking-client`, `--deps-http`).
         (lab.blocking_client, lab.deps_http) = (args.blocking_client, Some(args.deps_http));
-        lab.out = Some(out.join(api));
-        let (mut done, _) = crate::lab::lab(lab).await?;
+        lab.harness.out = Some(out.join(api));
+        let (mut done, _) = crate::lab::lab(lab, None).await?;
         anyhow::ensure!(!done.is_empty(), "{api}: the {what} run made no results");
         runs.push((api.clone(), done.remove(0)));
     }

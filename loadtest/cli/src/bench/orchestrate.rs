@@ -7,10 +7,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::conditions::{build_profile, contention_notes};
-use super::startup::start_harness;
+use super::startup::{Harness, start_harness};
 use super::{BenchArgs, analysis, cell, instructions, render};
 use crate::lab_args::api_names;
-use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchResults, BenchSettings};
+use lab_results::bench::{BENCH_SCHEMA_VERSION, BenchCell, BenchResults, BenchSettings};
+use lab_results::cost::{InstructionCell, InstructionSettings};
 
 pub(super) async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
     anyhow::ensure!(
@@ -42,50 +43,16 @@ pub(super) async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
     };
     pg_settings.extend(args.pg_setting_pairs());
     let harness = start_harness(args, &logs, pinning.as_ref(), &pg_settings, &mut notes).await?;
-    let mut cells = Vec::new();
-    let mut counted = Vec::new();
-    let instruction_settings = if args.instructions {
-        let valgrind = instructions::valgrind_version()?;
-        for api in &apis {
-            eprintln!(
-                "bench: {api} under callgrind, {} clients: {} orders of warm-up, {} counted",
-                args.instruction_clients, args.warmup_orders, args.orders
-            );
-            let c = instructions::run(args, &harness, api)
-                .await
-                .with_context(|| format!("{api} under callgrind"))?;
-            eprintln!(
-                "  {api}: {:.0} instructions per order ({} orders, {:.1} s under valgrind)",
-                c.instructions_per_order, c.orders, c.window_s
-            );
-            counted.push(c);
-        }
-        Some(lab_results::cost::InstructionSettings {
-            warmup_orders: args.warmup_orders,
-            orders: args.orders,
-            clients: args.instruction_clients,
-            valgrind: format!("{valgrind}, callgrind"),
-            hardware_counters: instructions::hardware_counters(),
-        })
+    let (counted, instruction_settings) = if args.instructions {
+        count_instructions(args, &harness, &apis).await?
     } else {
-        None
+        (Vec::new(), None)
     };
-    for api in apis.iter().filter(|_| !args.instructions) {
-        for &mocks in &args.mocks {
-            eprintln!(
-                "bench: {api}, mocks {}, {} clients: {} s warm-up, {} s measured",
-                mocks.name(),
-                args.clients_for(api, mocks),
-                args.warmup,
-                args.seconds
-            );
-            let c = cell::run(args, &harness, api, mocks)
-                .await
-                .with_context(|| format!("{api}, mocks {}", mocks.name()))?;
-            eprintln!("{}", render::one_line(&c));
-            cells.push(c);
-        }
-    }
+    let cells = if args.instructions {
+        Vec::new()
+    } else {
+        measure_cells(args, &harness, &apis).await?
+    };
     if let Some(p) = harness.proxy {
         let _ = tokio::task::spawn_blocking(move || p.stop(labkit::process::STOP_GRACE)).await;
     }
@@ -120,4 +87,62 @@ pub(super) async fn run(args: &BenchArgs, out: &Path) -> Result<BenchResults> {
         instruction_settings,
         instructions: counted,
     })
+}
+
+/// `--instructions`: each API counted under callgrind, and how.
+async fn count_instructions(
+    args: &BenchArgs,
+    harness: &Harness,
+    apis: &[String],
+) -> Result<(Vec<InstructionCell>, Option<InstructionSettings>)> {
+    let valgrind = instructions::valgrind_version()?;
+    let mut counted = Vec::new();
+    for api in apis {
+        eprintln!(
+            "bench: {api} under callgrind, {} clients: {} orders of warm-up, {} counted",
+            args.instruction_clients, args.warmup_orders, args.orders
+        );
+        let c = instructions::run(args, harness, api)
+            .await
+            .with_context(|| format!("{api} under callgrind"))?;
+        eprintln!(
+            "  {api}: {:.0} instructions per order ({} orders, {:.1} s under valgrind)",
+            c.instructions_per_order, c.orders, c.window_s
+        );
+        counted.push(c);
+    }
+    let settings = InstructionSettings {
+        warmup_orders: args.warmup_orders,
+        orders: args.orders,
+        clients: args.instruction_clients,
+        valgrind: format!("{valgrind}, callgrind"),
+        hardware_counters: instructions::hardware_counters(),
+    };
+    Ok((counted, Some(settings)))
+}
+
+/// Each API measured at each `--mocks` setting, cell after cell.
+async fn measure_cells(
+    args: &BenchArgs,
+    harness: &Harness,
+    apis: &[String],
+) -> Result<Vec<BenchCell>> {
+    let mut cells = Vec::new();
+    for api in apis {
+        for &mocks in &args.mocks {
+            eprintln!(
+                "bench: {api}, mocks {}, {} clients: {} s warm-up, {} s measured",
+                mocks.name(),
+                args.clients_for(api, mocks),
+                args.warmup,
+                args.seconds
+            );
+            let c = cell::run(args, harness, api, mocks)
+                .await
+                .with_context(|| format!("{api}, mocks {}", mocks.name()))?;
+            eprintln!("{}", render::one_line(&c));
+            cells.push(c);
+        }
+    }
+    Ok(cells)
 }

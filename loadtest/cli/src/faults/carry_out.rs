@@ -346,156 +346,174 @@ fn gateway(unreachable: bool) -> ConfigPatch {
     }
 }
 
+/// The plan's steps, each at its time on the run's clock until the run ends (`stop`), then the
+/// outages still under way ended.
 async fn carry_out(
     plan: FaultPlan,
-    mut process: Option<ApiProcess>,
+    process: Option<ApiProcess>,
     reach: Reach,
     clock: Clock,
     stop: Arc<Notify>,
 ) -> Outcome {
-    let db = reach.db.clone();
-    let steps = steps(&plan);
-    let mut under = Under::default();
-    let mut events = Vec::new();
-    // The clock is set when the first arrival is due.
-    let t0 = loop {
-        if let Some(t0) = clock.get() {
-            break *t0;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
-            _ = stop.notified() => return Outcome::nothing(process),
-        }
+    let Some(t0) = first_arrival(&clock, &stop).await else {
+        return Outcome::nothing(process);
     };
-    let at = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+    let mut c = Carrying {
+        reach,
+        process,
+        t0,
+        events: Vec::new(),
+        under: Under::default(),
+    };
     let mut failed = None;
-    for (due, step) in steps {
+    for (due, step) in steps(&plan) {
         tokio::select! {
             _ = tokio::time::sleep_until((t0 + Duration::from_secs_f64(due)).into()) => {}
             _ = stop.notified() => break,
         }
-        let result = match step {
-            Step::Begin(outage) => {
-                let begun = Instant::now();
-                reach.begin(outage, &mut under).await.map(|label| {
-                    events.push(Event {
-                        t: at(begun),
-                        label,
-                    });
-                })
-            }
-            Step::End(outage) => {
-                let ended = Instant::now();
-                reach.end(outage, &mut under).await.map(|label| {
-                    if let Some(label) = label {
-                        events.push(Event {
-                            t: at(ended),
-                            label,
-                        });
-                    }
-                })
-            }
-            Step::KillApi { down } => {
-                let Some(mut p) = process.take() else {
-                    continue; // --targets: not the lab's process to kill
-                };
-                let done = tokio::task::spawn_blocking(move || {
-                    let killed = Instant::now();
-                    let r = p.kill().and_then(|()| {
-                        std::thread::sleep(down);
-                        p.restart()
-                    });
-                    (p, killed, Instant::now(), r)
-                })
-                .await;
-                match done {
-                    Ok((p, killed, ready, r)) => {
-                        events.push(Event {
-                            t: at(killed),
-                            label: format!(
-                                "{KILL_LABEL} (restarted {} s later)",
-                                down.as_secs_f64()
-                            ),
-                        });
-                        if r.is_ok() {
-                            events.push(Event {
-                                t: at(ready),
-                                label: format!("{API_READY_LABEL} (pid {})", p.pid),
-                            });
-                        }
-                        process = Some(p);
-                        r
-                    }
-                    Err(e) => Err(anyhow::anyhow!("the kill/restart task failed: {e}")),
-                }
-            }
-            Step::RollingRestart => {
-                let Some(mut p) = process.take() else {
-                    continue; // --targets: not the lab's process to restart
-                };
-                let done = tokio::task::spawn_blocking(move || {
-                    let r = rolling_restart::carry_out(&mut p);
-                    (p, r)
-                })
-                .await;
-                match done {
-                    Ok((p, r)) => {
-                        let r = r.map(|done| {
-                            events.extend(
-                                done.events(p.pid)
-                                    .map(|(when, label)| Event { t: at(when), label }),
-                            )
-                        });
-                        process = Some(p);
-                        r
-                    }
-                    Err(e) => Err(anyhow::anyhow!("the rolling restart task failed: {e}")),
-                }
-            }
-            Step::RestartDb => {
-                let Some(db) = db.clone() else { continue };
-                let start = Instant::now();
-                let r = tokio::task::spawn_blocking(move || db.restart_immediate())
-                    .await
-                    .map_err(|e| anyhow::anyhow!("the restart task failed: {e}"))
-                    .and_then(|r| r);
-                events.push(Event {
-                    t: at(start),
-                    label: DB_RESTART_LABEL.to_owned(),
-                });
-                r.map(|pid| {
-                    events.push(Event {
-                        t: at(Instant::now()),
-                        label: format!("PostgreSQL accepting connections again (pid {pid})"),
-                    });
-                })
-            }
-        };
-        if let Err(e) = result {
+        if let Err(e) = c.step(step).await {
             failed = Some(e);
             break;
         }
     }
-    // The run ended (or a fault failed) with outages under way: end them, or the next run
-    // would start into them.
-    for outage in under.begun.clone() {
-        let ended = Instant::now();
-        match reach.end(outage, &mut under).await {
-            Ok(Some(label)) => events.push(Event {
-                t: at(ended),
-                label: format!("{label} (at the run's end)"),
-            }),
-            Ok(None) => {}
-            Err(e) => {
-                failed.get_or_insert(e);
-            }
+    c.end_under_way(&mut failed).await;
+    Outcome {
+        process: c.process,
+        events: c.events,
+        error: failed,
+        broker_backlog: c.under.broker_backlog,
+    }
+}
+
+/// When the first arrival is due (the clock is set then); `None` if the run stopped before.
+async fn first_arrival(clock: &Clock, stop: &Notify) -> Option<Instant> {
+    loop {
+        if let Some(t0) = clock.get() {
+            return Some(*t0);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+            _ = stop.notified() => return None,
         }
     }
-    Outcome {
-        process,
-        events,
-        error: failed,
-        broker_backlog: under.broker_backlog,
+}
+
+/// The plan under way: what it acts on, the API's process (the lab's, when it started it), the
+/// run's t = 0, the events so far and the outages begun.
+struct Carrying {
+    reach: Reach,
+    process: Option<ApiProcess>,
+    t0: Instant,
+    events: Vec<Event>,
+    under: Under,
+}
+
+impl Carrying {
+    /// An event at `when`, seconds into the run.
+    fn event(&mut self, when: Instant, label: String) {
+        let t = when.saturating_duration_since(self.t0).as_secs_f64();
+        self.events.push(Event { t, label });
+    }
+
+    async fn step(&mut self, step: Step) -> Result<()> {
+        match step {
+            Step::Begin(outage) => {
+                let begun = Instant::now();
+                let label = self.reach.begin(outage, &mut self.under).await?;
+                self.event(begun, label);
+                Ok(())
+            }
+            Step::End(outage) => {
+                let ended = Instant::now();
+                if let Some(label) = self.reach.end(outage, &mut self.under).await? {
+                    self.event(ended, label);
+                }
+                Ok(())
+            }
+            Step::KillApi { down } => self.kill_api(down).await,
+            Step::RollingRestart => self.rolling_restart().await,
+            Step::RestartDb => self.restart_db().await,
+        }
+    }
+
+    /// `kill -9` of the API, and the same process started again `down` later.
+    async fn kill_api(&mut self, down: Duration) -> Result<()> {
+        let Some(mut p) = self.process.take() else {
+            return Ok(()); // --targets: not the lab's process to kill
+        };
+        let (p, killed, ready, r) = tokio::task::spawn_blocking(move || {
+            let killed = Instant::now();
+            let r = p.kill().and_then(|()| {
+                std::thread::sleep(down);
+                p.restart()
+            });
+            (p, killed, Instant::now(), r)
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("the kill/restart task failed: {e}"))?;
+        self.event(
+            killed,
+            format!("{KILL_LABEL} (restarted {} s later)", down.as_secs_f64()),
+        );
+        if r.is_ok() {
+            self.event(ready, format!("{API_READY_LABEL} (pid {})", p.pid));
+        }
+        self.process = Some(p);
+        r
+    }
+
+    /// The API restarted as a platform does (`rolling_restart.rs`).
+    async fn rolling_restart(&mut self) -> Result<()> {
+        let Some(mut p) = self.process.take() else {
+            return Ok(()); // --targets: not the lab's process to restart
+        };
+        let (p, r) = tokio::task::spawn_blocking(move || {
+            let r = rolling_restart::carry_out(&mut p);
+            (p, r)
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("the rolling restart task failed: {e}"))?;
+        let r = r.map(|done| {
+            for (when, label) in done.events(p.pid) {
+                self.event(when, label);
+            }
+        });
+        self.process = Some(p);
+        r
+    }
+
+    /// PostgreSQL restarted `-m immediate` (a crash and its recovery).
+    async fn restart_db(&mut self) -> Result<()> {
+        let Some(db) = self.reach.db.clone() else {
+            return Ok(());
+        };
+        let start = Instant::now();
+        let r = tokio::task::spawn_blocking(move || db.restart_immediate())
+            .await
+            .map_err(|e| anyhow::anyhow!("the restart task failed: {e}"))
+            .and_then(|r| r);
+        self.event(start, DB_RESTART_LABEL.to_owned());
+        let pid = r?;
+        self.event(
+            Instant::now(),
+            format!("PostgreSQL accepting connections again (pid {pid})"),
+        );
+        Ok(())
+    }
+
+    /// The run ended (or a fault failed) with outages under way: ends them, or the next run
+    /// would start into them; the first error is kept.
+    async fn end_under_way(&mut self, failed: &mut Option<anyhow::Error>) {
+        for outage in self.under.begun.clone() {
+            let ended = Instant::now();
+            match self.reach.end(outage, &mut self.under).await {
+                Ok(Some(label)) => self.event(ended, format!("{label} (at the run's end)")),
+                Ok(None) => {}
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
     }
 }
 

@@ -7,11 +7,12 @@ use crate::api_env::map_of as map;
 /// A lab of `args` with its own PostgreSQL (`lab_owned_database`) and mock-deps at
 /// `http://127.0.0.1:9191`, before any API starts.
 fn lab(extra: &[&str]) -> Lab {
-    let mut args = LabArgs::from_flags(extra).unwrap();
-    args.lab_owned_database = true;
+    let args = LabArgs::from_flags(extra).unwrap();
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale).unwrap();
-    let threads_rule = auto_threads(&mut args, &profile);
+    let (blocking_threads, threads_rule) = pool_threads(&args, &profile);
     Lab {
+        blocking_threads,
+        max_in_flight: args.load.max_in_flight,
         latency: args.latency,
         threads_rule,
         api_database_url: Some("postgres://lab@127.0.0.1:5999/orders".to_owned()),
@@ -25,6 +26,7 @@ fn lab(extra: &[&str]) -> Lab {
         run_id: "r".to_owned(),
         database_url: Some("postgres://lab@127.0.0.1:5999/orders".to_owned()),
         postgres_pid: None,
+        lab_owned_database: true,
         deps_url: "http://127.0.0.1:9191".to_owned(),
         deps_pid: None,
         environment: Environment::default(),

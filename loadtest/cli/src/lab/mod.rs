@@ -24,19 +24,24 @@ pub mod events;
 mod exit_watch;
 mod one_run;
 mod overload;
+mod setup;
 mod warmup;
 
 use crate::api_env::{ApiSettings, PersistBatch, add_database};
 use crate::faults::slow_broker;
 use crate::lab_args::{AUTO_THREADS_LOSS, BlockingThreads, LabArgs, api_names};
 use crate::run::{environment, new_run_id, set_mock_latencies};
-use crate::services::{Database, MockDepsProcess};
+use crate::services::{Database, MockDepsProcess, SharedDatabase};
 use lab_results::faults::FaultPlan;
 use lab_results::inject::Injection;
 use lab_results::{ApiKind, Environment, MockLatencies, RunResults};
 use loadgen::profile::Profile;
 use order_core::plumbing::deps_client::DepsClient;
 use order_core::plumbing::settings::DepsHttp;
+use setup::{
+    api_database_url, apis_to_run, broker_for, build_and_place, check_faults_and_clients,
+    database_proxy, open_database, pin_database, pool_threads, start_mock_deps,
+};
 
 /// What every run of this lab invocation shares; the fault plan's part (`crate::faults`) reads
 /// the fields it acts on.
@@ -59,230 +64,93 @@ pub(crate) struct Lab {
     /// NATS behind its latency proxy, for a fault plan that slows the broker.
     pub(crate) broker: Option<slow_broker::SlowBroker>,
     postgres_pid: Option<u32>,
+    /// The database is a scenario's, started by the lab for all its runs: its durability is the
+    /// lab's to state.
+    lab_owned_database: bool,
     pub(crate) deps_url: String,
     deps_pid: Option<u32>,
     environment: Environment,
+    /// blocking-api's `BLOCKING_THREADS` (`--blocking-threads`, `auto` resolved).
+    blocking_threads: u32,
     /// How `--blocking-threads auto` sized the pool, when it did.
     threads_rule: Option<String>,
+    /// `--max-in-flight`, at most what the open-files limit allows.
+    max_in_flight: u64,
 }
 
-/// Resolves `--blocking-threads auto` for this run's profile and latencies (Erlang B on Little's
-/// law), says so on stderr, and returns the rule as a condition of the run.
-fn auto_threads(args: &mut LabArgs, profile: &Profile) -> Option<String> {
-    if args.blocking_threads != BlockingThreads::Auto {
-        return None;
-    }
-    let peak = profile
-        .phases
-        .iter()
-        .map(|p| p.from_rate.max(p.to_rate))
-        .fold(0.0, f64::max);
-    let clients = match profile.model {
-        loadgen::profile::Model::Closed { clients, .. }
-        | loadgen::profile::Model::ClosedFor { clients, .. } => Some(clients),
-        loadgen::profile::Model::Open => None,
-    };
-    let path = args.latency.critical_path_ms();
-    let (held_ms, held_by) = match args.thread_hold_ms {
-        Some(ms) => (ms.ceil() as u64, "measured hold of a thread"),
-        None => (path, "critical path"),
-    };
-    let n = args.blocking_threads.resolve(peak, clients, held_ms);
-    args.blocking_threads = BlockingThreads::Fixed(n);
-    let rule = match clients {
-        Some(c) => format!("auto: one per closed-model client ({c})"),
-        None => format!(
-            "auto: Erlang B, {peak:.0}/s peak × {:.3} s {held_by} = {:.1} threads busy, at most \
-             {}% of arrivals finding all busy",
-            held_ms as f64 / 1000.0,
-            peak * held_ms as f64 / 1000.0,
-            AUTO_THREADS_LOSS * 100.0
-        ),
-    };
-    eprintln!("lab: --blocking-threads {n} ({rule})");
-    Some(rule)
-}
-
-/// Runs the lab; returns every run's results and the output folder.
-pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
-    if let Some(pod) = args.pod() {
+/// Runs the lab (on `shared`, the database a scenario started for all its runs, when given);
+/// returns every run's results and the output folder.
+pub async fn lab(
+    args: LabArgs,
+    shared: Option<SharedDatabase>,
+) -> Result<(Vec<RunResults>, PathBuf)> {
+    if let Some(pod) = args.harness.pod() {
         pod.check()
             .map_err(|why| anyhow::anyhow!("the pod asked for: {why}"))?;
     }
     let profile = Profile::parse(&args.load.profile, args.load.duration_scale)?;
-    let latency = args.latency;
-    let threads_rule = auto_threads(&mut args, &profile);
-    let targets = args.targets.clone();
-    let targets_empty = targets.is_empty();
+    let (blocking_threads, threads_rule) = pool_threads(&args, &profile);
     let out = args
+        .harness
         .out
         .clone()
         .unwrap_or_else(|| default_out(&profile.name));
     std::fs::create_dir_all(out.join("logs"))
         .with_context(|| format!("creating {}", out.display()))?;
-    if targets.is_empty() {
-        let apis = args.apis.clone();
-        tokio::task::spawn_blocking(move || crate::services::build_services(&apis)).await??;
-        // Before any harness process starts: each inherits the harness's CPUs.
-        if let Err(why) = crate::services::place_harness(!args.no_pin)? {
-            eprintln!("lab: {why}");
-        }
+    let starts_apis = args.targets.is_empty();
+    if starts_apis {
+        build_and_place(&args).await?;
     }
     // Thousands of connections can be open at once; children inherit the raised limit.
-    args.load.max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
-    let logs = out.join("logs");
+    let max_in_flight = crate::run::fit_in_flight_cap(args.load.max_in_flight);
     let faults = args.faults.map(|f| f.scaled(args.load.duration_scale));
-    let (db_url, ephemeral) = (args.database_url.clone(), targets.is_empty());
-    let harness = args.harness.clone();
-    let db = if db_url.is_some() || ephemeral {
-        let open = move || Database::open_for(db_url.as_deref(), &harness);
-        Some(Arc::new(tokio::task::spawn_blocking(open).await??))
-    } else {
-        None
-    };
-    // PostgreSQL on the harness's CPUs, never the API's, wherever it was started: a scenario
-    // starts the database its runs share before any run placed the harness, and a process keeps
-    // the CPUs it started with (its backends fork from the postmaster and inherit them).
-    if let Some(pid) = db.as_ref().and_then(|d| d.pid).or(args.database_pid)
-        && targets.is_empty()
-        && let Ok(p) = crate::services::place_harness(!args.no_pin)?
-    {
-        labkit::affinity::pin_tree(pid, &p.harness_cpus).with_context(|| {
-            format!("pinning PostgreSQL (pid {pid}) to CPU {:?}", p.harness_cpus)
-        })?;
-    }
-    if faults.is_some_and(|f| f.restart_db_at_s.is_some())
-        && !db.as_ref().is_some_and(|d| d.is_ephemeral())
-    {
-        bail!(
-            "--faults restart-db needs the lab's own PostgreSQL (no --database-url, no --targets)"
-        );
-    }
-    if args.deps_http == Some(DepsHttp::H2c)
-        && args.blocking_client == DepsClient::Ureq
-        && args
-            .apis
-            .iter()
-            .any(|a| ApiKind::of(a).is_some_and(|k| k.has_thread_pool()))
-    {
-        bail!(
-            "--deps-http h2c: blocking-api's ureq client speaks HTTP/1.1 only; add \
-             --blocking-client reqwest-blocking"
-        );
-    }
-    if faults.is_some_and(|f| f.ends_the_api()) && !targets.is_empty() {
-        bail!(
-            "--faults kill-api and rolling-restart need APIs the lab starts itself (no --targets)"
-        );
-    }
-    let mock = match (&args.deps_url, targets.is_empty()) {
-        (Some(_), _) => None,
-        (None, true) => {
-            let logs = logs.clone();
-            Some(tokio::task::spawn_blocking(move || MockDepsProcess::start(&logs)).await??)
-        }
-        (None, false) => bail!("--targets needs --deps-url (the mock-deps the APIs call)"),
-    };
+    let db = open_database(&args, shared.as_ref()).await?;
+    let postgres_pid = db
+        .as_ref()
+        .and_then(|d| d.pid)
+        .or(shared.as_ref().and_then(|s| s.pid));
+    pin_database(&args, postgres_pid)?;
+    check_faults_and_clients(&args, faults, db.as_deref())?;
+    let mock = start_mock_deps(&args, &out.join("logs")).await?;
     let deps_url = args
         .deps_url
         .clone()
         .or_else(|| mock.as_ref().map(|m| m.url.clone()))
         .unwrap_or_default();
-    set_mock_latencies(&deps_url, latency)
+    set_mock_latencies(&deps_url, args.latency)
         .await
         .context("setting mock-deps latencies")?;
-    let apis: Vec<(String, String, Option<String>)> = if targets.is_empty() {
-        args.apis
-            .iter()
-            .map(|a| {
-                let (api, label) = api_names(a);
-                (api, label, None)
-            })
-            .collect()
-    } else {
-        targets
-            .into_iter()
-            .map(|(n, url)| {
-                let (api, label) = api_names(&n);
-                (api, label, Some(url))
-            })
-            .collect()
-    };
-    // Experiment D: a TCP proxy adds the round-trip time of a farther database. A database
-    // freeze needs one too (at the RTT asked for, zero included): it is what freezes.
-    let freezes = faults.is_some_and(|f| f.db_freeze.is_some());
-    if freezes && db.is_none() {
-        bail!("--faults db-freeze needs a database the lab knows (not --targets alone)");
-    }
-    let proxy = match (&db, args.db_rtt_ms > 0.0 || freezes) {
-        (Some(db), true) => {
-            let (upstream, rtt) = (
-                latency_proxy::upstream_of(&db.url)?,
-                Duration::from_secs_f64(args.db_rtt_ms / 1000.0),
-            );
-            let started = if freezes {
-                latency_proxy::LatencyProxy::start_adjustable(upstream, rtt).await
-            } else {
-                latency_proxy::LatencyProxy::start(upstream, rtt).await
-            };
-            Some(Arc::new(
-                started.context("starting the database latency proxy")?,
-            ))
-        }
-        _ => None,
-    };
-    let api_database_url = match (&db, &proxy) {
-        (Some(db), Some(p)) => Some(latency_proxy::proxied_url(&db.url, p.local_addr())?),
-        (Some(db), None) => Some(
-            args.api_database_url
-                .clone()
-                .unwrap_or_else(|| db.api_url(args.harness.db_via)),
-        ),
-        _ => None,
-    };
-    let slows_broker = faults.is_some_and(|f| f.broker_ack.is_some());
-    if slows_broker && (db.is_none() || !targets_empty) {
-        bail!("--faults broker-ack needs APIs and a database the lab starts itself (no --targets)");
-    }
-    let broker = if slows_broker {
-        Some(slow_broker::SlowBroker::start().await?)
-    } else {
-        None
-    };
+    let apis = apis_to_run(&args);
+    let proxy = database_proxy(&args, faults, db.as_deref()).await?;
+    let api_database_url =
+        api_database_url(&args, db.as_deref(), proxy.as_deref(), shared.as_ref())?;
+    let broker = broker_for(faults, db.is_some(), starts_apis).await?;
     if args.inject_broker().is_some() {
         bail!("--inject broker=… slows the broker of --scenario events only");
     }
-    let injection = args.inject.map(|i| i.scaled(args.load.duration_scale));
     let lab = Lab {
         threads_rule,
+        blocking_threads,
+        max_in_flight,
         api_database_url,
-        injection,
+        injection: args.inject.map(|i| i.scaled(args.load.duration_scale)),
         faults,
         db: db.clone(),
         db_proxy: proxy.clone(),
         broker,
         profile,
-        latency,
+        latency: args.latency,
         out: out.clone(),
         run_id: new_run_id(),
         database_url: db.as_ref().map(|d| d.url.clone()),
-        postgres_pid: db.as_ref().and_then(|d| d.pid).or(args.database_pid),
+        postgres_pid,
+        lab_owned_database: shared.is_some_and(|s| s.lab_owned),
         deps_url,
         deps_pid: mock.as_ref().map(|m| m.pid),
         environment: environment(""),
         args,
     };
-    let mut runs = Vec::new();
-    for r in 0..lab.args.repeat.max(1) {
-        for (api, label, url) in &apis {
-            let results = lab
-                .one(api, label, url.as_deref(), r)
-                .await
-                .with_context(|| format!("{api}, repeat {}", r + 1))?;
-            results.save(lab.out.join(format!("results-{label}-{r}.json")))?;
-            runs.push(results);
-        }
-    }
+    let runs = lab.every_run(&apis).await?;
     drop(lab);
     if let Some(proxy) = proxy.and_then(Arc::into_inner) {
         proxy.stop().await;
@@ -292,6 +160,28 @@ pub async fn lab(mut args: LabArgs) -> Result<(Vec<RunResults>, PathBuf)> {
     Ok((runs, out))
 }
 
+impl Lab {
+    /// Every repeat of every API, interleaved (blocking, reactive, blocking, …), each run's
+    /// results saved as it ends.
+    async fn every_run(
+        &self,
+        apis: &[(String, String, Option<String>)],
+    ) -> Result<Vec<RunResults>> {
+        let mut runs = Vec::new();
+        for r in 0..self.args.repeat.max(1) {
+            for (api, label, url) in apis {
+                let results = self
+                    .one(api, label, url.as_deref(), r)
+                    .await
+                    .with_context(|| format!("{api}, repeat {}", r + 1))?;
+                results.save(self.out.join(format!("results-{label}-{r}.json")))?;
+                runs.push(results);
+            }
+        }
+        Ok(runs)
+    }
+}
+
 fn default_out(profile: &str) -> PathBuf {
     Path::new("reports").join(format!(
         "{}-{profile}",
@@ -299,11 +189,12 @@ fn default_out(profile: &str) -> PathBuf {
     ))
 }
 
-/// What the lab states to `kind` from its flags, with mock-deps at `deps_url`.
-fn api_settings(a: &LabArgs, kind: ApiKind, deps_url: &str) -> ApiSettings {
+/// What the lab states to `kind` from its flags, with mock-deps at `deps_url` and blocking-api's
+/// pool of `threads`.
+fn api_settings(a: &LabArgs, kind: ApiKind, deps_url: &str, threads: u32) -> ApiSettings {
     let mut s = ApiSettings {
         deps_url: Some(deps_url.to_owned()),
-        db_pool_size: a.db_pool_size,
+        db_pool_size: a.harness.db_pool_size,
         db_pool_timeout_ms: a.db_pool_timeout_ms,
         deps_timeout_ms: a.deps_timeout_ms,
         deps_http: a.deps_http,
@@ -321,12 +212,7 @@ fn api_settings(a: &LabArgs, kind: ApiKind, deps_url: &str) -> ApiSettings {
         max_loop_lag_ms: 0,
         max_in_flight: None,
         events: None,
-        // `auto` is resolved (`auto_threads`) before any API starts.
-        blocking_threads: a
-            .blocking_threads
-            .fixed()
-            .filter(|_| kind.has_thread_pool())
-            .map(u64::from),
+        blocking_threads: kind.has_thread_pool().then_some(u64::from(threads)),
         deps_client: kind.has_thread_pool().then_some(a.blocking_client),
     };
     overload::settings(a, &mut s);
@@ -339,27 +225,27 @@ impl Lab {
     fn settings(&self, api: &str) -> Result<BTreeMap<String, String>> {
         let a = &self.args;
         let kind: ApiKind = api.parse().map_err(anyhow::Error::msg)?;
-        let mut settings = api_settings(a, kind, &self.deps_url);
+        let mut settings = api_settings(a, kind, &self.deps_url, self.blocking_threads);
         settings.events = self.broker.as_ref().map(slow_broker::SlowBroker::events);
         let mut s = settings.to_env();
         // The added RTT.
-        s.insert("DB_RTT_MS".to_owned(), a.db_rtt_ms.to_string());
-        if a.lab_owned_database || self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
+        s.insert("DB_RTT_MS".to_owned(), a.harness.db_rtt_ms.to_string());
+        if self.lab_owned_database || self.db.as_ref().is_some_and(|d| d.is_ephemeral()) {
             // fsync, synchronous_commit and full_page_writes of the lab's PostgreSQL.
             s.insert(
                 "PG_DURABILITY".to_owned(),
-                a.db_durability.as_str().to_owned(),
+                a.harness.db_durability.as_str().to_owned(),
             );
             // How the APIs reach it (a proxy, when there is one, is TCP).
-            let via = if a.db_rtt_ms > 0.0 || self.db_proxy.is_some() {
+            let via = if a.harness.db_rtt_ms > 0.0 || self.db_proxy.is_some() {
                 "tcp"
             } else {
-                a.db_via.as_str()
+                a.harness.db_via.as_str()
             };
             s.insert("PG_VIA".to_owned(), via.to_owned());
-            if !a.pg_settings.is_empty() {
+            if !a.harness.pg_settings.is_empty() {
                 // The server settings given on top of the lab's.
-                s.insert("PG_SETTINGS".to_owned(), a.pg_settings.join(","));
+                s.insert("PG_SETTINGS".to_owned(), a.harness.pg_settings.join(","));
             }
         }
         if let Some(rule) = self

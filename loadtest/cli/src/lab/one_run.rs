@@ -3,6 +3,7 @@
 //! injection under way, count the money, check the invariants, stop it. What every run shares,
 //! and the order of the runs, is `mod.rs`'s.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -16,10 +17,20 @@ use lab_results::{Event, Limits, RunConfig, RunResults};
 use loadgen::assemble::RunMeta;
 use loadgen::clock::Clock;
 use loadgen::driver::DriverConfig;
+use loadgen::gave_up::OrderKey;
 use loadgen::retry::RetryPolicy;
 use loadgen::sampler::{SampleTargets, scraped_settings};
 
 use super::*;
+
+/// The API of one run: the process the lab started (none at `--targets`), where it answers, the
+/// settings it runs with and its limits.
+struct Target {
+    process: Option<ApiProcess>,
+    url: String,
+    settings: BTreeMap<String, String>,
+    limits: Limits,
+}
 
 impl Lab {
     /// The run of `api` (repeat `repeat`, results labelled `label`), at `url` when it is already
@@ -31,43 +42,53 @@ impl Lab {
         url: Option<&str>,
         repeat: u32,
     ) -> Result<RunResults> {
-        let (process, url, settings, limits) = match url {
-            Some(url) => {
-                let settings = scraped_settings(url).await;
-                let limits = Limits {
-                    mechanism: "docker compose".to_owned(),
-                    ..not_enforced(
-                        "set outside the lab (docker compose cpus/mem_limit), not verified by it",
-                    )
-                };
-                (None, url.to_owned(), settings, limits)
-            }
-            None => {
-                let settings = self.settings(api)?;
-                let env = self.env(&settings);
-                let (name, pod, logs) = (api.to_owned(), self.args.pod(), self.out.join("logs"));
-                let p =
-                    tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, pod, &logs))
-                        .await??;
-                let (url, limits) = (p.url.clone(), p.limits.clone());
-                let mut settings = settings;
-                // What the API itself reports: its admission limit and its allocator.
-                let mut reported = loadgen::sampler::scraped_settings(&url).await;
-                for key in ["MAX_IN_FLIGHT", "ALLOCATOR"] {
-                    if let Some(v) = reported.remove(key) {
-                        settings.insert(key.to_owned(), v);
-                    }
-                }
-                (Some(p), url, settings, limits)
-            }
+        let target = match url {
+            Some(url) => running_target(url).await,
+            None => self.start_api(api).await?,
         };
-        let build = process
-            .as_ref()
-            .map_or("unknown", |p| p.build_profile.as_str())
-            .to_owned();
         self.fresh_state().await?;
-        self.warm_up(&url).await?;
+        self.warm_up(&target.url).await?;
         self.fresh_state().await?;
+        let (driver, goose) = self.driver(&target.url, label, repeat);
+        let meta = self.meta(api, label, repeat, &target, &driver, goose);
+        let url = target.url.clone();
+        let mut m = self.measure(api, target, driver, meta).await?;
+        self.check(&mut m.results, &url, m.broker_backlog).await?;
+        // After the checks (which wait until the API is idle), before the next run empties the tables.
+        m.results.after_give_up =
+            Some(orders_after_give_up(self.database_url.as_deref(), &m.gave_up).await);
+        stop(m.results, m.process, m.activity).await
+    }
+
+    /// Starts `api` in its cgroup with the lab's settings, and adds what the API itself reports
+    /// once it runs: its admission limit and its allocator.
+    async fn start_api(&self, api: &str) -> Result<Target> {
+        let mut settings = self.settings(api)?;
+        let env = self.env(&settings);
+        let (name, pod, logs) = (
+            api.to_owned(),
+            self.args.harness.pod(),
+            self.out.join("logs"),
+        );
+        let p = tokio::task::spawn_blocking(move || ApiProcess::start(&name, &env, pod, &logs))
+            .await??;
+        let (url, limits) = (p.url.clone(), p.limits.clone());
+        let mut reported = loadgen::sampler::scraped_settings(&url).await;
+        for key in ["MAX_IN_FLIGHT", "ALLOCATOR"] {
+            if let Some(v) = reported.remove(key) {
+                settings.insert(key.to_owned(), v);
+            }
+        }
+        Ok(Target {
+            process: Some(p),
+            url,
+            settings,
+            limits,
+        })
+    }
+
+    /// The generator's configuration for this run, and its goose reports' file names.
+    fn driver(&self, url: &str, label: &str, repeat: u32) -> (DriverConfig, Vec<String>) {
         let name = format!("{label}-{repeat}");
         let goose: Vec<String> = ["html", "json", "md"]
             .iter()
@@ -75,10 +96,10 @@ impl Lab {
             .collect();
         let load = &self.args.load;
         let driver = DriverConfig {
-            target: url.clone(),
+            target: url.to_owned(),
             profile: self.profile.clone(),
             request_timeout: Duration::from_secs_f64(load.request_timeout_s),
-            max_in_flight: load.max_in_flight,
+            max_in_flight: self.max_in_flight,
             run_id: format!("{}{}{repeat}", self.run_id, &label[..1.min(label.len())]),
             sellers: load.sellers,
             duplicate_ratio: load.duplicate_ratio,
@@ -91,13 +112,32 @@ impl Lab {
             sharding: Default::default(),
             transport_pause: None,
         };
+        (driver, goose)
+    }
+
+    /// What the results say of the run besides its measurements: the API, the configuration,
+    /// the environment and the warm-up before t = 0.
+    fn meta(
+        &self,
+        api: &str,
+        label: &str,
+        repeat: u32,
+        target: &Target,
+        driver: &DriverConfig,
+        goose: Vec<String>,
+    ) -> RunMeta {
+        let load = &self.args.load;
         let mut environment = self.environment.clone();
-        environment.build_profile = build;
+        environment.build_profile = target
+            .process
+            .as_ref()
+            .map_or("unknown", |p| p.build_profile.as_str())
+            .to_owned();
         let warm = self.warmup_s();
-        let mut meta = RunMeta {
+        RunMeta {
             api: api.to_owned(),
             label: label.to_owned(),
-            target_url: url.clone(),
+            target_url: target.url.clone(),
             run_id: driver.run_id.clone(),
             repeat_index: repeat,
             repeats: self.args.repeat.max(1),
@@ -106,15 +146,15 @@ impl Lab {
                 mock_latency_ms: Some(self.latency),
                 injection: self.injection,
                 faults: self.faults,
-                api_settings: settings,
-                limits,
+                api_settings: target.settings.clone(),
+                limits: target.limits.clone(),
                 tx_scope: self.args.tx_scope.as_str().to_owned(),
                 request_timeout_ms: (load.request_timeout_s * 1000.0) as u64,
-                max_in_flight: load.max_in_flight,
+                max_in_flight: self.max_in_flight,
                 duplicate_ratio: load.duplicate_ratio,
                 sellers: load.sellers,
                 warmup_s: warm,
-                shedding: process.is_some().then_some(self.args.shedding),
+                shedding: target.process.is_some().then_some(self.args.shedding),
             },
             environment,
             goose_reports: goose,
@@ -123,7 +163,20 @@ impl Lab {
                 label: format!("measurement starts (after a {warm} s warm-up, excluded)"),
             }],
             keep_histograms: false,
-        };
+        }
+    }
+
+    /// The measured run with the injection or the fault plan under way and the API watched for
+    /// a death of its own (started again for its recovery); the results with the run's events
+    /// in order.
+    async fn measure(
+        &self,
+        api: &str,
+        target: Target,
+        driver: DriverConfig,
+        mut meta: RunMeta,
+    ) -> Result<Measured> {
+        let Target { process, url, .. } = target;
         let injecting = self.injection.map(|inj| {
             meta.events.extend(inj.events(self.latency));
             tokio::spawn(crate::inject::apply(
@@ -179,8 +232,25 @@ impl Lab {
         if let Some(r) = results.retries.as_mut() {
             r.recovery = crate::faults::recovery::recovery(&results.events, r);
         }
+        Ok(Measured {
+            results,
+            gave_up,
+            process,
+            activity,
+            broker_backlog: ended.broker_backlog,
+        })
+    }
+
+    /// The run's checks once the API is idle: the invariants, the money once no key is left
+    /// CHARGING, and the events of a broker fault.
+    async fn check(
+        &self,
+        results: &mut RunResults,
+        url: &str,
+        broker_backlog: Option<u64>,
+    ) -> Result<()> {
         results.invariants = invariants::all(
-            &results,
+            results,
             self.database_url.as_deref(),
             Some(&self.deps_url),
             Some(&format!("{url}/metrics")),
@@ -201,19 +271,52 @@ impl Lab {
             self.faults.and_then(|f| f.broker_ack),
             self.database_url.as_deref(),
         ) {
-            results.broker = Some(b.record(db_url, fault, ended.broker_backlog).await?);
+            results.broker = Some(b.record(db_url, fault, broker_backlog).await?);
         }
-        // After the checks (which wait until the API is idle), before the next run empties the tables.
-        results.after_give_up =
-            Some(orders_after_give_up(self.database_url.as_deref(), &gave_up).await);
-        let stopped = process.is_some();
-        results.cgroup_memory_peak_bytes = process.as_ref().and_then(|p| p.cgroup_memory_peak());
-        if let Some(p) = process {
-            tokio::task::spawn_blocking(move || p.stop()).await??;
-        }
-        // Once the API's sessions have ended: they publish their last statistics as they exit.
-        let window_s = results.elapsed_s.unwrap_or(results.summary.duration_s);
-        results.db_activity = activity.finish(window_s, stopped).await;
-        Ok(results)
+        Ok(())
     }
+}
+
+/// What [`Lab::measure`] gives back: the results, the orders whose clients gave up, the API's
+/// process (still running), the database's activity probe and the outbox backlog at the broker
+/// fault's end.
+struct Measured {
+    results: RunResults,
+    gave_up: Vec<OrderKey>,
+    process: Option<ApiProcess>,
+    activity: db_activity::Probe,
+    broker_backlog: Option<u64>,
+}
+
+/// An API already running at `url` (`--targets`): its settings as it reports them, its limits
+/// set outside the lab.
+async fn running_target(url: &str) -> Target {
+    let settings = scraped_settings(url).await;
+    let limits = Limits {
+        mechanism: "docker compose".to_owned(),
+        ..not_enforced("set outside the lab (docker compose cpus/mem_limit), not verified by it")
+    };
+    Target {
+        process: None,
+        url: url.to_owned(),
+        settings,
+        limits,
+    }
+}
+
+/// The API's peak memory and its stop, then the database's activity over the run: once the
+/// API's sessions have ended, as they publish their last statistics when they exit.
+async fn stop(
+    mut results: RunResults,
+    process: Option<ApiProcess>,
+    activity: db_activity::Probe,
+) -> Result<RunResults> {
+    let stopped = process.is_some();
+    results.cgroup_memory_peak_bytes = process.as_ref().and_then(|p| p.cgroup_memory_peak());
+    if let Some(p) = process {
+        tokio::task::spawn_blocking(move || p.stop()).await??;
+    }
+    let window_s = results.elapsed_s.unwrap_or(results.summary.duration_s);
+    results.db_activity = activity.finish(window_s, stopped).await;
+    Ok(results)
 }

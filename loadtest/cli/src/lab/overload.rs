@@ -44,8 +44,13 @@ mod tests {
 
     /// The environment of a lab API started with these flags.
     fn env(extra: &[&str]) -> BTreeMap<String, String> {
-        super::super::api_settings(&args(extra), ApiKind::Reactive, "http://127.0.0.1:9191")
-            .to_env()
+        super::super::api_settings(
+            &args(extra),
+            ApiKind::Reactive,
+            "http://127.0.0.1:9191",
+            200,
+        )
+        .to_env()
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl Lab {
         };
         let timeout = Duration::from_secs_f64(self.args.load.request_timeout_s);
         let cfg = DriverConfig {
-            max_in_flight: self.args.load.max_in_flight,
+            max_in_flight: self.max_in_flight,
             sellers: self.args.load.sellers,
             ..DriverConfig::new(url, profile, format!("{}w", self.run_id), timeout)
         };

@@ -131,7 +131,7 @@ mod tests {
             .unwrap()
         };
         CapacityFile {
-            scenario: "capacity".into(),
+            scenario: lab_results::ScenarioName::Capacity,
             objective: "p99 <= 253 ms".into(),
             critical_path_ms: 220,
             limits: Some(Limits {

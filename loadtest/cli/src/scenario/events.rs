@@ -46,7 +46,7 @@ pub fn runs(base: &LabArgs) -> Vec<EventsRun> {
         ("slowed", SLOW_BROKER_MS, n(SLOWED_REQUESTS)),
     ] {
         for mode in MODES {
-            for api in &base.apis {
+            for api in &base.harness.apis {
                 out.push(EventsRun {
                     api: crate::lab_args::api_names(api).0,
                     mode,
@@ -61,7 +61,7 @@ pub fn runs(base: &LabArgs) -> Vec<EventsRun> {
         }
     }
     for mode in MODES {
-        for api in &base.apis {
+        for api in &base.harness.apis {
             let requests = n(REQUESTS);
             out.push(EventsRun {
                 api: crate::lab_args::api_names(api).0,
@@ -80,7 +80,7 @@ pub fn runs(base: &LabArgs) -> Vec<EventsRun> {
 
 /// Runs the scenario; writes scenario.json, summary.md and scenario.html.
 pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
-    let out = base.out.clone().unwrap_or_else(|| {
+    let out = base.harness.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(
             "{}-scenario-events",
             chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
@@ -89,7 +89,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     if base.targets.is_empty() {
-        let apis = base.apis.clone();
+        let apis = base.harness.apis.clone();
         tokio::task::spawn_blocking(move || crate::services::build_services(&apis)).await??;
     } else {
         anyhow::bail!("--scenario events starts its own APIs, NATS and proxy (no --targets)");
@@ -128,11 +128,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
             slow_broker_ms: SLOW_BROKER_MS,
         },
     );
-    super::findings::apply(
-        &mut table,
-        super::ScenarioName::Events,
-        &serde_json::to_value(&rows)?,
-    )?;
+    super::findings::apply_events(&mut table, &serde_json::to_value(&rows)?)?;
     table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), render_html(&table))?;

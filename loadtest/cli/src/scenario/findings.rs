@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::{ScenarioName, conclusions};
+use super::{LabRuns, conclusions};
 use lab_report::scenario::{apis, charts};
 use lab_results::scenario::{
     BatchPoint, DbLatencyPoint, EventsPoint, FaultsPoint, OverloadPoint, RemotecallPoint, points,
@@ -145,54 +145,58 @@ pub fn batching_conclusion(rows: &[BatchPoint]) -> Vec<String> {
     ]
 }
 
-/// Sets the conclusion, the chart and the harness-bound marks of a scenario's table from its
-/// `scenario.json`, for every scenario that writes one (all but slow-dependency); the rows of the
-/// JSON are the rows of the table, in order.
+/// Sets the conclusion and the chart of the events scenario's table from its `scenario.json`.
+pub fn apply_events(table: &mut super::ScenarioTable, json: &Value) -> serde_json::Result<()> {
+    let rows: Vec<EventsPoint> = points(json)?;
+    table.conclusion = events_conclusion(&rows);
+    table.charts.push(charts::events(&rows));
+    Ok(())
+}
+
+/// Sets the conclusion, the chart and the harness-bound marks of the batching scenario's table
+/// from its `scenario.json`.
+pub fn apply_batching(table: &mut super::ScenarioTable, json: &Value) -> serde_json::Result<()> {
+    let rows: Vec<BatchPoint> = points(json)?;
+    table.conclusion = batching_conclusion(&rows);
+    table.charts.push(charts::batching(&rows));
+    table.harness_bound = rows.iter().map(BatchPoint::harness_bound).collect();
+    Ok(())
+}
+
+/// Sets the conclusion, the chart and the harness-bound marks of a table of lab runs from its
+/// `scenario.json`, for every one that writes one (all but slow-dependency and the soak); the
+/// rows of the JSON are the rows of the table, in order.
 pub fn apply(
     table: &mut super::ScenarioTable,
-    scenario: ScenarioName,
+    kind: LabRuns,
     json: &Value,
 ) -> serde_json::Result<()> {
-    match scenario {
-        ScenarioName::Events => {
-            let rows: Vec<EventsPoint> = points(json)?;
-            table.conclusion = events_conclusion(&rows);
-            table.charts.push(charts::events(&rows));
-        }
-        ScenarioName::Batching => {
-            let rows: Vec<BatchPoint> = points(json)?;
-            table.conclusion = batching_conclusion(&rows);
-            table.charts.push(charts::batching(&rows));
-            table.harness_bound = rows.iter().map(BatchPoint::harness_bound).collect();
-        }
-        ScenarioName::Remotecall => {
+    match kind {
+        LabRuns::Remotecall => {
             let rows: Vec<RemotecallPoint> = points(json)?;
             table.conclusion = conclusions::remotecall(&rows);
             table.charts.push(charts::remotecall(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
-        ScenarioName::DbLatency => {
+        LabRuns::DbLatency => {
             let rows: Vec<DbLatencyPoint> = points(json)?;
             table.conclusion = conclusions::db_latency(&rows);
             table.charts.push(charts::db_latency(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
-        ScenarioName::Overload => {
+        LabRuns::Overload => {
             let rows: Vec<OverloadPoint> = points(json)?;
             table.conclusion = conclusions::overload(&rows);
             table.charts.push(charts::overload(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
-        ScenarioName::Faults => {
+        LabRuns::Faults => {
             let rows: Vec<FaultsPoint> = points(json)?;
             table.conclusion = conclusions::faults(&rows);
             table.charts.push(charts::faults(&rows));
             table.harness_bound = rows.iter().map(|r| r.harness_bound.is_some()).collect();
         }
-        ScenarioName::SlowDependency
-        | ScenarioName::Capacity
-        | ScenarioName::Threads
-        | ScenarioName::Soak => {}
+        LabRuns::SlowDependency | LabRuns::Soak => {}
     }
     Ok(())
 }

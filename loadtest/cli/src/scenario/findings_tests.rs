@@ -1,20 +1,46 @@
 //! The findings of the events and batching scenarios, rendered from their committed results
 //! (docs/results/*-scenario.json) as pages.
 use super::*;
-use crate::scenario::ScenarioTable;
+use crate::scenario::{ScenarioName, ScenarioTable};
 
-fn committed(name: &str) -> Value {
-    let text = match name {
-        "events" => include_str!("../../../../docs/results/events-scenario.json"),
-        _ => include_str!("../../../../docs/results/batching-scenario.json"),
-    };
-    serde_json::from_str(text).expect("committed scenario.json")
+/// The scenarios whose findings this module computes (the others': `conclusions.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Committed {
+    Events,
+    Batching,
+}
+
+impl Committed {
+    fn json(self) -> Value {
+        let text = match self {
+            Committed::Events => include_str!("../../../../docs/results/events-scenario.json"),
+            Committed::Batching => include_str!("../../../../docs/results/batching-scenario.json"),
+        };
+        serde_json::from_str(text).expect("committed scenario.json")
+    }
+
+    fn apply(self, t: &mut ScenarioTable, json: &Value) -> serde_json::Result<()> {
+        match self {
+            Committed::Events => apply_events(t, json),
+            Committed::Batching => apply_batching(t, json),
+        }
+    }
+}
+
+impl std::fmt::Display for Committed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            Committed::Events => ScenarioName::Events,
+            Committed::Batching => ScenarioName::Batching,
+        };
+        name.fmt(f)
+    }
 }
 
 /// The page of a committed result: one table row per JSON row (its first fields), the
 /// findings applied. `SCENARIO_FIXTURE_OUT` keeps it for `scripts/report-screenshots.sh`.
-fn page(name: &str) -> (ScenarioTable, String) {
-    let json = committed(name);
+fn page(name: Committed) -> (ScenarioTable, String) {
+    let json = name.json();
     let rows = json
         .get("rows")
         .unwrap_or(&json)
@@ -55,7 +81,7 @@ fn page(name: &str) -> (ScenarioTable, String) {
         conditions: vec!["Written by loadtest lab --scenario … on the test machine.".into()],
         ..ScenarioTable::default()
     };
-    apply(&mut t, scenario(name), &json).expect("rows read");
+    name.apply(&mut t, &json).expect("rows read");
     let html = crate::scenario::render_html(&t);
     if let Some(dir) = std::env::var_os("SCENARIO_FIXTURE_OUT") {
         let dir = std::path::PathBuf::from(dir);
@@ -67,7 +93,7 @@ fn page(name: &str) -> (ScenarioTable, String) {
 
 #[test]
 fn events_conclusion_names_the_slow_broker_and_the_crash() {
-    let (t, html) = page("events");
+    let (t, html) = page(Committed::Events);
     assert_eq!(
         t.conclusion,
         [
@@ -86,7 +112,7 @@ fn events_conclusion_names_the_slow_broker_and_the_crash() {
 
 #[test]
 fn batching_conclusion_compares_each_best_batch_with_none() {
-    let (t, html) = page("batching");
+    let (t, html) = page(Committed::Batching);
     assert_eq!(
         t.conclusion[0],
         "Batching the final persist raised blocking-api's 1.89× at 6.5 ms RTT (246 → 466, batch 1000), 1.40× at 0 ms RTT (488 → 682, batch 1000); reactive-api's 1.99× at 6.5 ms RTT (263 → 522, batch 100), 1.39× at 0 ms RTT (621 → 863, batch 1000)."
@@ -119,7 +145,10 @@ fn batching_conclusion_compares_each_best_batch_with_none() {
 
 #[test]
 fn the_page_is_offline_leads_with_what_was_measured_and_shows_its_conditions() {
-    for (name, measured, more) in [("events", "req_per_s", 3), ("batching", "orders_per_s", 1)] {
+    for (name, measured, more) in [
+        (Committed::Events, "req_per_s", 3),
+        (Committed::Batching, "orders_per_s", 1),
+    ] {
         let (t, html) = page(name);
         let lower = html.to_lowercase();
         for forbidden in ["<script", "src=", "<link", "url(", "@import"] {
@@ -141,19 +170,13 @@ fn the_page_is_offline_leads_with_what_was_measured_and_shows_its_conditions() {
         assert_eq!(main.matches("<th>").count(), t.main_columns);
         assert!(main.contains(&format!("<th>{measured}</th>")), "{name}");
         // A column with one value in every row is left out, and said once if it has a value.
-        assert!(!html.contains("<th>batch_max</th>") || name == "batching");
-        assert!(!html.contains("<th>orders_per_s</th>") || name == "batching");
+        assert!(!html.contains("<th>batch_max</th>") || name == Committed::Batching);
+        assert!(!html.contains("<th>orders_per_s</th>") || name == Committed::Batching);
         // Text cells line up left, like their headers; figures right.
         assert!(html.contains("<td class=\"text\">"), "{name}");
         assert!(html.contains("table.summary td.text { text-align:left; white-space:normal; }"));
-        if name == "batching" {
+        if name == Committed::Batching {
             assert!(html.contains("In every row: errors 0."), "{name}");
         }
     }
-}
-
-/// The registry's scenario of that name (the fixtures are named as `--scenario` takes them).
-fn scenario(name: &str) -> crate::scenario::ScenarioName {
-    <crate::scenario::ScenarioName as clap::ValueEnum>::from_str(name, false)
-        .expect("a scenario's name")
 }

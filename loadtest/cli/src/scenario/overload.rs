@@ -20,10 +20,9 @@ pub const PROFILE: &str = "ramp-750";
 pub(super) fn variants(base: &LabArgs) -> Vec<Variant> {
     let mut out = Vec::new();
     for shedding in [Shedding::Off, Shedding::On] {
-        for api in &base.apis {
+        for api in &base.harness.apis {
             let mut args = base.clone();
-            args.scenario = None;
-            args.apis = vec![api.clone()];
+            args.harness.apis = vec![api.clone()];
             args.load.profile = PROFILE.to_owned();
             args.shedding = shedding;
             out.push(Variant {

@@ -6,23 +6,31 @@
 
 use serde_json::{Value, json};
 
-use crate::scenario::ScenarioTable;
 use crate::scenario::findings::apply;
+use crate::scenario::registry::runner;
+use crate::scenario::{LabRuns, Runner, ScenarioName, ScenarioTable};
 use lab_report::scenario::trust_line;
 
-fn fixture(name: &str) -> Value {
-    let text = match name {
-        "remotecall" => include_str!("fixtures/remotecall-scenario.json"),
-        "db-latency" => include_str!("fixtures/db-latency-scenario.json"),
-        "overload" => include_str!("fixtures/overload-scenario.json"),
-        _ => include_str!("fixtures/faults-scenario.json"),
+/// The fixture of a scenario that writes a `scenario.json`; `None` for one without typed rows
+/// (`points::rows`).
+fn fixture_of(kind: LabRuns) -> Option<Value> {
+    let text = match kind {
+        LabRuns::Remotecall => include_str!("fixtures/remotecall-scenario.json"),
+        LabRuns::DbLatency => include_str!("fixtures/db-latency-scenario.json"),
+        LabRuns::Overload => include_str!("fixtures/overload-scenario.json"),
+        LabRuns::Faults => include_str!("fixtures/faults-scenario.json"),
+        LabRuns::SlowDependency | LabRuns::Soak => return None,
     };
-    serde_json::from_str(text).expect("fixture")
+    Some(serde_json::from_str(text).expect("fixture"))
+}
+
+fn fixture(kind: LabRuns) -> Value {
+    fixture_of(kind).expect("a scenario with typed rows")
 }
 
 /// The page of `json`'s rows: one table row per JSON row, its fields as columns, the first four
 /// above the fold.
-fn page(name: &str, json: &Value) -> (ScenarioTable, String) {
+fn page(name: LabRuns, json: &Value) -> (ScenarioTable, String) {
     let rows = json.as_array().expect("rows");
     let columns: Vec<String> = rows
         .first()
@@ -46,7 +54,7 @@ fn page(name: &str, json: &Value) -> (ScenarioTable, String) {
         conditions: vec!["Written by loadtest lab --scenario … on the test machine.".into()],
         ..ScenarioTable::default()
     };
-    apply(&mut t, scenario(name), json).expect("rows read");
+    apply(&mut t, name, json).expect("rows read");
     let html = crate::scenario::render_html(&t);
     // The fixture's own page only, not the variations the tests make of it.
     if let Some(dir) = std::env::var_os("SCENARIO_FIXTURE_OUT").filter(|_| *json == fixture(name)) {
@@ -63,11 +71,20 @@ fn with(mut json: Value, i: usize, field: &str, value: Value) -> Value {
     json
 }
 
-const SCENARIOS: [&str; 4] = ["remotecall", "db-latency", "overload", "faults"];
+/// Every scenario made of lab runs that writes typed rows, in the registry's order.
+fn scenarios() -> Vec<LabRuns> {
+    ScenarioName::ALL
+        .iter()
+        .filter_map(|&name| match runner(name) {
+            Runner::LabRuns(kind) => fixture_of(kind).map(|_| kind),
+            Runner::Own(_) => None,
+        })
+        .collect()
+}
 
 #[test]
 fn db_latency_concludes_from_the_direct_and_the_farthest_rows() {
-    let (t, _) = page("db-latency", &fixture("db-latency"));
+    let (t, _) = page(LabRuns::DbLatency, &fixture(LabRuns::DbLatency));
     assert_eq!(
         t.conclusion,
         [
@@ -78,14 +95,14 @@ fn db_latency_concludes_from_the_direct_and_the_farthest_rows() {
           directly), p99 61 ms."
         ]
     );
-    let slower = with(fixture("db-latency"), 6, "orders_per_s", json!(99.8));
-    let (t, _) = page("db-latency", &slower);
+    let slower = with(fixture(LabRuns::DbLatency), 6, "orders_per_s", json!(99.8));
+    let (t, _) = page(LabRuns::DbLatency, &slower);
     assert!(t.conclusion[0].contains("blocking-api kept 50 %"), "{t:?}");
 }
 
 #[test]
 fn remotecall_and_overload_conclusions_follow_their_rows() {
-    let (t, _) = page("remotecall", &fixture("remotecall"));
+    let (t, _) = page(LabRuns::Remotecall, &fixture(LabRuns::Remotecall));
     assert_eq!(t.conclusion.len(), 2, "one sentence per payment latency");
     assert!(
         t.conclusion[0].starts_with(
@@ -97,27 +114,27 @@ fn remotecall_and_overload_conclusions_follow_their_rows() {
         t.conclusion[0]
     );
     let (changed, _) = page(
-        "remotecall",
-        &with(fixture("remotecall"), 4, "errors", json!(0)),
+        LabRuns::Remotecall,
+        &with(fixture(LabRuns::Remotecall), 4, "errors", json!(0)),
     );
     assert!(changed.conclusion[0].contains("blocking-api request scope 4.7 req/s;"));
 
-    let (t, _) = page("overload", &fixture("overload"));
+    let (t, _) = page(LabRuns::Overload, &fixture(LabRuns::Overload));
     assert_eq!(
         t.conclusion[0],
         "blocking-api: shedding off 88.4 201/s (p99 29.80 s), 14210 client timeouts; shedding on \
          90.2 201/s (p99 2.71 s), refused 67 % (p99 31 ms), 0 client timeouts."
     );
     let (changed, _) = page(
-        "overload",
-        &with(fixture("overload"), 2, "ok_per_s", json!(40.0)),
+        LabRuns::Overload,
+        &with(fixture(LabRuns::Overload), 2, "ok_per_s", json!(40.0)),
     );
     assert!(changed.conclusion[0].contains("shedding on 40.0 201/s"));
 }
 
 #[test]
 fn faults_says_first_when_money_does_not_balance() {
-    let (t, _) = page("faults", &fixture("faults"));
+    let (t, _) = page(LabRuns::Faults, &fixture(LabRuns::Faults));
     assert_eq!(
         t.conclusion,
         [
@@ -128,9 +145,9 @@ fn faults_says_first_when_money_does_not_balance() {
              1800 clients got their 201, 0 gave up.",
         ]
     );
-    let mut bad = fixture("faults");
+    let mut bad = fixture(LabRuns::Faults);
     bad[1]["money"]["charges_without_order"] = json!(2);
-    let (t, html) = page("faults", &bad);
+    let (t, html) = page(LabRuns::Faults, &bad);
     assert_eq!(
         t.conclusion[0],
         "MONEY NOT BALANCED: reactive-api has 2 charges without order, 0 orders without charge, \
@@ -139,9 +156,9 @@ fn faults_says_first_when_money_does_not_balance() {
     assert!(t.conclusion[1].contains("for blocking-api (1781 charges"));
     assert!(!t.conclusion[1].contains("reactive-api"));
     assert!(html.contains("<p class=\"lead\">MONEY NOT BALANCED"));
-    let mut uncounted = fixture("faults");
+    let mut uncounted = fixture(LabRuns::Faults);
     uncounted[0]["money"] = Value::Null;
-    let (t, _) = page("faults", &uncounted);
+    let (t, _) = page(LabRuns::Faults, &uncounted);
     assert!(
         t.conclusion[0].starts_with("MONEY NOT BALANCED: blocking-api's money was not counted")
     );
@@ -149,7 +166,7 @@ fn faults_says_first_when_money_does_not_balance() {
 
 #[test]
 fn no_rows_and_all_harness_bound_are_said_first() {
-    for name in SCENARIOS {
+    for name in scenarios() {
         let (t, html) = page(name, &json!([]));
         assert_eq!(t.conclusion.len(), 1, "{name}");
         assert!(t.conclusion[0].starts_with("No run finished"), "{name}");
@@ -173,10 +190,10 @@ fn no_rows_and_all_harness_bound_are_said_first() {
 #[test]
 fn every_harness_bound_row_is_marked_and_counted() {
     for (name, bound) in [
-        ("remotecall", 1),
-        ("db-latency", 1),
-        ("overload", 1),
-        ("faults", 0),
+        (LabRuns::Remotecall, 1),
+        (LabRuns::DbLatency, 1),
+        (LabRuns::Overload, 1),
+        (LabRuns::Faults, 0),
     ] {
         let json = fixture(name);
         let (t, html) = page(name, &json);
@@ -229,7 +246,7 @@ fn path_ends(svg: &str) -> Vec<((f64, f64), (f64, f64))> {
 
 #[test]
 fn charts_draw_the_rows_only() {
-    let (_, html) = page("db-latency", &fixture("db-latency"));
+    let (_, html) = page(LabRuns::DbLatency, &fixture(LabRuns::DbLatency));
     // Two stacked charts (throughput, connections), a line per API each, a dot per run.
     assert_eq!(html.matches("class=\"series\"").count(), 4);
     assert_eq!(html.matches("class=\"dot\"").count(), 16);
@@ -239,22 +256,22 @@ fn charts_draw_the_rows_only() {
         assert_eq!(end, last_dot, "a path ends at its last sample");
     }
     // A row without connections scraped has no point on that chart, not a zero.
-    let mut gap = fixture("db-latency");
+    let mut gap = fixture(LabRuns::DbLatency);
     gap[7]["connections_mean"] = Value::Null;
-    let (_, html) = page("db-latency", &gap);
+    let (_, html) = page(LabRuns::DbLatency, &gap);
     assert_eq!(html.matches("class=\"dot\"").count(), 15);
     for (end, last_dot) in path_ends(&html) {
         assert_eq!(end, last_dot);
     }
     // Bars: one per run and panel; a run without 201s has no p99 bar.
-    let (_, html) = page("overload", &fixture("overload"));
+    let (_, html) = page(LabRuns::Overload, &fixture(LabRuns::Overload));
     assert_eq!(html.matches("<rect x=").count(), 8);
     let (_, html) = page(
-        "overload",
-        &with(fixture("overload"), 0, "ok_p99_ms", Value::Null),
+        LabRuns::Overload,
+        &with(fixture(LabRuns::Overload), 0, "ok_p99_ms", Value::Null),
     );
     assert_eq!(html.matches("<rect x=").count(), 7);
-    let (_, html) = page("remotecall", &fixture("remotecall"));
+    let (_, html) = page(LabRuns::Remotecall, &fixture(LabRuns::Remotecall));
     assert_eq!(html.matches("<rect x=").count(), 16);
     // The bars start right of the longest label (right-aligned before them), none cut at x = 0.
     let x: f64 = html[html.find("<rect x=\"").expect("a bar") + 9..]
@@ -266,7 +283,7 @@ fn charts_draw_the_rows_only() {
         x >= 7.5 * "3000 ms · request · blocking-api".chars().count() as f64,
         "{x}"
     );
-    let (_, html) = page("faults", &fixture("faults"));
+    let (_, html) = page(LabRuns::Faults, &fixture(LabRuns::Faults));
     assert_eq!(
         html.matches("<rect x=").count(),
         12,
@@ -276,7 +293,7 @@ fn charts_draw_the_rows_only() {
 
 #[test]
 fn the_pages_show_their_conditions_and_hide_nothing_in_comments() {
-    for name in SCENARIOS {
+    for name in scenarios() {
         let (t, html) = page(name, &fixture(name));
         assert!(html.contains(
             "<p class=\"note\" id=\"conditions\"><strong>Run conditions: </strong>Written by"
@@ -297,12 +314,6 @@ fn the_pages_show_their_conditions_and_hide_nothing_in_comments() {
         // The fold holds what does not fit above it: nothing, when the columns that vary from row
         // to row fit (faults' fixture: its clients and gave-up are the same in both rows).
         let folded = html.contains("<details><summary>Every column (");
-        assert_eq!(folded, name != "faults", "{name}");
+        assert_eq!(folded, name != LabRuns::Faults, "{name}");
     }
-}
-
-/// The registry's scenario of that name (the fixtures are named as `--scenario` takes them).
-fn scenario(name: &str) -> crate::scenario::ScenarioName {
-    <crate::scenario::ScenarioName as clap::ValueEnum>::from_str(name, false)
-        .expect("a scenario's name")
 }

@@ -11,38 +11,31 @@ use serde_json::Value;
 use lab_results::scenario::{DbLatencyPoint, FaultsPoint, OverloadPoint, RemotecallPoint};
 use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
-use super::{ScenarioName, Variant};
+use super::{LabRuns, Variant};
 use lab_report::scenario::figures::{
     closed_rate, connections_in_use, median, plateau, rtt, schedule_s,
 };
 
-/// The rows of scenario `name`, one per run in the table's order; `None` for a scenario without
-/// typed rows (slow-dependency).
-pub fn rows(name: ScenarioName, done: &[(Variant, Vec<RunResults>)]) -> Option<Value> {
+/// The rows of scenario `kind`, one per run in the table's order; `None` for a scenario without
+/// typed rows (slow-dependency, and the soak, whose page compares windows of one run).
+pub fn rows(kind: LabRuns, done: &[(Variant, Vec<RunResults>)]) -> Option<Value> {
     let first = || {
         done.iter()
             .filter_map(|(_, runs)| Some((runs.first()?, runs)))
     };
     let all = || done.iter().flat_map(|(_, runs)| runs);
-    let value = match name {
-        ScenarioName::Remotecall => serde_json::to_value(
+    let value = match kind {
+        LabRuns::Remotecall => serde_json::to_value(
             first()
                 .map(|(r, runs)| remotecall(r, runs))
                 .collect::<Vec<_>>(),
         ),
-        ScenarioName::DbLatency => {
+        LabRuns::DbLatency => {
             serde_json::to_value(first().map(|(r, _)| db_latency(r)).collect::<Vec<_>>())
         }
-        ScenarioName::Overload => serde_json::to_value(all().map(overload).collect::<Vec<_>>()),
-        ScenarioName::Faults => serde_json::to_value(all().map(faults).collect::<Vec<_>>()),
-        // Events, Capacity, Threads and Batching have runners of their own and never come here
-        // (`scenario::run` returns first); named, so that a new scenario stops the build here.
-        ScenarioName::SlowDependency
-        | ScenarioName::Events
-        | ScenarioName::Capacity
-        | ScenarioName::Threads
-        | ScenarioName::Soak
-        | ScenarioName::Batching => return None,
+        LabRuns::Overload => serde_json::to_value(all().map(overload).collect::<Vec<_>>()),
+        LabRuns::Faults => serde_json::to_value(all().map(faults).collect::<Vec<_>>()),
+        LabRuns::SlowDependency | LabRuns::Soak => return None,
     };
     Some(value.expect("plain structs serialise"))
 }

@@ -68,7 +68,7 @@ pub fn table(
         duration_s: DURATION_S,
         growth: GROWTH,
     };
-    let mut table = soak::table(&super::tables::plain(done), sizes, &plan);
+    let mut table = soak::table(&super::plain(done), sizes, &plan);
     table.conclusion = done
         .iter()
         .filter_map(|(_, runs)| {

@@ -1,34 +1,27 @@
 //! Which table each scenario made of lab runs gets (`lab_report::scenario`'s builders), handed
 //! the runs as plain data: each variant's slug and its results.
 
-use lab_report::scenario::{ScenarioTable, VariantRuns, faults, overload, tables};
+use lab_report::scenario::{ScenarioTable, faults, overload, tables};
 use lab_results::RunResults;
 
-use super::{ScenarioName, Variant, faults_plan};
+use super::soak::TableSize;
+use super::{LabRuns, Variant, faults_plan, plain};
 
-/// Scenario `name`'s table, with a link to each variant's full report and its runs' checks.
-pub fn build(name: ScenarioName, done: &[(Variant, Vec<RunResults>)]) -> ScenarioTable {
-    let done = plain(done);
-    let table = match name {
-        ScenarioName::Remotecall => tables::remotecall(&done),
-        ScenarioName::DbLatency => tables::db_latency(&done),
-        ScenarioName::Faults => faults::table(&done, &faults_plan::page_plan()),
-        ScenarioName::Overload => overload::table(&done),
-        // Events, Capacity, Threads and Batching have runners of their own and never come here
-        // (`scenario::run` returns first); named, so that a new scenario stops the build here.
-        ScenarioName::SlowDependency
-        | ScenarioName::Events
-        | ScenarioName::Capacity
-        | ScenarioName::Threads
-        | ScenarioName::Soak
-        | ScenarioName::Batching => tables::slow_dependency(&done),
+/// Scenario `kind`'s table, with a link to each variant's full report and its runs' checks;
+/// `soak_sizes`: the soak's tables at the end of each run (empty for the others).
+pub fn build(
+    kind: LabRuns,
+    done: &[(Variant, Vec<RunResults>)],
+    soak_sizes: &[(String, Vec<TableSize>)],
+) -> ScenarioTable {
+    let runs = plain(done);
+    let table = match kind {
+        LabRuns::Remotecall => tables::remotecall(&runs),
+        LabRuns::DbLatency => tables::db_latency(&runs),
+        LabRuns::SlowDependency => tables::slow_dependency(&runs),
+        LabRuns::Faults => faults::table(&runs, &faults_plan::page_plan()),
+        LabRuns::Overload => overload::table(&runs),
+        LabRuns::Soak => super::soak::table(done, soak_sizes),
     };
-    tables::with_links_and_checks(table, &done)
-}
-
-/// The runs as the tables read them: each variant's slug, not its plan.
-pub(super) fn plain(done: &[(Variant, Vec<RunResults>)]) -> Vec<VariantRuns<'_>> {
-    done.iter()
-        .map(|(v, runs)| (v.slug.as_str(), runs.as_slice()))
-        .collect()
+    tables::with_links_and_checks(table, &runs)
 }

@@ -75,14 +75,15 @@ impl Database {
         }
     }
 
-    /// Points a scenario's run at this database, which the scenario started for all its runs:
-    /// the lab's own connections at [`Database::url`], the APIs at [`Database::api_url`], and its
-    /// postmaster sampled and its durability stated as when the lab starts it.
-    pub fn share_with(&self, args: &mut crate::lab_args::LabArgs) {
-        args.database_url = Some(self.url.clone());
-        args.api_database_url = Some(self.api_url(args.harness.db_via));
-        args.lab_owned_database = self.is_ephemeral();
-        args.database_pid = self.pid;
+    /// This database as a scenario's runs share it (the scenario started it for all of them),
+    /// its APIs reaching it as `via` says.
+    pub fn shared(&self, via: crate::lab_args::DbVia) -> SharedDatabase {
+        SharedDatabase {
+            url: self.url.clone(),
+            api_url: self.api_url(via),
+            lab_owned: self.is_ephemeral(),
+            pid: self.pid,
+        }
     }
 
     /// `true` when the lab started this cluster (and so may restart it).
@@ -97,4 +98,17 @@ impl Database {
             .context("the database is not the lab's own cluster: it cannot be restarted")?
             .restart_immediate()
     }
+}
+
+/// A database a scenario started for all its runs, as a run ([`crate::lab::lab`]) is pointed at
+/// it: the lab's own connections at `url`, the APIs at `api_url`, its postmaster sampled and its
+/// durability stated as when the lab starts it.
+#[derive(Debug, Clone)]
+pub struct SharedDatabase {
+    pub url: String,
+    /// The cluster's Unix-domain socket ([`Database::api_url`]), where `url` is TCP.
+    pub api_url: String,
+    /// The lab started it: its durability is the lab's to state.
+    pub lab_owned: bool,
+    pub pid: Option<u32>,
 }

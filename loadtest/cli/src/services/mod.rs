@@ -14,7 +14,7 @@ mod mock_deps;
 mod placement;
 
 pub use api::ApiProcess;
-pub use database::Database;
+pub use database::{Database, SharedDatabase};
 pub use mock_deps::MockDepsProcess;
 pub use placement::{not_enforced, place_harness};
 

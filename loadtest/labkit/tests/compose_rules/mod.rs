@@ -51,31 +51,52 @@ fn env_var(compose: &Value, api: &str, key: &str) -> String {
 /// default (a key in a public file is no secret).
 pub const REQUIRED_HASH_KEY: &str = "${REQUEST_HASH_KEY:?";
 
+/// The broken rules, each said in a line; empty when the file keeps them all.
 pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
-    let mut bad = Vec::new();
-    let mut check = |ok: bool, what: String| {
+    let mut c = Checks::default();
+    api_services(compose, &mut c);
+    identical_apis(compose, &mut c);
+    postgres(compose, &mut c);
+    mock_deps(compose, &mut c);
+    lab_service(compose, &mut c);
+    open_files(compose, dockerfile, &mut c);
+    image(dockerfile, &mut c);
+    c.broken
+}
+
+/// The rules broken so far.
+#[derive(Default)]
+struct Checks {
+    broken: Vec<String>,
+}
+
+impl Checks {
+    fn check(&mut self, ok: bool, what: String) {
         if !ok {
-            bad.push(what);
+            self.broken.push(what);
         }
-    };
-    let (blocking, reactive) = (service(compose, APIS[0]), service(compose, APIS[1]));
+    }
+}
+
+/// Each API's pod, hash key, health check, dependencies, address, shared settings and stop.
+fn api_services(compose: &Value, c: &mut Checks) {
     for (api, port) in APIS.iter().zip(["8081", "8082"]) {
         let s = service(compose, api);
         // The pod from the environment, today's by default, and no swap beyond its memory.
-        check(
+        c.check(
             text(&s["cpus"]) == API_CPUS,
             format!("{api}: cpus must be {API_CPUS}"),
         );
-        check(
+        c.check(
             text(&s["mem_limit"]) == API_MEMORY,
             format!("{api}: mem_limit must be {API_MEMORY}"),
         );
-        check(
+        c.check(
             text(&s["memswap_limit"]) == API_MEMORY,
             format!("{api}: memswap_limit must be {API_MEMORY} (no swap)"),
         );
         let key = env_var(compose, api, "REQUEST_HASH_KEY");
-        check(
+        c.check(
             key.starts_with(REQUIRED_HASH_KEY) && with_defaults(&key).is_empty(),
             format!(
                 "{api}: REQUEST_HASH_KEY must be required ({REQUIRED_HASH_KEY}…}}), no default"
@@ -87,31 +108,35 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
             .unwrap_or_default();
         let health: Vec<String> = health.iter().map(text).collect();
         let probe = format!("http://127.0.0.1:{port}/ready");
-        check(
+        c.check(
             health.contains(&probe),
             format!("{api}: health check must GET {probe}"),
         );
         for dep in ["postgres", "mock-deps"] {
             let condition = text(&s["depends_on"][dep]["condition"]);
-            check(
+            c.check(
                 condition == "service_healthy",
                 format!("{api}: must wait for {dep} healthy"),
             );
         }
         let bind = env_var(compose, api, "BIND_ADDR");
-        check(
+        c.check(
             bind == format!("0.0.0.0:{port}"),
             format!("{api}: BIND_ADDR {bind}"),
         );
         for key in SHARED {
-            check(
+            c.check(
                 !env_var(compose, api, key).is_empty(),
                 format!("{api}: {key} missing"),
             );
         }
         let stop = stop_grace(compose, api);
-        check(stop.is_none(), stop.unwrap_or_default());
+        c.check(stop.is_none(), stop.unwrap_or_default());
     }
+}
+
+/// The two APIs' definitions the same but for what must differ.
+fn identical_apis(compose: &Value, c: &mut Checks) {
     // Identical settings: every variable either API gets, except the per-API ones.
     let (eb, er) = (env(compose, APIS[0]), env(compose, APIS[1]));
     let keys: std::collections::BTreeSet<String> = eb.keys().chain(er.keys()).map(text).collect();
@@ -121,7 +146,7 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
             er.get(key.as_str()).map(text),
         );
         let allowed = key == "BIND_ADDR" || (key == "BLOCKING_THREADS" && r.is_none());
-        check(
+        c.check(
             allowed || b == r,
             format!("{key} differs: blocking {b:?}, reactive {r:?}"),
         );
@@ -137,14 +162,18 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
         }
         m
     };
-    check(
+    let (blocking, reactive) = (service(compose, APIS[0]), service(compose, APIS[1]));
+    c.check(
         strip(blocking) == strip(reactive),
         "the API services differ beyond command/env/ports".into(),
     );
+}
 
+/// PostgreSQL's health check, and connections for both pools twice over.
+fn postgres(compose: &Value, c: &mut Checks) {
     let postgres = service(compose, "postgres");
     let pg_health = serde_yaml_ng::to_string(&postgres["healthcheck"]["test"]).unwrap();
-    check(
+    c.check(
         pg_health.contains("pg_isready"),
         "postgres: health check must use pg_isready".into(),
     );
@@ -157,19 +186,22 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
         })
         .sum();
     let max_connections = max_connections(postgres).unwrap_or(100); // PostgreSQL's default
-    check(
+    c.check(
         max_connections >= 2 * pools + CONNECTION_MARGIN,
         format!(
             "postgres: max_connections {max_connections} < 2 × pools {pools} + {CONNECTION_MARGIN}"
         ),
     );
+}
 
+/// mock-deps not starved, checked for health, at the seed's latencies.
+fn mock_deps(compose: &Value, c: &mut Checks) {
     let mock = service(compose, "mock-deps");
-    check(
+    c.check(
         mock["cpus"].as_f64().is_none_or(|c| c >= 2.0),
         "mock-deps must not be CPU-starved".into(),
     );
-    check(
+    c.check(
         mock["healthcheck"].is_mapping(),
         "mock-deps: no health check".into(),
     );
@@ -178,18 +210,21 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
         ("RISK_LATENCY_MS", "1000"),
         ("PAY_LATENCY_MS", "1000"),
     ] {
-        check(
+        c.check(
             text(&mock["environment"][key]) == ms,
             format!("mock-deps: {key} must be {ms}"),
         );
     }
+}
 
+/// The lab's own service: behind its profile, the seed's run, its reports mounted.
+fn lab_service(compose: &Value, c: &mut Checks) {
     let lab = service(compose, "loadtest");
     let profiles: Vec<String> = lab["profiles"]
         .as_sequence()
         .map(|s| s.iter().map(text).collect())
         .unwrap_or_default();
-    check(
+    c.check(
         profiles == ["lab"],
         format!("loadtest must be behind the `lab` profile, has {profiles:?}"),
     );
@@ -215,16 +250,20 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
         "--out",
         "/reports",
     ];
-    check(command == expected, format!("loadtest command {command:?}"));
+    c.check(command == expected, format!("loadtest command {command:?}"));
     let volumes = serde_yaml_ng::to_string(&lab["volumes"]).unwrap();
-    check(
+    c.check(
         volumes.contains("./reports:/reports"),
         "loadtest: ./reports must be mounted at /reports".into(),
     );
+}
+
+/// Open files: no fixed limit, the soft one raised to the hard one by the image.
+fn open_files(compose: &Value, dockerfile: &str, c: &mut Checks) {
     // Open files: no fixed limit that a host with a lower hard limit refuses (podman here: 20,000
     // against 65,536); the image raises the soft limit to whatever hard limit the engine grants.
     for (name, s) in compose["services"].as_mapping().into_iter().flatten() {
-        check(
+        c.check(
             s["ulimits"]["nofile"].is_null(),
             format!(
                 "{}: fixed ulimits nofile (a host may refuse it)",
@@ -232,26 +271,29 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
             ),
         );
     }
-    check(
+    c.check(
         dockerfile.contains(r#"ulimit -n "$(ulimit -Hn)""#)
             && dockerfile.contains(r#"ENTRYPOINT ["raise-nofile"]"#),
         "Dockerfile: the entrypoint must raise the open-file soft limit to the hard one".into(),
     );
+}
 
+/// The image: a release, locked build of every binary on the pinned bases.
+fn image(dockerfile: &str, c: &mut Checks) {
     let build = dockerfile
         .lines()
         .find(|l| l.contains("cargo build"))
         .unwrap_or_default();
-    check(
+    c.check(
         build.contains("--release") && build.contains("--locked"),
         "Dockerfile: release, locked build".into(),
     );
     for bin in ["blocking-api", "reactive-api", "mock-deps", "loadtest"] {
-        check(
+        c.check(
             build.contains(&format!("-p {bin}")),
             format!("Dockerfile does not build {bin}"),
         );
-        check(
+        c.check(
             dockerfile.contains(&format!("/out/{bin}")),
             format!("Dockerfile does not ship {bin}"),
         );
@@ -262,12 +304,11 @@ pub fn violations(compose: &Value, dockerfile: &str) -> Vec<String> {
         "libpq5",
         "curl",
     ] {
-        check(
+        c.check(
             dockerfile.contains(needle),
             format!("Dockerfile lacks {needle}"),
         );
     }
-    bad
 }
 
 /// `docker stop`'s grace against the API's stop: after SIGTERM the API serves new connections for

@@ -8,7 +8,7 @@ use lab_results::batching::{BatchRow as Row, FsyncFigure};
 use lab_results::numbers::{fixed, ms_or_s};
 
 use super::tables::checks_and_limits;
-use super::{ScenarioTable, VariantRuns};
+use super::{Note, ScenarioTable, VariantRuns};
 
 /// What the page states of the plan the lab ran.
 #[derive(Debug, Clone, Copy)]
@@ -48,9 +48,12 @@ pub fn table(
     fsync: Result<&FsyncFigure, &String>,
     plan: &Plan,
 ) -> ScenarioTable {
-    let mut notes = method_notes(fsync, plan);
-    notes.extend(measured_notes(rows, fsync, plan.wait_ms));
-    notes.extend(checks_and_limits(done.iter().flat_map(|(_, runs)| *runs)));
+    let notes: Vec<Note> = method_notes(fsync, plan)
+        .into_iter()
+        .chain(measured_notes(rows, fsync, plan.wait_ms))
+        .map(Note::from)
+        .chain(checks_and_limits(done.iter().flat_map(|(_, runs)| *runs)))
+        .collect();
     ScenarioTable {
         title: "Group commit: orders/s against persist batch size (experiment E)".into(),
         intro: intro(done, plan),

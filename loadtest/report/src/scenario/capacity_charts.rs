@@ -266,7 +266,7 @@ mod tests {
     fn sweep() -> CapacityFile {
         CapacityFile {
             superseded: None,
-            scenario: "threads".to_owned(),
+            scenario: lab_results::ScenarioName::Threads,
             objective: String::new(),
             critical_path_ms: 2000,
             limits: None,
@@ -312,7 +312,7 @@ mod tests {
         };
         CapacityFile {
             superseded: None,
-            scenario: "capacity".to_owned(),
+            scenario: lab_results::ScenarioName::Capacity,
             objective: String::new(),
             critical_path_ms: path_ms,
             limits: None,

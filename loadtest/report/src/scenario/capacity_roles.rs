@@ -113,7 +113,7 @@ mod tests {
     fn no_chart_without_a_split() {
         let file = CapacityFile {
             superseded: None,
-            scenario: "threads".to_owned(),
+            scenario: lab_results::ScenarioName::Threads,
             objective: String::new(),
             critical_path_ms: 2200,
             capacities: Vec::new(),

@@ -8,7 +8,7 @@ use lab_results::scenario::{
 };
 
 use super::capacity_charts as charts;
-use super::{Evidence, ScenarioTable};
+use super::{Evidence, Note, ScenarioTable};
 
 /// Rates a cluster user might plan for (the pods arithmetic on the page).
 const PLANNED_RATES: &[f64] = &[300.0, 750.0, 3000.0];
@@ -77,7 +77,7 @@ pub fn table(file: &CapacityFile) -> ScenarioTable {
             heading: "What stopped each step that missed the objective".to_owned(),
             items: steps.iter().filter_map(|s| stopped_by(s).1).collect(),
         }),
-        notes,
+        notes: notes.into_iter().map(Note::from).collect(),
         conclusion,
         harness_bound,
         main_columns: 9,

@@ -52,7 +52,7 @@ pub fn table(files: &[CapacityFile]) -> ScenarioTable {
         notes: files
             .iter()
             .flat_map(|f| f.capacities.iter().map(move |c| (f, c)))
-            .map(|(f, c)| format!("{} ms: {}", f.critical_path_ms, capacity_sentence(c)))
+            .map(|(f, c)| format!("{} ms: {}", f.critical_path_ms, capacity_sentence(c)).into())
             .collect(),
         ..ScenarioTable::default()
     }

@@ -7,7 +7,7 @@
 use lab_results::numbers::{fixed, ms_or_s};
 use lab_results::scenario::EventsRow;
 
-use super::ScenarioTable;
+use super::{Note, ScenarioTable};
 
 /// What the page states of the plan the lab ran.
 #[derive(Debug, Clone, Copy)]
@@ -99,7 +99,7 @@ pub fn table(rows: &[EventsRow], plan: &Plan) -> ScenarioTable {
         .map(String::from)
         .to_vec(),
         rows: rows.iter().map(row).collect(),
-        notes,
+        notes: notes.into_iter().map(Note::from).collect(),
         links: Vec::new(),
         // API, mode, broker, crash, req/s, mean, errors, pool timeouts, lost; the rest folded.
         main_columns: 9,
@@ -232,15 +232,19 @@ mod tests {
         );
         assert_eq!(t.rows[1][15], "0 / —", "an outbox row shows its backlog");
         assert!(
-            t.notes[0].starts_with("Closed model: 30 clients"),
+            t.notes[0].text().starts_with("Closed model: 30 clients"),
             "{}",
             t.notes[0]
         );
-        assert!(t.notes[0].contains("slowed runs 300 (a fixed 3000 ms round trip"));
         assert!(
-            t.notes.last().is_some_and(
-                |n| n.starts_with("blocking-api outbox (healthy, crash): did not settle")
-            ),
+            t.notes[0]
+                .text()
+                .contains("slowed runs 300 (a fixed 3000 ms round trip")
+        );
+        assert!(
+            t.notes.last().is_some_and(|n| n
+                .text()
+                .starts_with("blocking-api outbox (healthy, crash): did not settle")),
             "{:?}",
             t.notes
         );

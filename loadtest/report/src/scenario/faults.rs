@@ -16,7 +16,7 @@ use super::faults_figures::{
     answered_within_deadline, api_cpu_during, p99_during_and_before,
     unanswered_within_and_elsewhere,
 };
-use super::{ScenarioTable, VariantRuns};
+use super::{Note, ScenarioTable, VariantRuns};
 
 /// What the page states of the plan the lab ran.
 #[derive(Debug, Clone, Copy)]
@@ -60,11 +60,11 @@ fn fault_of(r: &RunResults, outages: &[(&str, &str, &str)]) -> String {
 /// The table: a row per run, its notes (what each run shows beyond the row) and the plan.
 pub fn table(done: &[VariantRuns], plan: &Plan) -> ScenarioTable {
     let runs = || done.iter().flat_map(|(_, runs)| *runs);
-    let mut notes: Vec<String> = runs().flat_map(|r| run_notes(r, plan)).collect();
+    let mut notes: Vec<Note> = runs().flat_map(|r| run_notes(r, plan)).collect();
     notes.push(
         "Process figures (CPU, memory, threads) in each run's report stop at the kill: the sampler \
          follows the first process only."
-            .to_owned(),
+            .into(),
     );
     ScenarioTable {
         title: "Money through faults".into(),
@@ -182,7 +182,7 @@ fn row(r: &RunResults, plan: &Plan) -> Vec<String> {
 
 /// What a run shows beyond its row: the verdict on its outage or on its retrying clients, their
 /// attempts, and the timeline's events.
-fn run_notes(r: &RunResults, plan: &Plan) -> Vec<String> {
+fn run_notes(r: &RunResults, plan: &Plan) -> Vec<Note> {
     let retries = r.retries.as_ref();
     let money = r.money.as_ref();
     let faults = r.config.faults.unwrap_or_default();
@@ -199,7 +199,7 @@ fn run_notes(r: &RunResults, plan: &Plan) -> Vec<String> {
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        notes.push(format!(
+        notes.push(Note::Said(format!(
             "{}: {} clients made {} attempts ({} answered 201); attempts by answer: {}; at most \
              {} attempts for one client.",
             r.api,
@@ -208,7 +208,7 @@ fn run_notes(r: &RunResults, plan: &Plan) -> Vec<String> {
             created_attempts(x),
             kinds.join(", "),
             x.max_attempts
-        ));
+        )));
     }
     let events: Vec<String> = r
         .events
@@ -217,7 +217,7 @@ fn run_notes(r: &RunResults, plan: &Plan) -> Vec<String> {
         .map(|e| format!("{:.1} s {}", e.t, e.label))
         .collect();
     if !events.is_empty() {
-        notes.push(format!("{}: {}.", r.api, events.join("; ")));
+        notes.push(Note::Said(format!("{}: {}.", r.api, events.join("; "))));
     }
     notes
 }
@@ -279,10 +279,10 @@ fn outage_verdict(
     plan: &FaultPlan,
     outages: &[(&str, &str, &str)],
     m: Option<&MoneyRecord>,
-) -> String {
+) -> Note {
     let api = r.api.as_str();
     let Some(m) = m else {
-        return format!("CHECK FAILED: {api}: money was not counted.");
+        return Note::CheckFailed(format!("{api}: money was not counted."));
     };
     let mut failed = Vec::new();
     if !m.balanced() || m.charging_left > 0 {
@@ -368,9 +368,9 @@ fn outage_verdict(
         m.orders
     );
     if failed.is_empty() {
-        format!("{text}.")
+        Note::Said(format!("{text}."))
     } else {
-        format!("CHECK FAILED: {text}; {}.", failed.join("; "))
+        Note::CheckFailed(format!("{text}; {}.", failed.join("; ")))
     }
 }
 
@@ -391,9 +391,9 @@ fn restart_gap(r: &RunResults) -> Option<(f64, f64)> {
 }
 
 /// The scenario's verdict for one API: money balanced and every client ended with an answer.
-fn verdict(api: &str, r: Option<&RetryRecord>, m: Option<&MoneyRecord>) -> String {
+fn verdict(api: &str, r: Option<&RetryRecord>, m: Option<&MoneyRecord>) -> Note {
     let (Some(r), Some(m)) = (r, m) else {
-        return format!("CHECK FAILED: {api}: money or client outcomes were not counted.");
+        return Note::CheckFailed(format!("{api}: money or client outcomes were not counted."));
     };
     let ok = m.charges_without_order == 0 && m.double_charges == 0 && r.ended_gave_up == 0;
     let text = format!(
@@ -401,8 +401,8 @@ fn verdict(api: &str, r: Option<&RetryRecord>, m: Option<&MoneyRecord>) -> Strin
         m.charges_without_order, m.double_charges, r.ended_gave_up, r.clients
     );
     if ok {
-        text
+        Note::Said(text)
     } else {
-        format!("CHECK FAILED: {text}")
+        Note::CheckFailed(text)
     }
 }

@@ -48,7 +48,7 @@ pub struct ScenarioTable {
     pub intro: String,
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
     /// (variant, relative path of its full report).
     pub links: Vec<(String, String)>,
     /// What the scenario found, in one or two sentences computed from its rows (empty: none
@@ -77,6 +77,63 @@ pub struct ScenarioTable {
 pub struct Evidence {
     pub heading: String,
     pub items: Vec<String>,
+}
+
+/// A note under a scenario's table: a remark, or a consistency check that failed — which makes
+/// the command's exit status 3 ([`ScenarioTable::check_failed`]). Either is shown as its text
+/// ([`std::fmt::Display`]); a failed check behind the one prefix that marks it on the page.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    Said(String),
+    /// What failed, without the prefix.
+    CheckFailed(String),
+}
+
+impl Note {
+    pub fn is_failed_check(&self) -> bool {
+        matches!(self, Note::CheckFailed(_))
+    }
+
+    /// What it says (for a failed check, what failed, without the prefix).
+    pub fn text(&self) -> &str {
+        match self {
+            Note::Said(text) | Note::CheckFailed(text) => text,
+        }
+    }
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Said(text) => f.write_str(text),
+            Note::CheckFailed(what) => write!(f, "CHECK FAILED: {what}"),
+        }
+    }
+}
+
+impl From<String> for Note {
+    fn from(text: String) -> Note {
+        Note::Said(text)
+    }
+}
+
+impl From<&str> for Note {
+    fn from(text: &str) -> Note {
+        Note::Said(text.to_owned())
+    }
+}
+
+impl maud::Render for Note {
+    fn render_to(&self, buffer: &mut String) {
+        self.to_string().render_to(buffer);
+    }
+}
+
+impl ScenarioTable {
+    /// Did any of the runs fail a consistency check?
+    pub fn check_failed(&self) -> bool {
+        self.notes.iter().any(Note::is_failed_check)
+    }
 }
 
 /// The scenario's chart: an SVG drawn by [`crate::svg`] (every string in it escaped there).

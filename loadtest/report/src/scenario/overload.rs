@@ -9,7 +9,7 @@ use lab_results::numbers::{MIB, fixed, ms_or_s};
 use lab_results::{OUTCOME_OVERLOADED, OUTCOME_TIMEOUT, RunResults, Shedding};
 
 use super::figures::schedule_s;
-use super::{ScenarioTable, VariantRuns};
+use super::{Note, ScenarioTable, VariantRuns};
 
 pub fn table(done: &[VariantRuns]) -> ScenarioTable {
     let runs: Vec<&RunResults> = done.iter().flat_map(|(_, runs)| *runs).collect();
@@ -57,7 +57,7 @@ pub fn table(done: &[VariantRuns]) -> ScenarioTable {
         .map(String::from)
         .to_vec(),
         rows,
-        notes,
+        notes: notes.into_iter().map(Note::from).collect(),
         links: Vec::new(),
         ..ScenarioTable::default()
     }

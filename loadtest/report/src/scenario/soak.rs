@@ -8,7 +8,7 @@ use lab_results::numbers::{MIB, ms_or_s};
 use lab_results::{RunResults, SecondSample};
 
 use super::figures::constant_seconds;
-use super::{ScenarioTable, VariantRuns};
+use super::{Note, ScenarioTable, VariantRuns};
 
 /// The first and the last window compared, s (shortened with the run, at least 5 s).
 pub const WINDOW_S: f64 = 60.0;
@@ -161,14 +161,14 @@ pub fn table(
             .map(String::from)
             .to_vec(),
         rows,
-        notes: vec![format!(
+        notes: vec![Note::Said(format!(
             "p99 per second: the 99th percentile of the answers finished in each second (all \
              outcomes, from the intended send time); a window's median and highest of those. \
              Growth above {:.0} % from the first window to the last is named in the conclusion. \
              The retention sweep drops stored answers after KEY_RETENTION_DAYS and sent events \
              after OUTBOX_RETENTION_HOURS, so within a soak the tables grow with the orders.",
             100.0 * growth
-        )],
+        ))],
         ..ScenarioTable::default()
     }
 }

@@ -9,7 +9,7 @@ use lab_results::{RunResults, SecondSample, Summary};
 use super::figures::{
     closed_rate, connections_in_use, constant_seconds, mean_tx_ms, median, plateau, rtt,
 };
-use super::{ScenarioTable, VariantRuns};
+use super::{Note, ScenarioTable, VariantRuns};
 
 /// Experiment B's published figures: (remote ms, mode, req/s, mean, max, errors).
 const SEED_B: &[(u64, &str, &str, &str, &str, &str)] = &[
@@ -32,9 +32,9 @@ pub fn with_links_and_checks(mut table: ScenarioTable, done: &[VariantRuns]) -> 
     table
 }
 
-/// The notes every scenario's table ends with: each failed consistency check (`CHECK FAILED: …`,
+/// The notes every scenario's table ends with: each failed consistency check ([`Note::CheckFailed`],
 /// which makes the command's exit status 3), or that all passed; and the API's limits.
-pub fn checks_and_limits<'r>(runs: impl Iterator<Item = &'r RunResults> + Clone) -> Vec<String> {
+pub fn checks_and_limits<'r>(runs: impl Iterator<Item = &'r RunResults> + Clone) -> Vec<Note> {
     let mut notes = Vec::new();
     let failed: Vec<String> = runs
         .clone()
@@ -46,20 +46,20 @@ pub fn checks_and_limits<'r>(runs: impl Iterator<Item = &'r RunResults> + Clone)
         })
         .collect();
     if failed.is_empty() {
-        notes.push("Every run's consistency checks passed (counts reconcile, an order for every 201 and none nobody asked for, no key charged twice, every charge one order or one void).".to_owned());
+        notes.push("Every run's consistency checks passed (counts reconcile, an order for every 201 and none nobody asked for, no key charged twice, every charge one order or one void).".into());
     } else {
-        notes.extend(failed.into_iter().map(|f| format!("CHECK FAILED: {f}")));
+        notes.extend(failed.into_iter().map(Note::CheckFailed));
     }
     if let Some(r) = runs.clone().next() {
         let limits = &r.config.limits;
-        notes.push(if limits.limits_enforced {
+        notes.push(Note::Said(if limits.limits_enforced {
             format!(
                 "Each API ran in its own cgroup ({}): {}.",
                 limits.mechanism, limits.note
             )
         } else {
             format!("Limits NOT enforced: {}.", limits.note)
-        });
+        }));
     }
     notes
 }
@@ -232,7 +232,7 @@ pub fn slow_dependency(done: &[VariantRuns]) -> ScenarioTable {
         intro: "The default profile (ramp-300, seed latencies 200/1000/1000 ms) with the payment mock slowed from 1000 to 5000 ms for 30 s in the middle, through mock-deps' admin API — marked on each chart's timeline in the full report.".into(),
         columns: ["API", "window", "201/s", "worst per-second p99", "errors", "peak threads", "peak RSS (MiB)", "peak DB connections in use", "peak requests in flight (queued included)"].map(String::from).to_vec(),
         rows,
-        notes,
+        notes: notes.into_iter().map(Note::from).collect(),
         links: Vec::new(),
         ..ScenarioTable::default()
     }

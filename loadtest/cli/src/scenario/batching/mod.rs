@@ -34,7 +34,7 @@ use plan::{COMMIT_SIBLINGS, Cell, ServerSettings, cells, commit_delay_us};
 /// Runs the scenario: the flush figure, the database once for all runs, each run with its
 /// `commit_delay`, then `summary.md`, `scenario.html` and `scenario.json`.
 pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
-    let out = base.out.clone().unwrap_or_else(|| {
+    let out = base.harness.out.clone().unwrap_or_else(|| {
         Path::new("reports").join(format!(
             "{}-scenario-batching",
             chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
@@ -46,7 +46,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
     if let Err(why) = &fsync {
         eprintln!("scenario batching: no flush figure: {why}");
     }
-    let url = base.database_url.clone();
+    let url = base.harness.database_url.clone();
     let harness = base.harness.clone();
     let open = move || {
         Database::open_with_settings(url.as_deref(), Durability::On, &harness.pg_setting_pairs())
@@ -64,9 +64,9 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         );
         set_commit_delay(&db.url, cell.commit_delay_us).await?;
         let mut args = cell.variant.args.clone();
-        db.share_with(&mut args);
-        args.out = Some(out.join(&cell.variant.slug));
-        let ran = crate::lab::lab(args).await;
+        args.harness.out = Some(out.join(&cell.variant.slug));
+        let shared = db.shared(args.harness.db_via);
+        let ran = crate::lab::lab(args, Some(shared)).await;
         set_commit_delay(&db.url, None).await?;
         let (runs, vout) =
             ran.with_context(|| format!("scenario batching, {}", cell.variant.slug))?;
@@ -80,7 +80,7 @@ pub async fn run(base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
         out.join("scenario.json"),
         serde_json::to_string_pretty(&json)?,
     )?;
-    super::findings::apply(&mut table, super::ScenarioName::Batching, &json)?;
+    super::findings::apply_batching(&mut table, &json)?;
     table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), render_markdown(&table))?;
     std::fs::write(out.join("scenario.html"), render_html(&table))?;

@@ -43,8 +43,7 @@ pub fn cells(base: &LabArgs, commit_delay_us: u64) -> Vec<Cell> {
     let mut out = Vec::new();
     let cell = |api: &str, batch: usize, rtt: f64, delay: Option<u64>, rate: Option<u32>| {
         let mut args = base.clone();
-        args.scenario = None;
-        args.apis = vec![api.to_owned()];
+        args.harness.apis = vec![api.to_owned()];
         args.load.profile = match rate {
             Some(rate) => format!("constant-{rate}-{CELL_S}"),
             None => format!("closed-{CLIENTS}-for-{CELL_S}"),
@@ -54,9 +53,9 @@ pub fn cells(base: &LabArgs, commit_delay_us: u64) -> Vec<Cell> {
             risk: 0,
             payment: 0,
         };
-        args.db_pool_size = POOL;
-        args.db_rtt_ms = rtt;
-        args.db_durability = Durability::On;
+        args.harness.db_pool_size = POOL;
+        args.harness.db_rtt_ms = rtt;
+        args.harness.db_durability = Durability::On;
         args.shedding = Shedding::Off;
         args.persist_batch_max = batch;
         args.persist_batch_wait_ms = WAIT_MS;
@@ -76,16 +75,16 @@ pub fn cells(base: &LabArgs, commit_delay_us: u64) -> Vec<Cell> {
     };
     for rtt in RTT_MS {
         for batch in BATCH_MAX {
-            for api in &base.apis {
+            for api in &base.harness.apis {
                 out.push(cell(api, batch, rtt, None, None));
             }
         }
     }
-    for api in &base.apis {
+    for api in &base.harness.apis {
         out.push(cell(api, 1, 0.0, Some(commit_delay_us), None));
     }
     for batch in [1, LOW_RATE_BATCH] {
-        for api in &base.apis {
+        for api in &base.harness.apis {
             out.push(cell(api, batch, 0.0, None, Some(LOW_RATE)));
         }
     }

@@ -57,7 +57,7 @@ fn row(cell: &Cell, r: &RunResults, flush_ms: f64) -> Row {
     let delay_ms = cell.commit_delay_us.map_or(0.0, |us| us as f64 / 1000.0);
     let times = r.db_activity.as_ref().and_then(|d| d.statements.as_ref());
     let hold = Hold {
-        rtt_ms: a.db_rtt_ms,
+        rtt_ms: a.harness.db_rtt_ms,
         flush_ms: flush_ms + delay_ms,
         exec_ms: times.and_then(|t| t.mean_other_ms()).unwrap_or(0.0),
         batch_exec_ms: times.and_then(|t| t.mean_batch_ms()).unwrap_or(0.0),
@@ -91,7 +91,7 @@ fn row(cell: &Cell, r: &RunResults, flush_ms: f64) -> Row {
     Row {
         api: r.api.clone(),
         batch_max: a.persist_batch_max,
-        db_rtt_ms: a.db_rtt_ms,
+        db_rtt_ms: a.harness.db_rtt_ms,
         commit_delay_us: cell.commit_delay_us,
         load: if cell.open_rate.is_some() {
             "open"

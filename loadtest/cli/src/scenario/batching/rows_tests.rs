@@ -30,8 +30,8 @@ fn twenty_six_runs_durable_pool_ten_two_with_commit_delay_four_unsaturated() {
     for c in all.iter().filter(|c| c.open_rate.is_none()) {
         let a = &c.variant.args;
         assert_eq!(a.load.profile, format!("closed-{CLIENTS}-for-12"));
-        assert_eq!((a.db_pool_size, a.apis.len()), (POOL, 1));
-        assert_eq!(a.db_durability, crate::lab_args::Durability::On);
+        assert_eq!((a.harness.db_pool_size, a.harness.apis.len()), (POOL, 1));
+        assert_eq!(a.harness.db_durability, crate::lab_args::Durability::On);
         assert_eq!(a.latency.critical_path_ms(), 0);
     }
     let delayed: Vec<&Cell> = all.iter().filter(|c| c.commit_delay_us.is_some()).collect();

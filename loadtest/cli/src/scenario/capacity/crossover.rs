@@ -14,8 +14,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
-use lab_report::scenario::ScenarioTable;
 use lab_report::scenario::crossover::{self, rate_text};
+use lab_report::scenario::{Note, ScenarioTable};
 use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
 
 use crate::cli::CrossoverArgs;
@@ -34,7 +34,7 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
                 dir.display()
             ));
         }
-        if file.scenario != crate::scenario::ScenarioName::Capacity.as_str() {
+        if file.scenario != crate::scenario::ScenarioName::Capacity {
             bail!(
                 "{} is of --scenario {}, not capacity",
                 path.display(),
@@ -50,7 +50,7 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
             .then(b.critical_path_ms.cmp(&a.critical_path_ms))
     });
     let mut table = table(&files);
-    table.notes.extend(notes);
+    table.notes.extend(notes.into_iter().map(Note::from));
     write(&table, &args.out)?;
     println!("{}", table.conclusion.join("\n"));
     println!("crossover: {}", args.out.join("crossover.html").display());
@@ -286,7 +286,7 @@ mod tests {
     fn file(path_ms: u64, caps: Vec<CapacityPoint>) -> CapacityFile {
         CapacityFile {
             superseded: None,
-            scenario: "capacity".to_owned(),
+            scenario: lab_results::ScenarioName::Capacity,
             objective: format!("p99 ≤ {path_ms} ms"),
             critical_path_ms: path_ms,
             limits: None,

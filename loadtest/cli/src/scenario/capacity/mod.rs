@@ -30,9 +30,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::lab_args::{BlockingThreads, LabArgs};
+use crate::lab_args::{BlockingThreads, LabArgs, ScenarioJudging};
 use crate::services::Database;
-use lab_report::scenario::ScenarioTable;
+use lab_report::scenario::{Note, ScenarioTable};
+use lab_report::slo::Slo;
 use lab_results::RunResults;
 use lab_results::scenario::{CapacityFile, CapacityPoint, Cause, StepPoint, StoppedBy};
 
@@ -48,12 +49,16 @@ pub const THREAD_COUNTS: &[u32] = &[200, 500, 1000, 2000, 4000];
 pub const SWEEP_RATES: &[u32] = &[300, 750];
 
 /// Runs `capacity` or `threads` in full; returns the table and the folder.
-pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, PathBuf)> {
+pub async fn run(
+    name: ScenarioName,
+    base: LabArgs,
+    judged: ScenarioJudging,
+) -> Result<(ScenarioTable, PathBuf)> {
     let out = super::output_folder(name, &base)?;
     let db = super::shared_database(&base).await?;
     let mut file = CapacityFile {
         superseded: None,
-        scenario: name.as_str().to_owned(),
+        scenario: name,
         objective: String::new(),
         critical_path_ms: base.latency.critical_path_ms(),
         limits: None,
@@ -64,6 +69,7 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
     let mut failed = Vec::new();
     let runner = Runner {
         base: &base,
+        judged,
         db: &db,
         out: &out,
     };
@@ -90,7 +96,7 @@ pub async fn run(name: ScenarioName, base: LabArgs) -> Result<(ScenarioTable, Pa
     std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(&file)?)?;
     let mut table = lab_report::scenario::capacity_table::table(&file);
     for f in failed {
-        table.notes.insert(0, format!("CHECK FAILED: {f}"));
+        table.notes.insert(0, Note::CheckFailed(f));
     }
     table.conditions = super::conditions::conditions();
     std::fs::write(out.join("summary.md"), super::render_markdown(&table))?;
@@ -119,7 +125,7 @@ pub fn write_charts(table: &ScenarioTable, out: &Path) -> Result<()> {
 /// blocking-api at each thread count of the sweep, reactive-api once, per rate.
 fn sweep_settings(base: &LabArgs) -> Vec<(String, Option<u32>)> {
     let mut out = Vec::new();
-    for api in &base.apis {
+    for api in &base.harness.apis {
         if lab_results::ApiKind::of(api).is_some_and(lab_results::ApiKind::has_thread_pool) {
             out.extend(THREAD_COUNTS.iter().map(|t| (api.clone(), Some(*t))));
         } else {
@@ -138,6 +144,7 @@ struct Settings {
 
 struct Runner<'a> {
     base: &'a LabArgs,
+    judged: ScenarioJudging,
     db: &'a Database,
     out: &'a Path,
 }
@@ -146,6 +153,7 @@ impl Runner<'_> {
     /// Each API once; blocking-api with the thread count given (`auto` resolves per step).
     fn settings(&self) -> Vec<(String, Option<u32>)> {
         self.base
+            .harness
             .apis
             .iter()
             .map(|api| {
@@ -171,7 +179,7 @@ impl Runner<'_> {
         failed: &mut Vec<String>,
     ) -> Result<CapacityPoint> {
         let resolution = self
-            .base
+            .judged
             .resolution
             .map_or(DEFAULT_RESOLUTION, Resolution::Absolute);
         let mut search = Search::new(START_RPS, resolution, MAX_RPS);
@@ -249,25 +257,24 @@ impl Runner<'_> {
         failed: &mut Vec<String>,
     ) -> Result<(StepPoint, Step)> {
         let mut args = self.base.clone();
-        args.scenario = None;
-        args.apis = vec![api.to_owned()];
+        args.harness.apis = vec![api.to_owned()];
         args.load.profile = hold_profile(rate, self.base.latency.critical_path_ms());
         if let Some(t) = threads {
             args.blocking_threads = BlockingThreads::Fixed(t);
         }
         args.thread_hold_ms = held;
-        self.db.share_with(&mut args);
+        let shared = self.db.shared(args.harness.db_via);
         let slug = step_slug(api, threads, rate, suffix);
-        args.out = Some(self.out.join(&slug));
+        args.harness.out = Some(self.out.join(&slug));
         eprintln!("scenario {}: {slug}", file.scenario);
-        let (runs, vout) = crate::lab::lab(args)
+        let (runs, vout) = crate::lab::lab(args, Some(shared))
             .await
             .with_context(|| format!("scenario {}, step {slug}", file.scenario))?;
-        lab_report::write_report_with_slo(&runs, &vout, self.base.slo.as_ref())?;
+        lab_report::write_report_with_slo(&runs, &vout, self.judged.slo.as_ref())?;
         let r = runs.first().context("a lab run with no results")?;
-        let missed = lab_report::slo_missed(&runs, self.base.slo.as_ref());
+        let missed = lab_report::slo_missed(&runs, self.judged.slo.as_ref());
         if file.objective.is_empty() {
-            file.objective = objective_text(self.base, r);
+            file.objective = objective_text(self.judged.slo, r);
         }
         if file.limits.is_none() {
             file.limits = Some(r.config.limits.clone());
@@ -335,8 +342,7 @@ pub fn worth_measuring_again(step: &StepPoint) -> bool {
     transient || (step.harness_bound.is_some() && step.died.is_none())
 }
 
-fn objective_text(base: &LabArgs, r: &RunResults) -> String {
-    base.slo
-        .or_else(|| lab_report::slo::Slo::default_for(r))
+fn objective_text(slo: Option<Slo>, r: &RunResults) -> String {
+    slo.or_else(|| lab_report::slo::Slo::default_for(r))
         .map_or("none".to_owned(), |s| format!("{s} ({})", s.origin_text()))
 }

@@ -195,7 +195,7 @@ mod tests {
     fn search(path_ms: u64, blocking: f64, reactive: f64) -> CapacityFile {
         CapacityFile {
             superseded: None,
-            scenario: "capacity".to_owned(),
+            scenario: lab_results::ScenarioName::Capacity,
             objective: String::new(),
             critical_path_ms: path_ms,
             limits: None,
