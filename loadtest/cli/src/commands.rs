@@ -283,7 +283,7 @@ fn run_meta(
         },
         environment: environment("unknown"),
         goose_reports: goose,
-        events: Vec::new(),
+        timeline: Vec::new(),
         keep_histograms: true,
     }
 }

@@ -147,9 +147,9 @@ pub fn merge(mut shards: Vec<(PathBuf, RunResults)>) -> Result<RunResults> {
         config,
         environment: first.environment.clone(),
         goose_reports: Vec::new(),
-        events: records
+        timeline: records
             .iter()
-            .map(|s| lab_results::Event {
+            .map(|s| lab_results::TimelineMark {
                 t: shift(s) as f64,
                 label: format!(
                     "shard {}/{} starts ({:.0} ms late)",

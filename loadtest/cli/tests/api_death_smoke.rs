@@ -67,11 +67,11 @@ async fn an_api_killed_mid_run_is_named_and_its_money_settled() {
         "recovery settled every key: {money:?}"
     );
     assert!(
-        r.events
+        r.timeline
             .iter()
             .any(|e| e.label.contains("killed by signal 9")),
         "{:?}",
-        r.events
+        r.timeline
     );
     let summary = std::fs::read_to_string(run.out.join("summary.md")).expect("summary.md");
     assert!(

@@ -33,14 +33,14 @@ async fn outages_begin_and_end_on_time_and_the_money_balances() {
         ],
     )
     .await;
-    let labels: Vec<&str> = r.events.iter().map(|e| e.label.as_str()).collect();
+    let labels: Vec<&str> = r.timeline.iter().map(|e| e.label.as_str()).collect();
     for (begins, ends) in [
         (DB_FREEZE_LABEL, "PostgreSQL thawed"),
         (SLOW_UPLOADS_LABEL, "slow-upload connections closed"),
         (GATEWAY_DOWN_LABEL, "payment gateway reachable again"),
     ] {
         let at = |prefix: &str| {
-            r.events
+            r.timeline
                 .iter()
                 .find(|e| e.label.starts_with(prefix))
                 .unwrap_or_else(|| panic!("no {prefix:?} event in {labels:?}"))
@@ -80,7 +80,7 @@ async fn a_slowed_broker_leaves_a_backlog_that_drains_into_the_stream() {
     }
     let (run, r) = lab("broker", &["--faults", "broker-ack=2000@2+3"]).await;
     assert_eq!(r.config.settings().events_mode.as_deref(), Some("outbox"));
-    let at = |prefix: &str| r.events.iter().find(|e| e.label.starts_with(prefix));
+    let at = |prefix: &str| r.timeline.iter().find(|e| e.label.starts_with(prefix));
     let (from, to) = (
         at(BROKER_ACK_LABEL).expect("the slowdown's event").t,
         at("broker acknowledgements prompt again")

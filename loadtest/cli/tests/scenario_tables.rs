@@ -5,7 +5,7 @@ use std::path::Path;
 
 use lab_report::scenario::Note;
 use lab_results::{
-    AfterGiveUp, Event, LatencyPercentiles, OUTCOME_OVERLOADED, RunResults, Shedding,
+    AfterGiveUp, LatencyPercentiles, OUTCOME_OVERLOADED, RunResults, Shedding, TimelineMark,
 };
 use loadtest::lab_args::LabArgs;
 use loadtest::scenario::soak::{self, TableSize};
@@ -93,12 +93,12 @@ fn slow_dependency_splits_each_run_at_the_injected_events() {
         Some(lab_results::inject::Injection::parse("pay=5000@30+30", 1.0).unwrap())
     );
     let mut r = fixture("blocking-api");
-    r.events = vec![
-        Event {
+    r.timeline = vec![
+        TimelineMark {
             t: 40.0,
             label: "payment latency 1000→5000 ms".into(),
         },
-        Event {
+        TimelineMark {
             t: 50.0,
             label: "payment latency 5000→1000 ms".into(),
         },
@@ -465,7 +465,7 @@ fn an_outage_row_fails_on_an_answer_held_for_the_whole_freeze_or_unbalanced_mone
 #[test]
 fn a_rolling_restart_row_fails_on_a_request_lost_outside_the_restarts_gap() {
     use lab_results::faults::{API_READY_LABEL, OLD_API_CLOSED_LABEL};
-    use lab_results::{Event, MoneyRecord, OUTCOME_CONNECT_ERROR};
+    use lab_results::{MoneyRecord, OUTCOME_CONNECT_ERROR, TimelineMark};
 
     let vs = variants(LabRuns::Faults, &lab_args()).unwrap();
     let v = vs.iter().find(|v| v.slug == "rolling-restart").unwrap();
@@ -487,12 +487,12 @@ fn a_rolling_restart_row_fails_on_a_request_lost_outside_the_restarts_gap() {
                 .insert(OUTCOME_CONNECT_ERROR.to_owned(), n);
         }
         let closed = f64::from(r.seconds[last].t) + 0.3;
-        r.events = vec![
-            Event {
+        r.timeline = vec![
+            TimelineMark {
                 t: closed,
                 label: format!("{OLD_API_CLOSED_LABEL}, 5.00 s after SIGTERM"),
             },
-            Event {
+            TimelineMark {
                 t: closed + 0.2,
                 label: format!("{API_READY_LABEL} (pid 2), 0.20 s without a listener"),
             },

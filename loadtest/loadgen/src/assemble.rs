@@ -30,7 +30,7 @@ pub struct RunMeta {
     pub config: RunConfig,
     pub environment: Environment,
     pub goose_reports: Vec<String>,
-    pub events: Vec<Event>,
+    pub timeline: Vec<TimelineMark>,
     /// Write every histogram into the results (`histograms`), so the run can be merged with its
     /// other shards or re-analysed; the lab's runs leave them out.
     pub keep_histograms: bool,
@@ -49,7 +49,7 @@ pub fn assemble(
     let rows = &rows[..rows.len().min(n)];
     let mut config = meta.config;
     config.profile.phases.truncate(out.phases_run);
-    let events = timeline(meta.events, profile, out.phases_run);
+    let timeline = with_phases(meta.timeline, profile, out.phases_run);
     let summary = summarize(&rec.total, &rec.seconds, rows, n as f64, None);
     let plateau = plateau_summary(profile, rec, rows);
     let littles_law = littles_law(&config, profile, plateau.as_ref());
@@ -71,7 +71,7 @@ pub fn assemble(
         config,
         environment: meta.environment,
         seconds,
-        events,
+        timeline,
         plateau,
         summary,
         littles_law,
@@ -133,24 +133,29 @@ fn second_samples(profile: &Profile, out: &DriverOutput, rows: &[SampleRow]) -> 
         .collect()
 }
 
-/// The run's events with each phase's start and, for a stress run stopped early, where it stopped.
-fn timeline(events: Vec<Event>, profile: &Profile, phases_run: usize) -> Vec<Event> {
-    let mut events = events;
+/// The run's timeline with each phase's start and, for a stress run stopped early, where it
+/// stopped.
+fn with_phases(
+    marks: Vec<TimelineMark>,
+    profile: &Profile,
+    phases_run: usize,
+) -> Vec<TimelineMark> {
+    let mut marks = marks;
     for p in profile.phases.iter().take(phases_run) {
-        events.push(Event {
+        marks.push(TimelineMark {
             t: p.start_s,
             label: format!("{} {}→{}/s", p.name, p.from_rate, p.to_rate),
         });
     }
     if phases_run < profile.phases.len() {
         let end = profile.phases[phases_run].start_s;
-        events.push(Event {
+        marks.push(TimelineMark {
             t: end,
             label: "stress: a step failed, schedule stopped".to_owned(),
         });
     }
-    events.sort_by(|a, b| a.t.total_cmp(&b.t));
-    events
+    marks.sort_by(|a, b| a.t.total_cmp(&b.t));
+    marks
 }
 
 /// The plateau's summary: the requests that arrived in the constant phase, their rates over the

@@ -53,7 +53,7 @@ fn meta(profile: &Profile) -> RunMeta {
             ..Default::default()
         },
         goose_reports: vec![],
-        events: vec![],
+        timeline: vec![],
         keep_histograms: true,
     }
 }
@@ -133,6 +133,14 @@ fn assembled_results_round_trip() {
 
     let mut newer: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // The timeline is written as `events`, the name every committed results file has.
+    assert!(!r.timeline.is_empty());
+    assert_eq!(newer["events"][0]["label"], r.timeline[0].label.as_str());
+    assert_eq!(
+        newer["events"].as_array().map(Vec::len),
+        Some(r.timeline.len())
+    );
+    assert!(newer.get("timeline").is_none());
     newer["schema_version"] = (SCHEMA_VERSION + 1).into();
     std::fs::write(&path, newer.to_string()).unwrap();
     assert!(

@@ -1,6 +1,6 @@
 //! The charts over time: one [`Figure`] per question a reader asks (did the API keep up? how slow
 //! did it get? what ran out?), every API overlaid in its own colour, every repeat drawn (the first
-//! one bold, the others faint), phase boundaries and injected events marked.
+//! one bold, the others faint), phase boundaries and the timeline's marks drawn.
 
 use lab_results::RunResults;
 use lab_results::settings::RecordedSettings;
@@ -62,7 +62,7 @@ fn same_values(a: &[(f64, f64)], b: &[(f64, f64)]) -> bool {
             .all(|p| p.1 == 0.0 || p.1.is_nan())
 }
 
-/// Phase boundaries (from the profiles) and every other event (from the runs), without repeats.
+/// Phase boundaries (from the profiles) and every other timeline mark (from the runs), without repeats.
 pub fn markers(runs: &[&RunResults]) -> Vec<Marker> {
     let mut out: Vec<Marker> = Vec::new();
     let mut add = |x: f64, label: String, kind| {
@@ -84,7 +84,7 @@ pub fn markers(runs: &[&RunResults]) -> Vec<Marker> {
                 MarkerKind::Phase,
             );
         }
-        // Phase changes are also logged as events ("<phase> a→b/s"); the profile already placed
+        // Phase changes are also on the timeline ("<phase> a→b/s"); the profile already placed
         // them, and the start of measurement is the axis' origin.
         let phases: Vec<&str> = run
             .config
@@ -97,11 +97,11 @@ pub fn markers(runs: &[&RunResults]) -> Vec<Marker> {
             label.starts_with("phase") || phases.iter().any(|n| label.starts_with(&format!("{n} ")))
         };
         for e in run
-            .events
+            .timeline
             .iter()
             .filter(|e| e.t > 0.0 && !is_phase(&e.label))
         {
-            add(e.t, e.label.clone(), MarkerKind::Event);
+            add(e.t, e.label.clone(), MarkerKind::TimelineMark);
         }
     }
     out.sort_by(|a, b| a.x.total_cmp(&b.x));

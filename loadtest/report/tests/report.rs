@@ -475,7 +475,7 @@ fn hostile_strings_in_the_results_are_escaped() {
             ok: Some(false),
             detail: hostile.into(),
         });
-        for e in &mut r.events {
+        for e in &mut r.timeline {
             e.label = hostile.into();
         }
         r.goose_reports = vec![file.into()];

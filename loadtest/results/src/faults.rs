@@ -8,7 +8,7 @@
 //! slow uploads (connections that send an order's headers and hold its body back) and the payment
 //! gateway unreachable (mock-deps' pay, lookup and void hang), and a broker whose acknowledgements
 //! are slow (the API publishing through its outbox to a NATS behind a latency proxy). The plan is
-//! recorded in the run's configuration; what happened, and when, are the run's events.
+//! recorded in the run's configuration; what happened, and when, is on the run's timeline.
 //!
 //! The lab carries the plan out (`loadtest/cli/src/faults/`); this module parses and describes it.
 
@@ -109,10 +109,10 @@ pub struct BrokerAck {
     pub window: Outage,
 }
 
-/// Label prefixes of the events that mark a fault (the report's recovery times start there).
+/// Label prefixes of the timeline marks of a fault (the report's recovery times start there).
 pub const KILL_LABEL: &str = "kill -9 of the API";
 pub const ROLLING_RESTART_LABEL: &str = "rolling restart of the API";
-/// A rolling restart's next events: the old process's listener closed, the new process ready.
+/// A rolling restart's next timeline marks: the old process's listener closed, the new process ready.
 pub const OLD_API_CLOSED_LABEL: &str = "the old API stopped listening";
 pub const API_READY_LABEL: &str = "API ready again";
 pub const DB_RESTART_LABEL: &str = "PostgreSQL restart -m immediate";
@@ -239,7 +239,7 @@ impl FaultPlan {
         }
     }
 
-    /// The plan's outages (a window with a length), with the label of the event that marks each.
+    /// The plan's outages (a window with a length), with the label of the timeline mark of each.
     pub fn outages(&self) -> Vec<(&'static str, Outage)> {
         [
             (DB_FREEZE_LABEL, self.db_freeze),
@@ -271,7 +271,7 @@ impl FaultPlan {
         self.payment_fault_share() > 0.0
     }
 
-    /// One line for the events (t = 0) and the reports.
+    /// One line for the timeline (t = 0) and the reports.
     pub fn describe_payment(&self) -> String {
         let pct = |r: f64| format!("{:.0} %", r * 100.0);
         format!(

@@ -6,7 +6,7 @@
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::{Event, LittlesLaw, MockLatencies};
+use crate::{LittlesLaw, MockLatencies, TimelineMark};
 
 /// `DEP=MS@START+DURATION`: dependency `DEP` answers in `MS` from `START` for `DURATION` seconds
 /// of the measured run. Recorded in the run's configuration (`results.json`).
@@ -100,18 +100,18 @@ impl Injection {
     }
 
     /// The two timeline markers: the change and the recovery.
-    pub fn events(&self, base: MockLatencies) -> Vec<Event> {
+    pub fn marks(&self, base: MockLatencies) -> Vec<TimelineMark> {
         let (name, from, to) = (
             self.dependency.name(),
             self.dependency.of(base),
             self.latency_ms,
         );
         vec![
-            Event {
+            TimelineMark {
                 t: self.start_s,
                 label: format!("{name} latency {from}→{to} ms"),
             },
-            Event {
+            TimelineMark {
                 t: self.start_s + self.duration_s,
                 label: format!("{name} latency {to}→{from} ms"),
             },
@@ -184,7 +184,7 @@ mod tests {
             risk: 1000,
             payment: 1000,
         };
-        let labels: Vec<String> = i.events(base).into_iter().map(|e| e.label).collect();
+        let labels: Vec<String> = i.marks(base).into_iter().map(|e| e.label).collect();
         assert_eq!(
             labels,
             [

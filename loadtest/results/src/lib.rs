@@ -103,8 +103,10 @@ pub struct RunResults {
     /// One sample per second of the measured part, `t` = 0, 1, 2, … (includes the drain after the
     /// last arrival, until every request finished or timed out).
     pub seconds: Vec<SecondSample>,
-    /// Things that happened during the run (phase changes, injected latency changes, …).
-    pub events: Vec<Event>,
+    /// The run's timeline: things that happened during it (phase changes, injected latency
+    /// changes, faults, …). Written as `events`, the name results files have always used.
+    #[serde(rename = "events")]
+    pub timeline: Vec<TimelineMark>,
     /// Summary of the constant-rate phase only (`None` for profiles without one).
     pub plateau: Option<Summary>,
     /// Summary of the whole measured run.
@@ -223,7 +225,7 @@ pub struct RunConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub injection: Option<inject::Injection>,
     /// Faults injected during the run (`--faults`), times after `--duration-scale`; what happened
-    /// and when is in `events`.
+    /// and when is on the run's timeline (`RunResults::timeline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<faults::FaultPlan>,
     /// API settings by env var name (`DB_POOL_SIZE`, `BLOCKING_THREADS`, …) → value, sorted by name.

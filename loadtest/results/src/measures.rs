@@ -272,9 +272,11 @@ impl PostgresJobs {
     }
 }
 
-/// Something that happened at `t` seconds.
+/// A mark on a run's timeline: something that happened at `t` seconds — a phase change, an
+/// injected fault — as opposed to an order event the APIs publish. Held in
+/// [`RunResults::timeline`](crate::RunResults::timeline), the results file's `events`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Event {
+pub struct TimelineMark {
     /// Seconds since the start of the measured part.
     pub t: f64,
     /// What happened, e.g. `phase constant (300/s)`.

@@ -71,7 +71,7 @@ pub struct RetryRecord {
     pub ended_terminal_4xx: BTreeMap<String, u64>,
     /// Clients that were still failing when their time ran out.
     pub ended_gave_up: u64,
-    /// For each injected fault (see `events`): how long until the next 201 answer.
+    /// For each injected fault (see `RunResults::timeline`): how long until the next 201 answer.
     #[serde(default)]
     pub recovery: Vec<FaultRecovery>,
     /// When each 201 answer came (seconds since the start of the run), sorted. Kept in memory to

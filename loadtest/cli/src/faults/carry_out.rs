@@ -4,8 +4,8 @@
 //! `-m immediate`; and the outages with a length, each begun and ended on time: PostgreSQL frozen (the latency proxy in front of it frozen), slow uploads
 //! (`slow_uploads.rs`), the payment gateway unreachable (mock-deps' `gateway_unreachable`), the
 //! broker's acknowledgements slowed (the NATS proxy's round trip, `slow_broker.rs`). Each
-//! fault happens at its time on the run's own clock and becomes an event of the run (a red marker
-//! on the report's timeline); an outage still under way when the run ends is ended then.
+//! fault happens at its time on the run's own clock and becomes a mark on the run's timeline (a red
+//! marker on the report's charts); an outage still under way when the run ends is ended then.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use super::{rolling_restart, slow_broker, slow_uploads};
 use crate::lab::Lab;
 use crate::run::patch_mock_config;
 use crate::services::{ApiProcess, Database};
-use lab_results::Event;
+use lab_results::TimelineMark;
 use lab_results::faults::{
     API_READY_LABEL, BROKER_ACK_LABEL, DB_FREEZE_LABEL, DB_RESTART_LABEL, FaultPlan,
     GATEWAY_DOWN_LABEL, KILL_LABEL, SLOW_UPLOADS_LABEL,
@@ -31,7 +31,7 @@ use mock_deps::admin::{ConfigPatch, EndpointPatch};
 struct Outcome {
     /// The API process (restarted, if it was killed).
     process: Option<ApiProcess>,
-    events: Vec<Event>,
+    marks: Vec<TimelineMark>,
     /// The first error, if a fault could not be carried out.
     error: Option<anyhow::Error>,
     /// Outbox rows unsent when a `broker-ack` fault ended.
@@ -41,8 +41,8 @@ struct Outcome {
 /// What [`Lab::end_faults`] gives back.
 pub(crate) struct Ended {
     pub process: Option<ApiProcess>,
-    /// The faults' events (the payment faults' one at t = 0 first).
-    pub events: Vec<Event>,
+    /// The faults' marks (the payment faults' one at t = 0 first).
+    pub marks: Vec<TimelineMark>,
     /// Outbox rows unsent when a `broker-ack` fault ended.
     pub broker_backlog: Option<u64>,
 }
@@ -97,7 +97,7 @@ impl Lab {
         running.stop.notify_one();
         let Outcome {
             process,
-            mut events,
+            mut marks,
             error,
             broker_backlog,
         } = running.task.await.context("the fault task failed")?;
@@ -105,9 +105,9 @@ impl Lab {
             patch_mock_config(&self.deps_url, &payment_faults(&FaultPlan::default()))
                 .await
                 .context("turning the payment faults off")?;
-            events.insert(
+            marks.insert(
                 0,
-                Event {
+                TimelineMark {
                     t: 0.0,
                     label: plan.describe_payment(),
                 },
@@ -121,7 +121,7 @@ impl Lab {
         }
         Ok(Ended {
             process,
-            events,
+            marks,
             broker_backlog,
         })
     }
@@ -215,7 +215,7 @@ impl Outcome {
     fn nothing(process: Option<ApiProcess>) -> Outcome {
         Outcome {
             process,
-            events: Vec::new(),
+            marks: Vec::new(),
             error: None,
             broker_backlog: None,
         }
@@ -223,7 +223,7 @@ impl Outcome {
 }
 
 impl Reach {
-    /// Begins `outage`; returns the event's label.
+    /// Begins `outage`; returns the mark's label.
     async fn begin(&self, outage: Outage, under: &mut Under) -> Result<String> {
         let label = match outage {
             Outage::DbFreeze => {
@@ -265,7 +265,7 @@ impl Reach {
         Ok(label)
     }
 
-    /// Ends `outage` if it is under way; returns the event's label.
+    /// Ends `outage` if it is under way; returns the mark's label.
     async fn end(&self, outage: Outage, under: &mut Under) -> Result<Option<String>> {
         let Some(i) = under.begun.iter().position(|o| *o == outage) else {
             return Ok(None);
@@ -362,7 +362,7 @@ async fn carry_out(
         reach,
         process,
         t0,
-        events: Vec::new(),
+        marks: Vec::new(),
         under: Under::default(),
     };
     let mut failed = None;
@@ -379,7 +379,7 @@ async fn carry_out(
     c.end_under_way(&mut failed).await;
     Outcome {
         process: c.process,
-        events: c.events,
+        marks: c.marks,
         error: failed,
         broker_backlog: c.under.broker_backlog,
     }
@@ -399,20 +399,20 @@ async fn first_arrival(clock: &Clock, stop: &Notify) -> Option<Instant> {
 }
 
 /// The plan under way: what it acts on, the API's process (the lab's, when it started it), the
-/// run's t = 0, the events so far and the outages begun.
+/// run's t = 0, the marks so far and the outages begun.
 struct Carrying {
     reach: Reach,
     process: Option<ApiProcess>,
     t0: Instant,
-    events: Vec<Event>,
+    marks: Vec<TimelineMark>,
     under: Under,
 }
 
 impl Carrying {
-    /// An event at `when`, seconds into the run.
-    fn event(&mut self, when: Instant, label: String) {
+    /// A timeline mark at `when`, seconds into the run.
+    fn mark(&mut self, when: Instant, label: String) {
         let t = when.saturating_duration_since(self.t0).as_secs_f64();
-        self.events.push(Event { t, label });
+        self.marks.push(TimelineMark { t, label });
     }
 
     async fn step(&mut self, step: Step) -> Result<()> {
@@ -420,13 +420,13 @@ impl Carrying {
             Step::Begin(outage) => {
                 let begun = Instant::now();
                 let label = self.reach.begin(outage, &mut self.under).await?;
-                self.event(begun, label);
+                self.mark(begun, label);
                 Ok(())
             }
             Step::End(outage) => {
                 let ended = Instant::now();
                 if let Some(label) = self.reach.end(outage, &mut self.under).await? {
-                    self.event(ended, label);
+                    self.mark(ended, label);
                 }
                 Ok(())
             }
@@ -451,12 +451,12 @@ impl Carrying {
         })
         .await
         .map_err(|e| anyhow::anyhow!("the kill/restart task failed: {e}"))?;
-        self.event(
+        self.mark(
             killed,
             format!("{KILL_LABEL} (restarted {} s later)", down.as_secs_f64()),
         );
         if r.is_ok() {
-            self.event(ready, format!("{API_READY_LABEL} (pid {})", p.pid));
+            self.mark(ready, format!("{API_READY_LABEL} (pid {})", p.pid));
         }
         self.process = Some(p);
         r
@@ -474,8 +474,8 @@ impl Carrying {
         .await
         .map_err(|e| anyhow::anyhow!("the rolling restart task failed: {e}"))?;
         let r = r.map(|done| {
-            for (when, label) in done.events(p.pid) {
-                self.event(when, label);
+            for (when, label) in done.marks(p.pid) {
+                self.mark(when, label);
             }
         });
         self.process = Some(p);
@@ -492,9 +492,9 @@ impl Carrying {
             .await
             .map_err(|e| anyhow::anyhow!("the restart task failed: {e}"))
             .and_then(|r| r);
-        self.event(start, DB_RESTART_LABEL.to_owned());
+        self.mark(start, DB_RESTART_LABEL.to_owned());
         let pid = r?;
-        self.event(
+        self.mark(
             Instant::now(),
             format!("PostgreSQL accepting connections again (pid {pid})"),
         );
@@ -507,7 +507,7 @@ impl Carrying {
         for outage in self.under.begun.clone() {
             let ended = Instant::now();
             match self.reach.end(outage, &mut self.under).await {
-                Ok(Some(label)) => self.event(ended, format!("{label} (at the run's end)")),
+                Ok(Some(label)) => self.mark(ended, format!("{label} (at the run's end)")),
                 Ok(None) => {}
                 Err(e) => {
                     failed.get_or_insert(e);

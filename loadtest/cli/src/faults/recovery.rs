@@ -1,15 +1,15 @@
-//! How long the API took to serve again after each fault: the time from the fault's event to the
-//! first order created after it, read from the run's events and the generator's record of 201s.
+//! How long the API took to serve again after each fault: the time from the fault's mark to the
+//! first order created after it, read from the run's timeline and the generator's record of 201s.
 
 use lab_results::faults::{
     BROKER_ACK_LABEL, DB_FREEZE_LABEL, DB_RESTART_LABEL, GATEWAY_DOWN_LABEL, KILL_LABEL,
     ROLLING_RESTART_LABEL, SLOW_UPLOADS_LABEL,
 };
-use lab_results::{Event, FaultRecovery, RetryRecord};
+use lab_results::{FaultRecovery, RetryRecord, TimelineMark};
 
-/// For each fault event, the time to the first 201 after it.
-pub(crate) fn recovery(events: &[Event], retries: &RetryRecord) -> Vec<FaultRecovery> {
-    events
+/// For each fault's mark on the timeline, the time to the first 201 after it.
+pub(crate) fn recovery(timeline: &[TimelineMark], retries: &RetryRecord) -> Vec<FaultRecovery> {
+    timeline
         .iter()
         .filter(|e| {
             [

@@ -39,9 +39,9 @@ pub struct Restarted {
 }
 
 impl Restarted {
-    /// Its events: the SIGTERM, the old listener's close, the new process ready, the old one's
+    /// Its timeline marks: the SIGTERM, the old listener's close, the new process ready, the old one's
     /// exit.
-    pub fn events(&self, new_pid: u32) -> [(Instant, String); 4] {
+    pub fn marks(&self, new_pid: u32) -> [(Instant, String); 4] {
         let after = |i: Instant| i.saturating_duration_since(self.signalled).as_secs_f64();
         [
             (

@@ -19,7 +19,7 @@ use latency_proxy::LatencyProxy;
 
 use crate::api_env::EventsEnv;
 use crate::lab::census::census;
-use crate::lab::events::pending;
+use crate::scenario::events::one_run::pending;
 use order_core::plumbing::events_mode::EventsMode;
 
 /// The API's `NATS_TIMEOUT_MS` in these runs: its default, so that the row says whether the

@@ -20,7 +20,6 @@ use anyhow::{Context, Result, bail};
 
 pub(crate) mod census;
 mod db_activity;
-pub mod events;
 mod exit_watch;
 mod one_run;
 mod overload;

@@ -13,7 +13,7 @@ use crate::gave_up::orders_after_give_up;
 use crate::run::{measure_on, set_mock_latencies};
 use crate::services::{ApiProcess, not_enforced};
 use crate::{invariants, money};
-use lab_results::{Event, Limits, RunConfig, RunResults};
+use lab_results::{Limits, RunConfig, RunResults, TimelineMark};
 use loadgen::assemble::RunMeta;
 use loadgen::clock::Clock;
 use loadgen::driver::DriverConfig;
@@ -158,7 +158,7 @@ impl Lab {
             },
             environment,
             goose_reports: goose,
-            events: vec![Event {
+            timeline: vec![TimelineMark {
                 t: 0.0,
                 label: format!("measurement starts (after a {warm} s warm-up, excluded)"),
             }],
@@ -167,8 +167,8 @@ impl Lab {
     }
 
     /// The measured run with the injection or the fault plan under way and the API watched for
-    /// a death of its own (started again for its recovery); the results with the run's events
-    /// in order.
+    /// a death of its own (started again for its recovery); the results with the run's
+    /// timeline in order.
     async fn measure(
         &self,
         api: &str,
@@ -178,7 +178,7 @@ impl Lab {
     ) -> Result<Measured> {
         let Target { process, url, .. } = target;
         let injecting = self.injection.map(|inj| {
-            meta.events.extend(inj.events(self.latency));
+            meta.timeline.extend(inj.marks(self.latency));
             tokio::spawn(crate::inject::apply(
                 inj,
                 self.deps_url.clone(),
@@ -202,7 +202,7 @@ impl Lab {
         let faults = self.start_faults(process, &url, clock.clone()).await?;
         let measured = measure_on(clock, driver, meta, targets).await;
         let ended = self.end_faults(faults).await?;
-        let (mut process, mut fault_events) = (ended.process, ended.events);
+        let (mut process, mut fault_marks) = (ended.process, ended.marks);
         let mut api_exit = None;
         if let Some((t, oom_before)) = watch.and_then(exit_watch::ExitWatch::stop)
             && let Some(p) = process.take()
@@ -212,7 +212,7 @@ impl Lab {
                 "lab: {api} {}; started again for its recovery",
                 exit.describe()
             );
-            fault_events.push(Event {
+            fault_marks.push(TimelineMark {
                 t,
                 label: format!("{api} {}", exit.describe()),
             });
@@ -227,10 +227,10 @@ impl Lab {
             task.abort();
             set_mock_latencies(&self.deps_url, self.latency).await?;
         }
-        results.events.extend(fault_events);
-        results.events.sort_by(|a, b| a.t.total_cmp(&b.t));
+        results.timeline.extend(fault_marks);
+        results.timeline.sort_by(|a, b| a.t.total_cmp(&b.t));
         if let Some(r) = results.retries.as_mut() {
-            r.recovery = crate::faults::recovery::recovery(&results.events, r);
+            r.recovery = crate::faults::recovery::recovery(&results.timeline, r);
         }
         Ok(Measured {
             results,

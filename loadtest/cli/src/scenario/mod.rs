@@ -17,7 +17,7 @@
 //! - `overload`: ramp-750 for both APIs with admission control off and on → 4 runs
 //!   (`overload.rs`).
 //! - `events`: two-phase vs after-commit vs outbox under a healthy, a slowed and a
-//!   crashing setting, with NATS JetStream (`events.rs`, runs of its own in `lab/events.rs`).
+//!   crashing setting, with NATS JetStream (`events/`, its runs of its own in `events/one_run.rs`).
 //! - `batching` (experiment E): persist batch size × database RTT, both APIs, durable
 //!   commits → 26 runs (`batching/`, which runs them itself: it measures the flush cost first and
 //!   sets PostgreSQL's `commit_delay` for two of them).
@@ -36,7 +36,7 @@ mod batching;
 pub mod capacity;
 mod conclusions;
 mod conditions;
-mod events;
+pub mod events;
 mod faults_plan;
 mod findings;
 mod overload;
@@ -226,7 +226,7 @@ pub async fn run(
     }
     match registry::runner(name) {
         Runner::LabRuns(kind) => run_lab_runs(kind, base).await,
-        // Its own runs (closed model, NATS, crash), not lab runs: see `events.rs`.
+        // Its own runs (closed model, NATS, crash), not lab runs: see `events/`.
         Runner::Own(OwnRunner::Events) => events::run(base).await,
         Runner::Own(OwnRunner::Batching) => batching::run(base).await,
         // Adaptive (each step depends on the last), so not a list of variants.

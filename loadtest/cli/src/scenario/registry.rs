@@ -41,7 +41,7 @@ pub enum LabRuns {
 }
 
 /// The scenarios that run themselves: events' closed-model runs with NATS and crashes
-/// (`events.rs`), batching's runs after its fsync measurement (`batching/`), and capacity's and
+/// (`events/`), batching's runs after its fsync measurement (`batching/`), and capacity's and
 /// threads' searches, each step chosen from the last (`capacity/`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OwnRunner {

@@ -181,7 +181,7 @@ fn row(r: &RunResults, plan: &Plan) -> Vec<String> {
 }
 
 /// What a run shows beyond its row: the verdict on its outage or on its retrying clients, their
-/// attempts, and the timeline's events.
+/// attempts, and the timeline's marks.
 fn run_notes(r: &RunResults, plan: &Plan) -> Vec<Note> {
     let retries = r.retries.as_ref();
     let money = r.money.as_ref();
@@ -210,14 +210,14 @@ fn run_notes(r: &RunResults, plan: &Plan) -> Vec<Note> {
             x.max_attempts
         )));
     }
-    let events: Vec<String> = r
-        .events
+    let marks: Vec<String> = r
+        .timeline
         .iter()
         .filter(|e| e.t > 0.0 && !e.label.contains("→"))
         .map(|e| format!("{:.1} s {}", e.t, e.label))
         .collect();
-    if !events.is_empty() {
-        notes.push(Note::Said(format!("{}: {}.", r.api, events.join("; "))));
+    if !marks.is_empty() {
+        notes.push(Note::Said(format!("{}: {}.", r.api, marks.join("; "))));
     }
     notes
 }
@@ -375,15 +375,15 @@ fn outage_verdict(
 }
 
 /// A rolling restart's moments without a listener on the lab's one port: from the old listener's
-/// close to the new process's readiness, seconds into the run, from the run's events.
+/// close to the new process's readiness, seconds into the run, from the run's timeline.
 fn restart_gap(r: &RunResults) -> Option<(f64, f64)> {
     let closed = r
-        .events
+        .timeline
         .iter()
         .find(|e| e.label.starts_with(OLD_API_CLOSED_LABEL))?
         .t;
     let ready = r
-        .events
+        .timeline
         .iter()
         .find(|e| e.t >= closed && e.label.starts_with(API_READY_LABEL))?
         .t;

@@ -159,7 +159,7 @@ pub fn slow_dependency(done: &[VariantRuns]) -> ScenarioTable {
             ));
         }
         let marks: Vec<f64> = r
-            .events
+            .timeline
             .iter()
             .filter(|e| e.label.contains("latency"))
             .map(|e| e.t)

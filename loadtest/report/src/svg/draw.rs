@@ -194,7 +194,7 @@ impl LineChart {
             let label_y = 10.0 + row * MARKER_ROW;
             let (class, line, text) = match m.kind {
                 MarkerKind::Phase => ("marker phase", style::PHASE_LINE, style::phase_text()),
-                MarkerKind::Event => ("marker event", style::EVENT_LINE, style::event_text()),
+                MarkerKind::TimelineMark => ("marker event", style::MARK_LINE, style::mark_text()),
             };
             // Labels right of the middle are written leftwards so they stay inside the chart.
             let (anchor, dx) = if x > WIDTH * 0.6 {

@@ -1,7 +1,7 @@
 //! A small, dependency-free SVG line chart for the report (and, in `bars`, horizontal bars for the
 //! scenario pages; in `stacked`, bars cut into parts): nice axes with units, several overlaid
 //! series told apart by colour *and* dash pattern (readable in greyscale and by colour-blind
-//! readers), vertical markers for phase boundaries and injected events, horizontal reference lines
+//! readers), vertical markers for phase boundaries and the run's timeline marks, horizontal reference lines
 //! (e.g. the Little's-law bound), and an optional log scale for latencies.
 //!
 //! Output is SVG text that is a file of its own as it is (the namespace, its look in attributes,
@@ -90,8 +90,9 @@ impl Series {
 pub enum MarkerKind {
     /// Ramp → constant → ramp-down boundaries.
     Phase,
-    /// Something the lab did to the system, e.g. "payment latency 1000→5000 ms".
-    Event,
+    /// A mark on the run's timeline: something the lab did to the system, e.g. "payment latency
+    /// 1000→5000 ms".
+    TimelineMark,
 }
 
 /// A vertical line at `x` with a label at the top of the plot.

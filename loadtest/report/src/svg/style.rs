@@ -27,7 +27,7 @@ pub const SERIES: &str = r#"fill="none" stroke-linejoin="round" stroke-linecap="
 const HALO: &str =
     r##"paint-order="stroke" stroke="#fff" stroke-width="3" stroke-linejoin="round""##;
 pub const PHASE_LINE: &str = r##"stroke="#9aa3ad" stroke-width="1" stroke-dasharray="4 3""##;
-pub const EVENT_LINE: &str = r##"stroke="#b3261e" stroke-width="1.5""##;
+pub const MARK_LINE: &str = r##"stroke="#b3261e" stroke-width="1.5""##;
 pub const REF_LINE: &str = r##"stroke="#1b1f24" stroke-width="1.2" stroke-dasharray="10 3 2 3""##;
 /// A legend's swatch: the series' own colour and dash, a little thicker.
 pub const SWATCH: &str = r#"stroke-width="2.5" fill="none""#;
@@ -40,7 +40,7 @@ pub fn phase_text() -> String {
 }
 
 /// An event marker's label.
-pub fn event_text() -> String {
+pub fn mark_text() -> String {
     format!(r##"fill="#b3261e" font-size="12" font-weight="600" {HALO}"##)
 }
 

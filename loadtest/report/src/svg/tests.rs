@@ -96,7 +96,7 @@ fn nan_and_infinity_break_the_line_and_never_reach_the_svg() {
     c.markers.push(Marker {
         x: f64::NAN,
         label: "nan marker".into(),
-        kind: MarkerKind::Event,
+        kind: MarkerKind::TimelineMark,
     });
     c.ref_lines.push(RefLine {
         y: f64::INFINITY,
@@ -138,7 +138,7 @@ fn markers_and_reference_lines_are_labelled_and_escaped() {
     c.markers.push(Marker {
         x: 45.0,
         label: "payment latency 1000→5000 ms".into(),
-        kind: MarkerKind::Event,
+        kind: MarkerKind::TimelineMark,
     });
     c.ref_lines.push(RefLine {
         y: 91.0,

@@ -34,8 +34,8 @@ use sqlx::Connection;
 use strum::IntoEnumIterator;
 use tokio::sync::Mutex;
 
-use super::census::{Census, census};
 use crate::api_env::{ApiSettings, EventsEnv};
+use crate::lab::census::{Census, census};
 use crate::lab_args::{Durability, HarnessArgs};
 use crate::services::{ApiProcess, Database, MockDepsProcess};
 use order_core::plumbing::events_mode::EventsMode;
@@ -444,5 +444,5 @@ fn api_env(
 }
 
 #[cfg(test)]
-#[path = "events_tests.rs"]
+#[path = "one_run_tests.rs"]
 mod tests;

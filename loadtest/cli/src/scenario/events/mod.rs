@@ -14,13 +14,18 @@
 //! 3000 (at a two-phase pace of ~3 orders/s, 3000 would take a quarter of an hour per run); the
 //! numbers are means, where the original printed medians; every order also calls the three mocks
 //! (at 0 ms).
+//!
+//! One run — its API, NATS and proxy, the closed-model load, the census after it — is
+//! `one_run.rs`; this module plans the runs and makes the table.
+
+pub mod one_run;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::lab::events::{EventsLab, EventsRun};
 use crate::lab_args::LabArgs;
+use one_run::{EventsLab, EventsRun};
 
 use lab_report::scenario::events::{self, Plan};
 use lab_report::scenario::{ScenarioTable, render_html, render_markdown};
