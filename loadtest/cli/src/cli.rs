@@ -40,8 +40,8 @@ pub enum Command {
     /// measured `lab --scenario capacity` searches, its arithmetic printed. Writes
     /// predictions.json and predictions.md.
     Predict(crate::predict::PredictArgs),
-    /// Capacity benchmark: each API alone in its pod (1 CPU by default), a closed loop at mocks 0 ms and at
-    /// the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
+    /// Cost-per-order benchmark: each API alone in its pod (1 CPU by default), a closed loop at
+    /// mocks 0 ms and at the seed's latencies; CPU, context switches, SQL and HTTP calls per order, RSS, and the
     /// harness's CPU per order. Writes bench.json and bench.md.
     Bench(Box<crate::bench::BenchArgs>),
     /// List the scenarios `lab --scenario` runs: each one's name, rough length at

@@ -21,9 +21,9 @@
 //!   against the orders, once the API settled them; [`gave_up`]: the orders made for clients
 //!   that gave up; [`inject`]: a dependency slowed mid-run; [`faults`]: the faults a run's plan
 //!   injects (kills, restarts, outages, slow uploads, a slow broker); [`scenario`]: the source
-//!   experiments as several lab runs and one table; [`bench`]: the capacity benchmark (CPU,
-//!   statements, calls and memory per order, each API alone in its CPU); [`merge`]: the shards
-//!   of one run (`run --shard I/N`) added up into the run.
+//!   experiments as several lab runs and one table; [`bench`]: the cost-per-order benchmark
+//!   (CPU, statements, calls and memory per order, each API alone in its CPU); [`merge`]: the
+//!   shards of one run (`run --shard I/N`) added up into the run.
 //!
 //! `main.rs` only parses [`cli`] and calls [`commands::run`].
 

@@ -1,4 +1,4 @@
-//! `loadtest bench`'s results file (`bench.json`): the capacity benchmark.
+//! `loadtest bench`'s results file (`bench.json`): the cost-per-order benchmark.
 //!
 //! One [`BenchResults`] per invocation: for each API alone in its CPU, a closed loop of clients at
 //! each mock latency setting ([`BenchCell`]). A cell keeps the raw counters of its measured window

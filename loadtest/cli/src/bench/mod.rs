@@ -1,4 +1,5 @@
-//! `loadtest bench`: the capacity benchmark: CPU, statements and memory per order, each API alone in 1 CPU.
+//! `loadtest bench`: the cost-per-order benchmark — CPU, statements and memory per order, each API
+//! alone in 1 CPU. Not `--scenario capacity`, the search for the highest rate within the objective.
 //!
 //! For each API alone in its CPU — its own cgroup (1 CPU / 1 GiB, or `--api-cpus` /
 //! `--api-memory-mib`), and (with two CPUs or more) pinned
