@@ -1,4 +1,5 @@
-//! testbed — what the services are run against, by the product's tests and by the load lab.
+//! testbed — the processes the tests and the lab run the services against (PostgreSQL, NATS, the
+//! proxy, children); what a contract test calls is `testkit`'s, which starts them through here.
 //!
 //! The contract suite (`crates/testkit`) and the lab (`loadtest/`) both start the APIs next to a
 //! real PostgreSQL and a real NATS, sometimes with a proxy in between that delays or freezes the

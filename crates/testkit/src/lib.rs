@@ -1,6 +1,10 @@
-//! The harness of the contract suite: every test gets a fresh PostgreSQL database, its own
-//! mock-deps and the API under test, all real and on port 0, talking real HTTP. Part of the product
-//! (`crates/`): it tests the APIs' behaviour; measuring them is the lab's, under `loadtest/`.
+//! testkit — the contract suite's harness, what a test calls ([`TestApp`], [`contract_tests!`]);
+//! the processes it runs the services against (PostgreSQL, NATS, the proxy, children) are
+//! `testbed`'s.
+//!
+//! Every test gets a fresh PostgreSQL database, its own mock-deps and the API under test, all real
+//! and on port 0, talking real HTTP. Part of the product (`crates/`): it tests the APIs'
+//! behaviour; measuring them is the lab's, under `loadtest/`.
 //!
 //! The contract suite (`tests/contract*.rs`) is written once against [`TestApp`] and instantiated
 //! for both APIs by the [`contract_tests!`] macro, so a behaviour cannot be tested on one API and
