@@ -12,8 +12,10 @@
 //!   its `Content-Length` says so); the global timeout runs while it is read, to its last byte;
 //! - idle keep-alive connections kept `POOL_IDLE_TIMEOUT` for reuse;
 //! - an `https` `DEPS_URL` over rustls, the platform's roots verified by rustls-platform-verifier
-//!   (which reads `SSL_CERT_FILE`/`SSL_CERT_DIR` on Linux), as reqwest's TLS does.
+//!   (which reads `SSL_CERT_FILE`/`SSL_CERT_DIR` on Linux), on aws-lc-rs: reqwest's TLS, and the
+//!   workspace's one TLS backend (the root Cargo.toml's `rustls` says why).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use order_core::domain::deps::answer::{self, AnswerFault, DEPS_ANSWER_MAX_BYTES};
@@ -94,6 +96,9 @@ impl UreqClient {
             .tls_config(
                 TlsConfig::builder()
                     .root_certs(RootCerts::PlatformVerifier)
+                    .unversioned_rustls_crypto_provider(Arc::new(
+                        rustls::crypto::aws_lc_rs::default_provider(),
+                    ))
                     .build(),
             )
             .build();
