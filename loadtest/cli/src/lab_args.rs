@@ -184,7 +184,13 @@ fn positive_rate(text: &str) -> Result<f64, String> {
 impl HarnessArgs {
     /// Each API's pod: its cgroup's limits, `None` with `--no-limits`.
     pub fn pod(&self) -> Option<labkit::cgroup::ResourceLimits> {
-        crate::pod::of(self)
+        let flags = crate::pod::PodFlags {
+            cpus: self.api_cpus,
+            memory_mib: self.api_memory_mib,
+            cfs_period_ms: self.api_cfs_period_ms,
+            cfs_burst_ms: self.api_cfs_burst_ms,
+        };
+        crate::pod::of(self.no_limits, flags)
     }
 
     /// `--pg-setting`s as (name, value) pairs.

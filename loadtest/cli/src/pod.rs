@@ -4,16 +4,23 @@
 
 use labkit::cgroup::ResourceLimits;
 
-use crate::lab_args::HarnessArgs;
+/// The flags that size a pod, as parsed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PodFlags {
+    pub cpus: f64,
+    pub memory_mib: u64,
+    pub cfs_period_ms: Option<f64>,
+    pub cfs_burst_ms: f64,
+}
 
 /// Each API's pod: its cgroup's limits, `None` with `--no-limits` (`HarnessArgs::pod`).
-pub fn of(h: &HarnessArgs) -> Option<ResourceLimits> {
+pub fn of(no_limits: bool, flags: PodFlags) -> Option<ResourceLimits> {
     let us = |ms: f64| (ms * 1e3).round() as u64;
-    (!h.no_limits).then_some(ResourceLimits {
-        cpus: h.api_cpus,
-        memory_bytes: h.api_memory_mib << 20,
-        cfs_period_us: h.api_cfs_period_ms.map(us),
-        cfs_burst_us: us(h.api_cfs_burst_ms),
+    (!no_limits).then_some(ResourceLimits {
+        cpus: flags.cpus,
+        memory_bytes: flags.memory_mib << 20,
+        cfs_period_us: flags.cfs_period_ms.map(us),
+        cfs_burst_us: us(flags.cfs_burst_ms),
     })
 }
 
