@@ -5,7 +5,7 @@
 
 use lab_results::scenario::CapacityFile;
 
-use super::model::Prediction;
+use super::model::{Cell, Prediction};
 use crate::scenario::capacity::ranges::Range;
 
 /// The model's aim: every cell's median within 15 % of its prediction.
@@ -28,7 +28,7 @@ impl Checked<'_> {
 
 /// Whether `file` searched `p`'s cell: the same critical path, and the pod as the kernel held
 /// it — cores, memory, CFS period (a file without one ran the kernel's 100 ms) and burst.
-fn same_cell(file: &CapacityFile, p: &Prediction) -> bool {
+fn same_cell(file: &CapacityFile, p: &Cell) -> bool {
     let Some(l) = &file.limits else {
         return false;
     };
@@ -51,9 +51,9 @@ pub fn check<'a>(predictions: &'a [Prediction], files: &[CapacityFile]) -> Vec<C
             measured: Range::of(
                 files
                     .iter()
-                    .filter(|f| same_cell(f, p))
+                    .filter(|f| same_cell(f, &p.cell))
                     .flat_map(|f| &f.capacities)
-                    .filter(|c| c.api == p.api),
+                    .filter(|c| c.api == p.cell.api),
             ),
         })
         .collect()
@@ -84,13 +84,8 @@ pub fn page(checked: &[Checked]) -> String {
             ),
         };
         out.push_str(&format!(
-            "| {} | {} CPU, {} MiB | {} ms, {} ms | {} ms | {}/s ({}–{}) | {measured} | {error} | {within} |\n",
-            p.api,
-            p.cpu_cores,
-            p.memory_mib,
-            p.cfs_period_ms,
-            p.cfs_burst_ms,
-            p.critical_path_ms,
+            "{} {}/s ({}–{}) | {measured} | {error} | {within} |\n",
+            p.cell.columns(),
             p.capacity_rps,
             p.band_rps[0],
             p.band_rps[1],
@@ -107,12 +102,14 @@ mod tests {
 
     fn prediction(api: &str, period_ms: f64, capacity: f64) -> Prediction {
         Prediction {
-            api: api.into(),
-            cpu_cores: 0.125,
-            memory_mib: 128,
-            critical_path_ms: 220,
-            cfs_period_ms: period_ms,
-            cfs_burst_ms: 0.0,
+            cell: Cell {
+                api: api.into(),
+                cpu_cores: 0.125,
+                memory_mib: 128,
+                critical_path_ms: 220,
+                cfs_period_ms: period_ms,
+                cfs_burst_ms: 0.0,
+            },
             capacity_rps: capacity,
             band_rps: [capacity, capacity],
             stopped_by: "cpu".into(),

@@ -42,18 +42,13 @@ pub struct Spread {
 }
 
 impl Spread {
-    pub fn of(mut v: Vec<f64>) -> Option<Spread> {
-        v.retain(|x| x.is_finite());
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        (n > 0).then(|| Spread {
-            median: if n % 2 == 1 {
-                v[n / 2]
-            } else {
-                (v[n / 2 - 1] + v[n / 2]) / 2.0
-            },
-            min: v[0],
-            max: v[n - 1],
+    /// The finite values' median ([`lab_results::median`]) and extremes; `None` without one.
+    pub fn of(v: Vec<f64>) -> Option<Spread> {
+        let finite = || v.iter().copied().filter(|x| x.is_finite());
+        Some(Spread {
+            median: lab_results::median(finite())?,
+            min: finite().fold(f64::INFINITY, f64::min),
+            max: finite().fold(f64::NEG_INFINITY, f64::max),
         })
     }
 }
@@ -62,10 +57,7 @@ impl Spread {
 /// the whole run's figure where an older file has no per-role reading.
 pub fn cpu_ms_per_order(s: &StepPoint) -> Option<f64> {
     match (&s.cpu_by_role, s.plateau_orders) {
-        (Some(r), Some(n)) if n > 0 => {
-            let cpu: f64 = r.roles.iter().map(|x| x.user_s + x.system_s).sum();
-            Some(1000.0 * cpu / n as f64)
-        }
+        (Some(r), Some(n)) if n > 0 => Some(1000.0 * r.cpu_s() / n as f64),
         _ => s.cpu_s_per_1000,
     }
 }

@@ -7,12 +7,11 @@ pub mod check;
 pub mod costs;
 pub mod model;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use lab_results::scenario::CapacityFile;
 
 use model::{Cell, Prediction};
 
@@ -108,7 +107,7 @@ pub fn command(args: &PredictArgs) -> Result<ExitCode> {
     let files = args
         .folders
         .iter()
-        .map(|dir| read(dir))
+        .map(|dir| crate::scenario::capacity::ranges::read(dir))
         .collect::<Result<Vec<_>>>()?;
     if let Some(committed) = &args.check {
         let text =
@@ -141,12 +140,6 @@ pub fn command(args: &PredictArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn read(dir: &Path) -> Result<CapacityFile> {
-    let path = dir.join("scenario.json");
-    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))
-}
-
 /// The table, then each cell's arithmetic.
 fn page(predictions: &[Prediction], folders: &[PathBuf]) -> String {
     let mut out = String::from("# Capacity predicted\n\nUnit costs from:");
@@ -159,13 +152,8 @@ fn page(predictions: &[Prediction], folders: &[PathBuf]) -> String {
     );
     for p in predictions {
         out.push_str(&format!(
-            "| {} | {} CPU, {} MiB | {} ms, {} ms | {} ms | {}/s | {}–{}/s | {} |\n",
-            p.api,
-            p.cpu_cores,
-            p.memory_mib,
-            p.cfs_period_ms,
-            p.cfs_burst_ms,
-            p.critical_path_ms,
+            "{} {}/s | {}–{}/s | {} |\n",
+            p.cell.columns(),
             p.capacity_rps,
             p.band_rps[0],
             p.band_rps[1],
@@ -173,9 +161,10 @@ fn page(predictions: &[Prediction], folders: &[PathBuf]) -> String {
         ));
     }
     for p in predictions {
+        let c = &p.cell;
         out.push_str(&format!(
             "\n## {} in {} CPU / {} MiB, {} ms period, {} ms burst, at {} ms\n\n",
-            p.api, p.cpu_cores, p.memory_mib, p.cfs_period_ms, p.cfs_burst_ms, p.critical_path_ms
+            c.api, c.cpu_cores, c.memory_mib, c.cfs_period_ms, c.cfs_burst_ms, c.critical_path_ms
         ));
         for line in &p.arithmetic {
             out.push_str(&format!("- {line}\n"));

@@ -32,15 +32,26 @@ pub struct Cell {
     pub cfs_burst_ms: f64,
 }
 
-/// One prediction, as `predictions.json` holds it.
+impl Cell {
+    /// The cell's first four columns in a page's table: API, pod, CFS period and burst, path.
+    pub fn columns(&self) -> String {
+        format!(
+            "| {} | {} CPU, {} MiB | {} ms, {} ms | {} ms |",
+            self.api,
+            self.cpu_cores,
+            self.memory_mib,
+            self.cfs_period_ms,
+            self.cfs_burst_ms,
+            self.critical_path_ms
+        )
+    }
+}
+
+/// One prediction, as `predictions.json` holds it: the cell's fields, then the prediction's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
-    pub api: String,
-    pub cpu_cores: f64,
-    pub memory_mib: u64,
-    pub critical_path_ms: u64,
-    pub cfs_period_ms: f64,
-    pub cfs_burst_ms: f64,
+    #[serde(flatten)]
+    pub cell: Cell,
     pub capacity_rps: f64,
     /// The same arithmetic on the least and the most capacity per core a search found.
     pub band_rps: [f64; 2],
@@ -152,12 +163,7 @@ pub fn predict(cell: &Cell, costs: &[UnitCosts]) -> Option<Prediction> {
         band[0], band[1]
     ));
     Some(Prediction {
-        api: cell.api.clone(),
-        cpu_cores: cell.cpu_cores,
-        memory_mib: cell.memory_mib,
-        critical_path_ms: cell.critical_path_ms,
-        cfs_period_ms: cell.cfs_period_ms,
-        cfs_burst_ms: cell.cfs_burst_ms,
+        cell: cell.clone(),
         capacity_rps: capacity.round(),
         band_rps: band.map(f64::round),
         stopped_by: stopped_by.to_owned(),

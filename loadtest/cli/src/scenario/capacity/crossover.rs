@@ -23,10 +23,7 @@ use crate::cli::CrossoverArgs;
 pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
     let (mut files, mut notes) = (Vec::new(), Vec::new());
     for dir in &args.folders {
-        let path = dir.join("scenario.json");
-        let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let mut file: CapacityFile =
-            serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let mut file = super::ranges::read(dir)?;
         notes.extend(reread_steps(&mut file, dir));
         if let Some(why) = &file.superseded {
             notes.push(format!(
@@ -37,7 +34,7 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
         if file.scenario != crate::scenario::ScenarioName::Capacity {
             bail!(
                 "{} is of --scenario {}, not capacity",
-                path.display(),
+                dir.join("scenario.json").display(),
                 file.scenario
             );
         }

@@ -5,10 +5,20 @@
 //! 2.2 s: 191, 218 and 238/s), while its bracket says only how finely it narrowed; so the
 //! crossover speaks of cells, not of searches.
 
+use std::path::Path;
+
+use anyhow::{Context, Result};
 use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
 
 /// How far a cell's min and max may lie from its median before the page must say what moved it.
 pub const SPREAD: f64 = 0.20;
+
+/// A capacity search's `scenario.json` in its folder.
+pub fn read(dir: &Path) -> Result<CapacityFile> {
+    let path = dir.join("scenario.json");
+    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))
+}
 
 /// The searches of one API in one cell, by their capacity.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,18 +45,11 @@ impl Range {
                 (_, None) => found.push(0.0),
             }
         }
-        found.sort_by(f64::total_cmp);
-        let n = found.len();
-        let median = match n {
-            0 => return None,
-            _ if n % 2 == 1 => found[n / 2],
-            _ => (found[n / 2 - 1] + found[n / 2]) / 2.0,
-        };
         Some(Range {
-            median,
-            min: found[0],
-            max: found[n - 1],
-            searches: n,
+            median: lab_results::median(found.iter().copied())?,
+            min: found.iter().copied().fold(f64::INFINITY, f64::min),
+            max: found.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            searches: found.len(),
             lower_bounds,
         })
     }
