@@ -57,6 +57,12 @@ pub fn pin_process(pid: u32, cpus: &[usize]) -> anyhow::Result<usize> {
     Ok(set)
 }
 
+/// Pins the calling thread (only it: the others keep their mask) to `cpus`.
+pub fn pin_this_thread(cpus: &[usize]) -> anyhow::Result<()> {
+    anyhow::ensure!(!cpus.is_empty(), "no CPU to pin to");
+    imp::pin_thread(0, cpus)
+}
+
 /// Pins `pid` and all its descendants (e.g. PostgreSQL's postmaster and backends).
 pub fn pin_tree(pid: u32, cpus: &[usize]) -> anyhow::Result<usize> {
     let mut set = 0;

@@ -39,6 +39,7 @@ pub mod callgrind;
 pub mod cgroup;
 pub mod counters;
 pub mod envinfo;
+pub mod probe;
 pub mod process;
 pub mod procstat;
 pub mod threads;

@@ -287,6 +287,11 @@ pub struct StepPoint {
     /// run's `cgroup_memory_peak_bytes`; absent in older files and outside a pod).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_peak_mib: Option<f64>,
+    /// How fast the machine was: the fastest of five runs of a fixed piece of work on the API's
+    /// CPU right after the step, ms (`labkit::probe`). The same work every time: a step whose
+    /// probe took longer ran on a slower machine. Absent in files before 2026-12-07 evening.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_ms: Option<f64>,
 }
 
 /// One API (and thread count) searched.

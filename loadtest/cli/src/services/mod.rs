@@ -16,7 +16,7 @@ mod placement;
 pub use api::ApiProcess;
 pub use database::{Database, SharedDatabase};
 pub use mock_deps::MockDepsProcess;
-pub use placement::{not_enforced, place_harness};
+pub use placement::{api_cpus, not_enforced, place_harness};
 
 use std::net::TcpListener;
 use std::time::Duration;

@@ -54,6 +54,14 @@ pub(super) fn pin_api(pid: u32, limits: &mut Limits) -> Result<()> {
     Ok(())
 }
 
+/// The API's CPUs, once [`place_harness`] has reserved them.
+pub fn api_cpus() -> Option<Vec<usize>> {
+    match PLACEMENT.get() {
+        Some(Ok(p)) => Some(p.api_cpus.clone()),
+        _ => None,
+    }
+}
+
 /// Limits that were not applied, with the reason.
 pub fn not_enforced(why: &str) -> Limits {
     Limits {

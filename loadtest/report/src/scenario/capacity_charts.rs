@@ -260,6 +260,7 @@ mod tests {
             in_flight_rise_pct: None,
             thread_hold_ms: None,
             cgroup_peak_mib: None,
+            probe_ms: None,
         }
     }
 

@@ -283,7 +283,8 @@ impl Runner<'_> {
         if !r.invariants_hold() || r.money.as_ref().is_some_and(|m| !m.balanced()) {
             failed.push(format!("{slug}: an end-of-run check or the money failed"));
         }
-        let point = step_point(r, rate, missed.is_empty());
+        let mut point = step_point(r, rate, missed.is_empty());
+        point.probe_ms = probe().await;
         Ok((point, outcome(missed.is_empty(), r)))
     }
 }
@@ -340,6 +341,24 @@ pub fn worth_measuring_again(step: &StepPoint) -> bool {
         && step.harness_bound.is_none()
         && step.cause.as_ref().is_some_and(cause::is_transient);
     transient || (step.harness_bound.is_some() && step.died.is_none())
+}
+
+/// The machine's speed on the API's CPU, now that the step's API has stopped
+/// (`labkit::probe`); `None` where the lab reserved no CPU for the API.
+async fn probe() -> Option<f64> {
+    let cpus = crate::services::api_cpus()?;
+    let ms = tokio::task::spawn_blocking(move || labkit::probe::fixed_work_ms(&cpus));
+    match ms.await {
+        Ok(Ok(ms)) => Some(ms),
+        Ok(Err(e)) => {
+            eprintln!("the machine's probe failed: {e:#}");
+            None
+        }
+        Err(e) => {
+            eprintln!("the machine's probe failed: {e}");
+            None
+        }
+    }
 }
 
 fn objective_text(slo: Option<Slo>, r: &RunResults) -> String {

@@ -47,6 +47,8 @@ pub fn step_point(r: &RunResults, rate: f64, met: bool) -> StepPoint {
         in_flight_rise_pct: in_flight_rise_pct(r),
         thread_hold_ms: thread_hold_ms(r, s.ok_throughput_rps),
         cgroup_peak_mib: r.cgroup_memory_peak_bytes.map(|b| b as f64 / MIB),
+        // The runner's, after the run (`Runner::step`).
+        probe_ms: None,
     }
 }
 
