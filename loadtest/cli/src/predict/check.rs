@@ -3,7 +3,7 @@
 //! searches, as the crossover's cells), the prediction's error against the median, and whether
 //! it is within [`TOLERANCE`]. A cell no search measured is listed as not measured yet.
 
-use lab_results::scenario::CapacityFile;
+use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
 
 use super::model::{Cell, Prediction};
 use crate::scenario::capacity::ranges::Range;
@@ -16,6 +16,9 @@ pub const TOLERANCE: f64 = 0.15;
 pub struct Checked<'a> {
     pub prediction: &'a Prediction,
     pub measured: Option<Range>,
+    /// The capacities of the cell's searches that the rig stopped (harness-bound) or that met
+    /// the top rate: lower bounds, the API served at least each.
+    pub at_least: Vec<f64>,
 }
 
 impl Checked<'_> {
@@ -33,10 +36,14 @@ fn same_cell(file: &CapacityFile, p: &Cell) -> bool {
         return false;
     };
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
-    let period_ms = l.cpu_period_us.map_or(100.0, |us| us as f64 / 1e3);
+    let period_us = l.cpu_period_us.map_or(100_000.0, |us| us as f64);
+    let period_ms = period_us / 1e3;
     let burst_ms = l.cpu_burst_us.unwrap_or(0) as f64 / 1e3;
+    // The kernel holds the quota in whole µs (0.09375 CPU of a 10,667 µs period reads back as
+    // 1,000 µs, 0.0937470…): the same pod when the quotas round to the same µs.
+    let same_quota = |c: f64| (c - p.cpu_cores).abs() * period_us <= 0.5;
     file.critical_path_ms == p.critical_path_ms
-        && l.cpu_cores.is_some_and(|c| close(c, p.cpu_cores))
+        && l.cpu_cores.is_some_and(same_quota)
         && l.memory_bytes == Some(p.memory_mib << 20)
         && close(period_ms, p.cfs_period_ms)
         && close(burst_ms, p.cfs_burst_ms)
@@ -46,17 +53,45 @@ fn same_cell(file: &CapacityFile, p: &Cell) -> bool {
 pub fn check<'a>(predictions: &'a [Prediction], files: &[CapacityFile]) -> Vec<Checked<'a>> {
     predictions
         .iter()
-        .map(|p| Checked {
-            prediction: p,
-            measured: Range::of(
-                files
+        .map(|p| {
+            let searched: Vec<&CapacityPoint> = files
+                .iter()
+                .filter(|f| same_cell(f, &p.cell))
+                .flat_map(|f| &f.capacities)
+                .filter(|c| c.api == p.cell.api)
+                .collect();
+            Checked {
+                prediction: p,
+                measured: Range::of(searched.iter().copied()),
+                at_least: searched
                     .iter()
-                    .filter(|f| same_cell(f, &p.cell))
-                    .flat_map(|f| &f.capacities)
-                    .filter(|c| c.api == p.cell.api),
-            ),
+                    .filter(|c| matches!(c.stopped_by, StoppedBy::Harness | StoppedBy::None))
+                    .filter_map(|c| c.capacity_rps)
+                    .collect(),
+            }
         })
         .collect()
+}
+
+/// What the cell's searches measured, for the page: `median/s (min–max), N`, and beside it (or
+/// alone, when the rig stopped every search) the rate served in the searches the rig stopped.
+fn measured_text(c: &Checked) -> Option<String> {
+    let least = c.at_least.iter().copied().min_by(f64::total_cmp);
+    let bound = least.map(|r| {
+        let n = c.at_least.len();
+        format!("≥ {r:.0}/s in {n} search(es) the rig stopped")
+    });
+    match (&c.measured, bound) {
+        (Some(m), None) => Some(format!(
+            "{:.0}/s ({:.0}–{:.0}), {}",
+            m.median, m.min, m.max, m.searches
+        )),
+        (Some(m), Some(b)) => Some(format!(
+            "{:.0}/s ({:.0}–{:.0}), {}; {b}",
+            m.median, m.min, m.max, m.searches
+        )),
+        (_, b) => b,
+    }
 }
 
 /// The page: one row per prediction, measured or not.
@@ -68,16 +103,23 @@ pub fn page(checked: &[Checked]) -> String {
     );
     for c in checked {
         let p = c.prediction;
-        let (measured, error, within) = match (&c.measured, c.error()) {
+        let (measured, error, within) = match (measured_text(c), c.error()) {
             (Some(m), Some(e)) => (
-                format!(
-                    "{:.0}/s ({:.0}–{:.0}), {}",
-                    m.median, m.min, m.max, m.searches
-                ),
+                m,
                 format!("{:+.0} %", 100.0 * e),
                 if e.abs() <= TOLERANCE { "yes" } else { "no" }.to_owned(),
             ),
-            _ => (
+            // Only lower bounds: the prediction is refuted if it is below them by more than
+            // the aim, and cannot be judged otherwise.
+            (Some(m), None) => {
+                let below = c
+                    .at_least
+                    .iter()
+                    .any(|&r| p.capacity_rps < (1.0 - TOLERANCE) * r);
+                let within = if below { "no" } else { "cannot tell" };
+                (m, "—".to_owned(), within.to_owned())
+            }
+            (None, _) => (
                 "not measured yet".to_owned(),
                 "—".to_owned(),
                 "—".to_owned(),
@@ -182,6 +224,45 @@ mod tests {
         );
         // The 10 ms cell was searched once, at another rate: its own median, not the others'.
         assert_eq!(checked[2].measured.as_ref().unwrap().median, 500.0);
+    }
+
+    #[test]
+    fn a_quota_the_kernel_rounded_to_a_whole_microsecond_is_the_same_pod() {
+        let mut p = prediction("reactive-api", 10.667, 157.0);
+        p.cell.cpu_cores = 0.09375;
+        let mut f = search(10_667, 100.0, 114.0);
+        f.limits.as_mut().unwrap().cpu_cores = Some(1000.0 / 10_667.0);
+        let predictions = [p];
+        let checked = check(&predictions, std::slice::from_ref(&f));
+        assert_eq!(checked[0].measured.as_ref().unwrap().median, 114.0);
+        // A quota a whole µs apart is another pod.
+        f.limits.as_mut().unwrap().cpu_cores = Some(1001.0 / 10_667.0);
+        assert_eq!(check(&predictions, &[f])[0].measured, None);
+    }
+
+    #[test]
+    fn a_search_the_rig_stopped_bounds_the_capacity_from_below_only() {
+        let mut f = search(100_000, 84.0, 283.0);
+        f.capacities[1].stopped_by = StoppedBy::Harness;
+        let predictions = [
+            prediction("reactive-api", 100.0, 283.0),
+            prediction("reactive-api", 100.0, 200.0),
+        ];
+        let checked = check(&predictions, std::slice::from_ref(&f));
+        assert_eq!(checked[0].measured, None);
+        assert_eq!(checked[0].at_least, vec![283.0]);
+        let page = page(&checked);
+        assert!(
+            page.contains(
+                "| 283/s (283–283) | ≥ 283/s in 1 search(es) the rig stopped | — | cannot tell |"
+            ),
+            "{page}"
+        );
+        // 200 is more than 15 % below what the API was seen to serve: refuted.
+        assert!(
+            page.contains("| 200/s (200–200) | ≥ 283/s in 1 search(es) the rig stopped | — | no |"),
+            "{page}"
+        );
     }
 
     #[test]
