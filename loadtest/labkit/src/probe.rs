@@ -24,7 +24,7 @@ pub fn fixed_work_ms(cpus: &[usize]) -> anyhow::Result<f64> {
         crate::affinity::pin_this_thread(&cpus).context("pinning the probe")?;
         let mut table = vec![0u64; TABLE_WORDS];
         let fastest = (0..RUNS)
-            .map(|_| time(|| std::hint::black_box(work(&mut table))))
+            .map(|_| time(|| work(&mut table)))
             .min()
             .context("no run")?;
         Ok(fastest.as_secs_f64() * 1000.0)

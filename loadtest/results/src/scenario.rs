@@ -321,6 +321,12 @@ pub struct CapacityPoint {
 }
 
 impl CapacityPoint {
+    /// A capacity that is only a lower bound: the rig stopped the search first, or its top rate
+    /// still met the objective.
+    pub fn is_lower_bound(&self) -> bool {
+        matches!(self.stopped_by, StoppedBy::Harness | StoppedBy::None)
+    }
+
     /// The run that decided `rate` in the search: its last (a rate measured again is decided by
     /// its second run; the first stays in `steps` with what it showed).
     pub fn deciding_step(&self, rate: f64) -> Option<&StepPoint> {

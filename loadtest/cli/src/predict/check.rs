@@ -3,7 +3,7 @@
 //! searches, as the crossover's cells), the prediction's error against the median, and whether
 //! it is within [`TOLERANCE`]. A cell no search measured is listed as not measured yet.
 
-use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
+use lab_results::scenario::{CapacityFile, CapacityPoint};
 
 use super::model::{Cell, Prediction};
 use crate::scenario::capacity::ranges::Range;
@@ -65,7 +65,7 @@ pub fn check<'a>(predictions: &'a [Prediction], files: &[CapacityFile]) -> Vec<C
                 measured: Range::of(searched.iter().copied()),
                 at_least: searched
                     .iter()
-                    .filter(|c| matches!(c.stopped_by, StoppedBy::Harness | StoppedBy::None))
+                    .filter(|c| c.is_lower_bound())
                     .filter_map(|c| c.capacity_rps)
                     .collect(),
             }
@@ -76,21 +76,20 @@ pub fn check<'a>(predictions: &'a [Prediction], files: &[CapacityFile]) -> Vec<C
 /// What the cell's searches measured, for the page: `median/s (min–max), N`, and beside it (or
 /// alone, when the rig stopped every search) the rate served in the searches the rig stopped.
 fn measured_text(c: &Checked) -> Option<String> {
+    let found = c.measured.as_ref().map(|m| {
+        format!(
+            "{:.0}/s ({:.0}–{:.0}), {}",
+            m.median, m.min, m.max, m.searches
+        )
+    });
     let least = c.at_least.iter().copied().min_by(f64::total_cmp);
     let bound = least.map(|r| {
         let n = c.at_least.len();
         format!("≥ {r:.0}/s in {n} search(es) the rig stopped")
     });
-    match (&c.measured, bound) {
-        (Some(m), None) => Some(format!(
-            "{:.0}/s ({:.0}–{:.0}), {}",
-            m.median, m.min, m.max, m.searches
-        )),
-        (Some(m), Some(b)) => Some(format!(
-            "{:.0}/s ({:.0}–{:.0}), {}; {b}",
-            m.median, m.min, m.max, m.searches
-        )),
-        (_, b) => b,
+    match (found, bound) {
+        (Some(f), Some(b)) => Some(format!("{f}; {b}")),
+        (f, b) => f.or(b),
     }
 }
 
@@ -140,7 +139,7 @@ pub fn page(checked: &[Checked]) -> String {
 mod tests {
     use super::*;
     use lab_results::Limits;
-    use lab_results::scenario::CapacityPoint;
+    use lab_results::scenario::StoppedBy;
 
     fn prediction(api: &str, period_ms: f64, capacity: f64) -> Prediction {
         Prediction {

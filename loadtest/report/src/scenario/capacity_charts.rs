@@ -134,9 +134,10 @@ pub fn capacities(file: &CapacityFile) -> ScenarioChart {
                 Some(t) => format!("{} · {t} threads", c.api),
                 None => c.api.clone(),
             };
-            let note = match c.stopped_by {
-                StoppedBy::Harness | StoppedBy::None => " (at least)",
-                _ => "",
+            let note = if c.is_lower_bound() {
+                " (at least)"
+            } else {
+                ""
             };
             Bar {
                 label: format!("{who}{note}"),

@@ -96,7 +96,7 @@ pub fn at_capacity(c: &CapacityPoint) -> Option<&StepPoint> {
 fn capacity_text(c: &CapacityPoint) -> String {
     match (c.capacity_rps, c.stopped_by) {
         (None, _) => "none met".to_owned(),
-        (Some(r), StoppedBy::Harness | StoppedBy::None) => format!("≥ {r:.0}"),
+        (Some(r), _) if c.is_lower_bound() => format!("≥ {r:.0}"),
         (Some(r), _) if c.lowest_missed_rps.is_some() => {
             format!("{r:.0}–{:.0}", c.lowest_missed_rps.unwrap_or(r))
         }

@@ -180,11 +180,6 @@ fn best<'a>(f: &'a CapacityFile, api: &str) -> Option<&'a CapacityPoint> {
     })
 }
 
-/// A capacity that is only a lower bound: the rig stopped first, or the search's top met.
-fn lower(c: &CapacityPoint) -> bool {
-    matches!(c.stopped_by, StoppedBy::Harness | StoppedBy::None)
-}
-
 /// The crossover's shape in one line: blocking-api's capacity as a share of reactive-api's at
 /// each critical path where both were stopped by the API itself (`None` under two such paths).
 fn shares(files: &[CapacityFile]) -> Option<String> {
@@ -193,7 +188,7 @@ fn shares(files: &[CapacityFile]) -> Option<String> {
         .filter_map(|f| {
             let (b, r) = (best(f, "blocking-api")?, best(f, "reactive-api")?);
             let (cb, cr) = (b.capacity_rps?, r.capacity_rps?);
-            (!lower(b) && !lower(r) && cr > 0.0)
+            (!b.is_lower_bound() && !r.is_lower_bound() && cr > 0.0)
                 .then(|| format!("{} ms {:.0} %", f.critical_path_ms, 100.0 * cb / cr))
         })
         .collect();
@@ -233,19 +228,22 @@ fn conclusion(f: &CapacityFile) -> Option<String> {
     };
     let text = if b.capacity_rps.is_none() && r.capacity_rps.is_none() {
         format!("{at} neither API met the objective at any rate tried.")
-    } else if lower(b) && lower(r) {
+    } else if b.is_lower_bound() && r.is_lower_bound() {
         format!(
             "{at} both searches ended at the rig's limit ({b_name} {tb}, reactive-api \
              {tr}): not compared."
         )
-    } else if (cb - cr).abs() <= b.resolution_rps.max(r.resolution_rps) && !lower(b) && !lower(r) {
+    } else if (cb - cr).abs() <= b.resolution_rps.max(r.resolution_rps)
+        && !b.is_lower_bound()
+        && !r.is_lower_bound()
+    {
         format!("{at} they tie within the resolution: {b_name} {tb}, reactive-api {tr}.")
-    } else if cb > cr && !lower(r) {
+    } else if cb > cr && !r.is_lower_bound() {
         format!(
             "{at} {b_name} served more within the objective: {tb} against reactive-api's \
              {tr}."
         )
-    } else if cr > cb && !lower(b) {
+    } else if cr > cb && !b.is_lower_bound() {
         format!(
             "{at} reactive-api served more within the objective: {tr} against {b_name}'s \
              {tb}."

@@ -347,18 +347,12 @@ pub fn worth_measuring_again(step: &StepPoint) -> bool {
 /// (`labkit::probe`); `None` where the lab reserved no CPU for the API.
 async fn probe() -> Option<f64> {
     let cpus = crate::services::api_cpus()?;
-    let ms = tokio::task::spawn_blocking(move || labkit::probe::fixed_work_ms(&cpus));
-    match ms.await {
-        Ok(Ok(ms)) => Some(ms),
-        Ok(Err(e)) => {
-            eprintln!("the machine's probe failed: {e:#}");
-            None
-        }
-        Err(e) => {
-            eprintln!("the machine's probe failed: {e}");
-            None
-        }
-    }
+    tokio::task::spawn_blocking(move || labkit::probe::fixed_work_ms(&cpus))
+        .await
+        .map_err(anyhow::Error::from)
+        .and_then(|ms| ms)
+        .inspect_err(|e| eprintln!("the machine's probe failed: {e:#}"))
+        .ok()
 }
 
 fn objective_text(slo: Option<Slo>, r: &RunResults) -> String {

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use lab_results::scenario::{CapacityFile, CapacityPoint, StoppedBy};
+use lab_results::scenario::{CapacityFile, CapacityPoint};
 
 /// How far a cell's min and max may lie from its median before the page must say what moved it.
 pub const SPREAD: f64 = 0.20;
@@ -38,11 +38,11 @@ impl Range {
     pub fn of<'a>(points: impl IntoIterator<Item = &'a CapacityPoint>) -> Option<Range> {
         let (mut found, mut lower_bounds) = (Vec::new(), 0);
         for p in points {
-            match (p.stopped_by, p.capacity_rps) {
-                (StoppedBy::Harness | StoppedBy::None, _) => lower_bounds += 1,
-                (_, Some(c)) => found.push(c),
+            match p.capacity_rps {
+                _ if p.is_lower_bound() => lower_bounds += 1,
+                Some(c) => found.push(c),
                 // Missed even the lowest rate tried: a capacity below it, counted as 0.
-                (_, None) => found.push(0.0),
+                None => found.push(0.0),
             }
         }
         Some(Range {
@@ -185,6 +185,7 @@ fn conclusion(f: &CapacityFile, b: &Range, r: &Range) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lab_results::scenario::StoppedBy;
 
     fn point(api: &str, rps: Option<f64>, by: StoppedBy) -> CapacityPoint {
         serde_json::from_value(serde_json::json!({
