@@ -328,10 +328,42 @@ fn a_burst_of_slow_transactions_is_postgres_and_transient() {
     assert!(!is_transient(&stopped_by(&pg_core)));
 }
 
+/// The same burst of slow transactions in a pod whose cgroup was throttled in that very second
+/// (12 of its 100 periods, against 2 in the others): the API's quota stalled the transactions it
+/// held, not PostgreSQL; not transient. Throttled in 9 of its periods, it stays PostgreSQL's.
+#[test]
+fn slow_transactions_in_a_second_the_quota_throttled_are_the_cpu() {
+    let run = |periods_in_burst: f64| {
+        let mut r = quiet();
+        r.config.limits.cpu_period_us = Some(10_000);
+        let burst = r.seconds.iter().find(|s| s.phase == "constant").unwrap().t + 3;
+        steady_transactions(&mut r, |t| if t == burst { 4.2 } else { 1.0 });
+        let mut periods = 0.0;
+        plateau_seconds(&mut r, |s| {
+            periods += if s.t == burst { periods_in_burst } else { 2.0 };
+            s.api_metrics.as_mut().unwrap().cgroup_throttled_periods = Some(periods);
+        });
+        stopped_by(&r)
+    };
+    let throttled = run(12.0);
+    assert_eq!(throttled.stopped_by, StoppedBy::Cpu, "{throttled:?}");
+    assert_eq!(throttled.measured, Some(12.0), "{throttled:?}");
+    assert!(
+        throttled.evidence.contains(
+            "4.2 ms throttled in 12 %; the median second 1.0 ms, the other seconds throttled in 2 %"
+        ),
+        "{throttled:?}"
+    );
+    assert!(!is_transient(&throttled));
+    let database = run(9.0);
+    assert_eq!(database.stopped_by, StoppedBy::Postgres, "{database:?}");
+    assert!(is_transient(&database));
+}
+
 /// In a pod of 0.125 CPU (10 ms periods), three plateau seconds throttled in 95–99 of their 100
 /// periods, with the transactions of the first slow and the event loop's lag rule refusing
 /// orders in them: the quota in bursts, not PostgreSQL. The same refusals outside the throttled
-/// seconds are not put on the quota.
+/// seconds are not put on the quota's bursts.
 #[test]
 fn refusals_in_seconds_throttled_in_most_periods_are_the_cpu_quota_in_bursts() {
     let run = |refused_in_burst: bool| {
@@ -375,8 +407,14 @@ fn refusals_in_seconds_throttled_in_most_periods_are_the_cpu_quota_in_bursts() {
         "{c:?}"
     );
     assert!(!is_transient(&c));
+    // Refused outside the throttled seconds, the refusals are not put on the quota's bursts;
+    // the slow transactions of the burst's first second still are the quota's.
     let elsewhere = run(false);
-    assert_ne!(elsewhere.stopped_by, StoppedBy::Cpu, "{elsewhere:?}");
+    assert!(!elsewhere.evidence.contains("in bursts"), "{elsewhere:?}");
+    assert_eq!(
+        elsewhere.unit, "% of CFS periods, in each slow second",
+        "{elsewhere:?}"
+    );
 }
 
 /// blocking-api with 7 threads sized for a 22 ms critical path: every sample finds the whole

@@ -35,6 +35,8 @@ pub struct MigrateOptions {
     pub lock_wait: Duration,
     /// `lock_timeout` of the migration statements; zero leaves PostgreSQL's (unbounded).
     pub lock_timeout: Duration,
+    /// Longest wait for the migrator's connection (`DB_POOL_TIMEOUT_MS`, the pools' own bound).
+    pub connect_timeout: Duration,
 }
 
 impl MigrateOptions {
@@ -42,6 +44,7 @@ impl MigrateOptions {
         MigrateOptions {
             lock_wait: Duration::from_millis(s.migration_lock_wait_ms),
             lock_timeout: Duration::from_millis(s.db_statement_timeout_ms),
+            connect_timeout: s.db_pool_timeout(),
         }
     }
 }
@@ -74,7 +77,7 @@ const RETRY_EVERY: Duration = Duration::from_millis(100);
 
 /// Applies the pending migrations to the database at `database_url`.
 pub async fn run(database_url: &str, options: MigrateOptions) -> anyhow::Result<()> {
-    let mut conn = PgConnection::connect(database_url)
+    let mut conn = connect_within(database_url, options.connect_timeout)
         .await
         .context("connecting to PostgreSQL to apply migrations")?;
     if !options.lock_timeout.is_zero() {
@@ -99,6 +102,24 @@ pub async fn run(database_url: &str, options: MigrateOptions) -> anyhow::Result<
     unlocked.context("releasing the migration lock")?;
     conn.close().await.ok();
     Ok(())
+}
+
+/// A connection for the start-up's own work, opened within `bound`. sqlx's `PgConnection::connect`
+/// has no bound of its own (its pools bound it with their acquire timeout): a connection whose
+/// handshake is lost — a SYN dropped while a container network is being set up, a peer that
+/// accepts and never answers — left the process waiting for ever before its port was bound, alive
+/// and never ready, where a failed start is restarted.
+pub(crate) async fn connect_within(
+    database_url: &str,
+    bound: Duration,
+) -> anyhow::Result<PgConnection> {
+    match tokio::time::timeout(bound, PgConnection::connect(database_url)).await {
+        Ok(connected) => Ok(connected?),
+        Err(_) => anyhow::bail!(
+            "no connection within DB_POOL_TIMEOUT_MS={} ms",
+            bound.as_millis()
+        ),
+    }
 }
 
 /// Logs the applied migrations this binary does not know (a newer release's), then applies its own.
@@ -197,6 +218,28 @@ async fn lock_holder(conn: &mut PgConnection, lock_id: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[tokio::test]
+    async fn a_database_that_accepts_and_never_answers_fails_the_start_within_its_bound() {
+        // The kernel completes the handshake for a listener nobody accepts from: the startup
+        // message is sent and no answer ever comes.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("postgres://lab:lab@{}/orders", silent.local_addr().unwrap());
+        let bound = std::time::Duration::from_millis(300);
+        let options = super::MigrateOptions {
+            connect_timeout: bound,
+            ..Default::default()
+        };
+        let outcome = tokio::time::timeout(bound * 10, super::run(&url, options)).await;
+        let error = outcome
+            .expect("the start-up waited past its bound")
+            .unwrap_err();
+        assert_eq!(
+            format!("{error:#}"),
+            "connecting to PostgreSQL to apply migrations: no connection within \
+             DB_POOL_TIMEOUT_MS=300 ms"
+        );
+    }
+
     #[test]
     fn the_lock_is_sqlx_migrators_own() {
         // sqlx-postgres' generate_lock_id("postgres"): 0x3d32ad9e × crc32("postgres").

@@ -34,11 +34,15 @@ pub fn check(mode: EventsMode, setting: &str) -> anyhow::Result<()> {
 
 /// At start-up: reads `max_prepared_transactions` from the database at `database_url` and
 /// applies [`check`] (two-phase only; the other modes ask nothing).
-pub async fn require(database_url: &str, mode: EventsMode) -> anyhow::Result<()> {
+pub async fn require(
+    database_url: &str,
+    mode: EventsMode,
+    connect_timeout: std::time::Duration,
+) -> anyhow::Result<()> {
     if mode != EventsMode::TwoPhase {
         return Ok(());
     }
-    let mut conn = sqlx::PgConnection::connect(database_url)
+    let mut conn = crate::plumbing::migrate::connect_within(database_url, connect_timeout)
         .await
         .context("connecting to PostgreSQL to read max_prepared_transactions")?;
     let setting: String = sqlx::query_scalar(sql::MAX_PREPARED_TRANSACTIONS)

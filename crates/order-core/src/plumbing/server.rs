@@ -132,10 +132,16 @@ pub async fn start<S: Send + Sync + 'static>(
     crate::plumbing::database_url::check_one_server(&common.database_url, |name| {
         std::env::var(name).ok()
     })?;
-    crate::plumbing::prepared::require(&common.database_url, common.events.events_mode).await?;
+    crate::plumbing::prepared::require(
+        &common.database_url,
+        common.events.events_mode,
+        common.db_pool_timeout(),
+    )
+    .await?;
     crate::domain::request_hash::warn_if_development(common);
     let migrate = crate::plumbing::migrate::MigrateOptions::from_settings(common);
     crate::plumbing::migrate::run(&common.database_url, migrate).await?;
+    tracing::info!("{}: migrations applied", api.name);
     let metrics = Arc::new(Metrics::new(common.db_pool_size, api.blocking_threads));
     let state = web::Data::new(state(metrics.clone())?);
     let listener = TcpListener::bind(bind_addr).with_context(|| format!("binding {bind_addr}"))?;

@@ -64,7 +64,8 @@ pub struct CommonSettings {
     /// Maximum database connections in the pool.
     #[arg(long, env = "DB_POOL_SIZE", default_value_t = 10)]
     pub db_pool_size: u32,
-    /// Longest wait for a pooled connection before answering 503 database_unavailable.
+    /// Longest wait for a pooled connection before answering 503 database_unavailable; at
+    /// start-up, for the migrator's connection before the start fails.
     #[arg(long, env = "DB_POOL_TIMEOUT_MS", default_value_t = 5000)]
     pub db_pool_timeout_ms: u64,
     /// Timeout of every call to a dependency (connect + whole response).

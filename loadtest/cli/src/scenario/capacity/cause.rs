@@ -8,7 +8,8 @@
 //! Why this order: a process that died is read first (its later figures are a dead process's),
 //! then a run flagged harness-bound (the rig may have set the limit); the rest go from the limits
 //! a rate runs into outright (memory, the thread bound, the admission cap), through the CPU and
-//! blocking-api's pool, to the database (its pool before PostgreSQL).
+//! blocking-api's pool, to the database (its pool before PostgreSQL; slow transactions in seconds
+//! the quota throttled are the CPU's, read just before PostgreSQL's).
 
 mod cpu;
 mod reading;
@@ -51,6 +52,9 @@ pub const POSTGRES_SHARE: f64 = 0.90;
 pub const SLOW_TX_FACTOR: f64 = 2.5;
 /// … when it is also this much slower, ms (a few tenths of a ms apart are noise).
 pub const SLOW_TX_MIN_MS: f64 = 1.0;
+/// Each slow second throttled in this share of its CFS periods or more: the slow transactions
+/// are the API's own quota's (10 ms periods: ten stalls in the second; 100 ms: one).
+pub const SLOW_TX_THROTTLED_SHARE: f64 = 0.10;
 /// `Cause::unit` of the slow-transaction rule.
 const SLOW_TX_UNIT: &str = "ms per transaction (slowest second)";
 
@@ -79,6 +83,10 @@ pub const RULES: &[(&str, Rule)] = &[
     ("cpu (stalls)", cpu::cpu_stalls),
     ("db_pool", rules::db_pool),
     ("postgres (core)", rules::postgres_core),
+    (
+        "cpu (throttled transactions)",
+        cpu::cpu_throttled_transactions,
+    ),
     ("postgres (slow transactions)", rules::slow_transactions),
 ];
 

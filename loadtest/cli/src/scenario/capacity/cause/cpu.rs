@@ -1,10 +1,11 @@
 //! The CPU's rules of [`super::RULES`]: its mean use, its cgroup's throttling over the plateau,
-//! its threads' wait for a core, and throttling in bursts and in stalls.
+//! its threads' wait for a core, throttling in bursts and in stalls, and slow transactions in
+//! throttled seconds.
 
 use lab_results::scenario::{Cause, StoppedBy};
 
 use super::super::throttling::{throttled_bursts, throttled_seconds};
-use super::reading::Reading;
+use super::reading::{self, Reading};
 use super::*;
 
 /// **cpu** — the API used [`CPU_SHARE`] of its CPU limit over the plateau.
@@ -122,6 +123,56 @@ pub(super) fn cpu_stalls(m: &Reading) -> Option<Cause> {
             m.wait_ms_per_order(m.served),
             100.0 * cores,
             m.summary.latency_ms.p99
+        ),
+    ))
+}
+
+/// **cpu** (throttled transactions) — the plateau's seconds of slow transactions (as
+/// [`super::rules::slow_transactions`] finds them) were each throttled in
+/// [`SLOW_TX_THROTTLED_SHARE`] of their CFS periods or more: a transaction the API holds open
+/// across a throttled period lasts the period's stall (up to 8.75 ms of a 10 ms period at 0.125
+/// CPU, 87.5 ms of a 100 ms one), and looks like a slow database. A disk's flush slows
+/// transactions whatever the quota does; these seconds followed the quota.
+pub(super) fn cpu_throttled_transactions(m: &Reading) -> Option<Cause> {
+    let slow = m.slow_tx_seconds()?;
+    let per_second = 1e6 / m.r.config.limits.cpu_period_us.unwrap_or(100_000).max(1) as f64;
+    let shares: Vec<f64> = slow
+        .slow
+        .iter()
+        .map(|s| Some(s.throttled_periods? / per_second))
+        .collect::<Option<_>>()?;
+    let least = shares.iter().copied().fold(f64::INFINITY, f64::min);
+    if least < SLOW_TX_THROTTLED_SHARE {
+        return None;
+    }
+    let others = reading::mean(
+        slow.others
+            .iter()
+            .filter_map(|s| Some(s.throttled_periods? / per_second)),
+    )
+    .unwrap_or(0.0);
+    let listed: Vec<String> = slow
+        .slow
+        .iter()
+        .zip(&shares)
+        .map(|(s, share)| format!("{:.1} ms throttled in {:.0} %", s.tx_ms, 100.0 * share))
+        .collect();
+    Some(Cause::new(
+        StoppedBy::Cpu,
+        100.0 * least,
+        100.0 * SLOW_TX_THROTTLED_SHARE,
+        "% of CFS periods, in each slow second",
+        format!(
+            "its CPU quota, under its transactions: each plateau second of slow transactions \
+             was a throttled one ({}; the median second {:.1} ms, the other seconds throttled in \
+             {:.0} % of their periods on average) — a transaction held across a throttled period \
+             lasts its stall; p99 {:.0} ms at {} % mean CPU of a {:.1} % quota",
+            listed.join(", "),
+            slow.median_ms,
+            100.0 * others,
+            m.summary.latency_ms.p99,
+            m.cpu_text(),
+            100.0 * m.cores
         ),
     ))
 }

@@ -6,6 +6,7 @@ use lab_results::{OUTCOME_OVERLOADED, Refusals, RunResults, SecondSample, Summar
 
 use super::super::refusals::refusals;
 use super::super::throttling::throttled_share;
+use super::{SLOW_TX_FACTOR, SLOW_TX_MIN_MS};
 
 /// A run that missed the objective, as the rules ([`super::RULES`]) read it.
 pub struct Reading<'a> {
@@ -145,21 +146,75 @@ impl<'a> Reading<'a> {
     }
 
     /// Per plateau second with transactions: the API's mean transaction time, ms (from the
-    /// cumulative `db_tx_seconds` sum and count of consecutive samples).
-    pub(super) fn tx_ms_per_second(&self) -> Vec<f64> {
-        let counters: Vec<(f64, f64)> = self
+    /// cumulative `db_tx_seconds` sum and count of consecutive samples), and the CFS periods its
+    /// cgroup was throttled in over the same second (the same samples' counter).
+    pub(super) fn tx_seconds(&self) -> Vec<TxSecond> {
+        let counters: Vec<(f64, f64, Option<f64>)> = self
             .secs
             .iter()
             .filter_map(|s| {
                 let m = s.api_metrics?;
-                Some((m.db_tx_seconds_sum?, m.db_tx_count?))
+                Some((
+                    m.db_tx_seconds_sum?,
+                    m.db_tx_count?,
+                    m.cgroup_throttled_periods,
+                ))
             })
             .collect();
         counters
             .windows(2)
             .filter(|w| w[1].1 > w[0].1)
-            .map(|w| 1000.0 * (w[1].0 - w[0].0) / (w[1].1 - w[0].1))
+            .map(|w| TxSecond {
+                tx_ms: 1000.0 * (w[1].0 - w[0].0) / (w[1].1 - w[0].1),
+                throttled_periods: w[1].2.zip(w[0].2).map(|(after, before)| after - before),
+            })
             .collect()
+    }
+
+    /// The plateau's seconds of slow transactions: those at [`SLOW_TX_FACTOR`] × the median
+    /// second's mean or more (and [`SLOW_TX_MIN_MS`] more). `None` with fewer than five seconds
+    /// of transactions, with requests waiting for a connection (the pool's, not the
+    /// transactions'), or with no slow second.
+    pub(super) fn slow_tx_seconds(&self) -> Option<SlowSeconds> {
+        let mut seconds = self.tx_seconds();
+        if seconds.len() < 5 || self.waiting != 0 {
+            return None;
+        }
+        seconds.sort_by(|a, b| a.tx_ms.total_cmp(&b.tx_ms));
+        let median = seconds[seconds.len() / 2].tx_ms;
+        let is_slow =
+            |s: &TxSecond| s.tx_ms >= SLOW_TX_FACTOR * median && s.tx_ms - median >= SLOW_TX_MIN_MS;
+        let (mut slow, others): (Vec<TxSecond>, Vec<TxSecond>) =
+            seconds.into_iter().partition(is_slow);
+        slow.reverse();
+        (!slow.is_empty()).then_some(SlowSeconds {
+            median_ms: median,
+            slow,
+            others,
+        })
+    }
+}
+
+/// One plateau second's transactions: their mean time, and the CFS periods the API was
+/// throttled in (`None` without the cgroup's counter).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TxSecond {
+    pub(super) tx_ms: f64,
+    pub(super) throttled_periods: Option<f64>,
+}
+
+/// The plateau's seconds of transactions split by [`Reading::slow_tx_seconds`].
+pub(super) struct SlowSeconds {
+    /// The median second's mean transaction time, ms.
+    pub(super) median_ms: f64,
+    /// The slow seconds, slowest first.
+    pub(super) slow: Vec<TxSecond>,
+    pub(super) others: Vec<TxSecond>,
+}
+
+impl SlowSeconds {
+    pub(super) fn worst_ms(&self) -> f64 {
+        self.slow[0].tx_ms
     }
 }
 

@@ -236,18 +236,12 @@ pub(super) fn postgres_core(m: &Reading) -> Option<Cause> {
 /// second reached [`SLOW_TX_FACTOR`] × the median second's (and [`SLOW_TX_MIN_MS`] more) while
 /// the pool had no waiters: on a durable database, commits waiting for the disk's flush, the
 /// tail a critical path of a few hundred ms cannot hide. Such a burst is transient
-/// ([`is_transient`]), so the search measures the rate once more before it counts.
+/// ([`is_transient`]), so the search measures the rate once more before it counts. Read after
+/// [`super::cpu::cpu_throttled_transactions`]: slow seconds the API's own quota throttled are
+/// its CPU's.
 pub(super) fn slow_transactions(m: &Reading) -> Option<Cause> {
-    let mut tx = m.tx_ms_per_second();
-    tx.sort_by(f64::total_cmp);
-    if tx.len() < 5 || m.waiting != 0 {
-        return None;
-    }
-    let (median, worst) = (tx[tx.len() / 2], tx[tx.len() - 1]);
-    let holds = worst >= SLOW_TX_FACTOR * median && worst - median >= SLOW_TX_MIN_MS;
-    if !holds {
-        return None;
-    }
+    let slow = m.slow_tx_seconds()?;
+    let (median, worst) = (slow.median_ms, slow.worst_ms());
     let flush = match m.settings.pg_durability.as_deref() {
         Some("off") => "on a database that does not flush its commits: not the disk's flush",
         _ => "durable commits waiting for the disk's flush",
