@@ -110,7 +110,7 @@ pub struct CrossoverArgs {
     /// The folders of `lab --scenario capacity` runs (each holding its scenario.json).
     #[arg(required = true)]
     pub folders: Vec<PathBuf>,
-    /// Folder for crossover.md, crossover.html and the chart's SVG.
+    /// Folder for crossover.md, crossover.html, the chart's SVG and ranges.md (the cells' ranges).
     #[arg(long)]
     pub out: PathBuf,
 }

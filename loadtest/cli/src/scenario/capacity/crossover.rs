@@ -6,8 +6,9 @@
 //! the critical path, or the one given with `--slo`), since a derived objective can be tighter
 //! than an order's own work at a short critical path.
 //!
-//! Here: reading the folders and the conclusion (which API served more at each critical path);
-//! the table and its chart are `lab_report::scenario::crossover`'s.
+//! Here: reading the folders and the conclusion (which API served more at each critical path),
+//! and the cells' ranges as a table (`ranges.md`, printed: the one capacity.md quotes); the
+//! table of searches and its chart are `lab_report::scenario::crossover`'s.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -50,6 +51,13 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
     table.notes.extend(notes.into_iter().map(Note::from));
     write(&table, &args.out)?;
     println!("{}", table.conclusion.join("\n"));
+    // The cells' ranges as the page's table, printed and kept beside the crossover.
+    let ranges = super::ranges::table(&files);
+    if !ranges.is_empty() {
+        std::fs::write(args.out.join("ranges.md"), &ranges)
+            .with_context(|| format!("writing {}", args.out.join("ranges.md").display()))?;
+        println!("\n{ranges}");
+    }
     println!("crossover: {}", args.out.join("crossover.html").display());
     Ok(ExitCode::SUCCESS)
 }

@@ -130,21 +130,25 @@ pub fn cell_conclusion(cell: &[&CapacityFile]) -> Option<String> {
     (b.searches >= 2 && r.searches >= 2).then(|| conclusion(cell[0], &b, &r))
 }
 
+/// The settings that set the cell apart, ` (NAME=value, …)`, or nothing.
+fn settings_text(f: &CapacityFile) -> String {
+    if f.cell_settings.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = f
+        .cell_settings
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!(" ({})", named.join(", "))
+}
+
 fn conclusion(f: &CapacityFile, b: &Range, r: &Range) -> String {
     let at = match &f.limits {
         Some(l) => format!("At {} ms in a pod of {}", f.critical_path_ms, l.pod()),
         None => format!("At {} ms", f.critical_path_ms),
     };
-    let at = if f.cell_settings.is_empty() {
-        at
-    } else {
-        let named: Vec<String> = f
-            .cell_settings
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        format!("{at} ({})", named.join(", "))
-    };
+    let at = format!("{at}{}", settings_text(f));
     let verdict = if b.overlaps(r) {
         "the ranges overlap: no verdict".to_owned()
     } else if b.min > r.max {
@@ -182,140 +186,83 @@ fn conclusion(f: &CapacityFile, b: &Range, r: &Range) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use lab_results::scenario::StoppedBy;
-
-    fn point(api: &str, rps: Option<f64>, by: StoppedBy) -> CapacityPoint {
-        serde_json::from_value(serde_json::json!({
-            "api": api, "blocking_threads": null, "allocator": null, "capacity_rps": rps,
-            "resolution_rps": 5.0, "first_failing_rps": null, "stopped_by": by,
-            "evidence": null, "steps": [],
-        }))
-        .unwrap()
-    }
-
-    fn search(path_ms: u64, blocking: f64, reactive: f64) -> CapacityFile {
-        CapacityFile {
-            superseded: None,
-            scenario: lab_results::ScenarioName::Capacity,
-            objective: String::new(),
-            critical_path_ms: path_ms,
-            limits: None,
-            capacities: vec![
-                point("blocking-api", Some(blocking), StoppedBy::Cpu),
-                point("reactive-api", Some(reactive), StoppedBy::Cpu),
-            ],
-            sweep: Vec::new(),
-            cell_settings: std::collections::BTreeMap::new(),
+/// The page's table of ranges (capacity.md quotes it as printed): for each cell, a row per API
+/// searched there twice or more — each search's highest rate met and lowest missed in the order
+/// given (`≥ R` for a search the rig stopped), the range, and what stopped the API at the first
+/// rate missed, counted over the searches. Empty when no cell has two searches of an API.
+pub fn table(files: &[CapacityFile]) -> String {
+    let mut rows = Vec::new();
+    for cell in cells(files) {
+        for api in ["blocking-api", "reactive-api"] {
+            let points: Vec<&CapacityPoint> = cell
+                .iter()
+                .flat_map(|f| &f.capacities)
+                .filter(|c| c.api == api)
+                .collect();
+            if points.len() < 2 {
+                continue;
+            }
+            let range = Range::of(points.iter().copied())
+                .map_or("only lower bounds".to_owned(), |r| {
+                    format!("**{}**", r.text())
+                });
+            let searches: Vec<String> = points.iter().map(|p| search_text(p)).collect();
+            rows.push(format!(
+                "| {} | {api} | {} | {range} | {} |",
+                cell_label(cell[0]),
+                searches.join(" · "),
+                causes(&points)
+            ));
         }
     }
-
-    #[test]
-    fn a_range_is_the_median_and_the_extremes_of_the_searches_the_api_stopped() {
-        let points = [
-            point("reactive-api", Some(238.0), StoppedBy::Cpu),
-            point("reactive-api", Some(191.0), StoppedBy::Cpu),
-            point("reactive-api", Some(218.0), StoppedBy::Memory),
-            point("reactive-api", Some(400.0), StoppedBy::Harness),
-        ];
-        let r = Range::of(&points).unwrap();
-        assert_eq!((r.median, r.min, r.max), (218.0, 191.0, 238.0));
-        assert_eq!((r.searches, r.lower_bounds), (3, 1));
-        assert!(r.is_tight(), "191 and 238 lie within 20 % of 218");
-        assert_eq!(
-            r.text(),
-            "218/s (191–238, 3 searches, 1 more only a lower bound)"
-        );
-        let even = Range::of(&points[..2]).unwrap();
-        assert_eq!(even.median, 214.5);
-        assert!(Range::of(&points[3..]).is_none(), "only a lower bound");
-        let wide = Range::of(&[
-            point("reactive-api", Some(96.0), StoppedBy::Cpu),
-            point("reactive-api", Some(218.0), StoppedBy::Cpu),
-            point("reactive-api", Some(238.0), StoppedBy::Cpu),
-        ])
-        .unwrap();
-        assert!(!wide.is_tight(), "96 is far below 218");
+    if rows.is_empty() {
+        return String::new();
     }
+    format!(
+        "| cell | API | each search: met / missed, orders/s | median (min–max) | stopped by, at \
+         the first rate missed |\n|---|---|---|---|---|\n{}\n",
+        rows.join("\n")
+    )
+}
 
-    #[test]
-    fn a_verdict_only_where_the_ranges_do_not_overlap() {
-        let apart = [
-            search(2200, 88.0, 218.0),
-            search(2200, 92.0, 191.0),
-            search(2200, 84.0, 238.0),
-        ];
-        let lines = conclusions(&apart);
-        assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(
-            lines[0].contains("reactive-api served more, the ranges apart"),
-            "{lines:?}"
-        );
-        // 84/238 = 35 %, 92/191 = 48 %, median 88/218 = 40 %.
-        assert!(
-            lines[0].contains("share 35–48 % (median 40 %)"),
-            "{lines:?}"
-        );
-        assert!(!lines[0].contains("Spread"), "{lines:?}");
+/// `220 ms, 0.125 CPU (period 10 ms), 128 MiB (PG_DURABILITY=off, …)`.
+fn cell_label(f: &CapacityFile) -> String {
+    let pod = f
+        .limits
+        .as_ref()
+        .map(|l| format!(", {}", l.pod()))
+        .unwrap_or_default();
+    format!("{} ms{pod}{}", f.critical_path_ms, settings_text(f))
+}
 
-        let close = [search(22, 300.0, 322.0), search(22, 330.0, 310.0)];
-        let lines = conclusions(&close);
-        assert!(
-            lines[0].contains("the ranges overlap: no verdict"),
-            "{lines:?}"
-        );
-
-        let mut old = search(22, 500.0, 100.0);
-        old.superseded = Some("the lag rule counted the pod's own stalls".to_owned());
-        let with_old = [close[0].clone(), close[1].clone(), old];
-        assert_eq!(
-            conclusions(&with_old),
-            lines,
-            "a superseded search is left out"
-        );
-        assert!(
-            conclusions(&close[..1]).is_empty(),
-            "one search is no range"
-        );
-    }
-
-    #[test]
-    fn cells_part_by_critical_path() {
-        let files = [
-            search(2200, 1.0, 2.0),
-            search(22, 1.0, 2.0),
-            search(2200, 1.0, 2.0),
-        ];
-        let sizes: Vec<usize> = cells(&files).iter().map(Vec::len).collect();
-        assert_eq!(sizes, [2, 1]);
-    }
-
-    /// A search on a non-durable database, or of a fixed pool, is not one more search of the
-    /// cell searched durable with the lab's pool: each is a cell of its own, named on its line.
-    #[test]
-    fn cells_part_by_the_settings_that_set_a_search_apart() {
-        let with = |durability: &str, pool: &str| {
-            let mut f = search(220, 100.0, 200.0);
-            f.cell_settings = [("PG_DURABILITY", durability), ("BLOCKING_THREADS", pool)]
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .into();
-            f
-        };
-        let files = [
-            with("off", "auto"),
-            with("on", "auto"),
-            with("off", "auto"),
-            with("off", "16"),
-        ];
-        let sizes: Vec<usize> = cells(&files).iter().map(Vec::len).collect();
-        assert_eq!(sizes, [2, 1, 1]);
-        let lines = conclusions(&files);
-        assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(
-            lines[0].starts_with("At 220 ms (BLOCKING_THREADS=auto, PG_DURABILITY=off):"),
-            "{lines:?}"
-        );
+/// `130 / 135`, `≥ 283` for a search the rig stopped, `— / 50` for one that met no rate.
+fn search_text(p: &CapacityPoint) -> String {
+    let rate = |r: Option<f64>| r.map_or("—".to_owned(), |r| format!("{r:.0}"));
+    if p.is_lower_bound() {
+        format!("≥ {}", rate(p.capacity_rps))
+    } else {
+        format!(
+            "{} / {}",
+            rate(p.capacity_rps),
+            rate(p.lowest_missed_rps.or(p.first_failing_rps))
+        )
     }
 }
+
+/// What stopped the API in each search, counted in the order first seen: `cpu ×2, postgres ×1`.
+fn causes(points: &[&CapacityPoint]) -> String {
+    let mut counted: Vec<(&str, usize)> = Vec::new();
+    for p in points {
+        let word = p.stopped_by.as_str();
+        match counted.iter_mut().find(|(w, _)| *w == word) {
+            Some((_, n)) => *n += 1,
+            None => counted.push((word, 1)),
+        }
+    }
+    let parts: Vec<String> = counted.iter().map(|(w, n)| format!("{w} ×{n}")).collect();
+    parts.join(", ")
+}
+
+#[cfg(test)]
+#[path = "ranges_tests.rs"]
+mod tests;
