@@ -54,8 +54,8 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
     // The cells' ranges as the page's table, printed and kept beside the crossover.
     let ranges = super::ranges::table(&files);
     if !ranges.is_empty() {
-        std::fs::write(args.out.join("ranges.md"), &ranges)
-            .with_context(|| format!("writing {}", args.out.join("ranges.md").display()))?;
+        let path = args.out.join("ranges.md");
+        std::fs::write(&path, &ranges).with_context(|| format!("writing {}", path.display()))?;
         println!("\n{ranges}");
     }
     println!("crossover: {}", args.out.join("crossover.html").display());

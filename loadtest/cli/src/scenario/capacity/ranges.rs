@@ -103,12 +103,15 @@ fn same_cell(a: &CapacityFile, b: &CapacityFile) -> bool {
 
 /// Each search of `api` in the cell (every file's every point of that API: a file holds one
 /// search of each API it ran).
+fn searches_of<'a>(cell: &[&'a CapacityFile], api: &str) -> Vec<&'a CapacityPoint> {
+    cell.iter()
+        .flat_map(|f| &f.capacities)
+        .filter(|c| c.api == api)
+        .collect()
+}
+
 fn range_of(cell: &[&CapacityFile], api: &str) -> Option<Range> {
-    Range::of(
-        cell.iter()
-            .flat_map(|f| &f.capacities)
-            .filter(|c| c.api == api),
-    )
+    Range::of(searches_of(cell, api))
 }
 
 /// One line per cell with at least two searches of each API: both ranges, blocking-api's share
@@ -194,11 +197,7 @@ pub fn table(files: &[CapacityFile]) -> String {
     let mut rows = Vec::new();
     for cell in cells(files) {
         for api in ["blocking-api", "reactive-api"] {
-            let points: Vec<&CapacityPoint> = cell
-                .iter()
-                .flat_map(|f| &f.capacities)
-                .filter(|c| c.api == api)
-                .collect();
+            let points = searches_of(&cell, api);
             if points.len() < 2 {
                 continue;
             }

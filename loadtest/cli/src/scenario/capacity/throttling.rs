@@ -11,7 +11,7 @@ pub const THROTTLED_SHARE: f64 = 0.5;
 
 /// CFS periods in a second: `period_us` long (the limits' `cpu_period_us`; a file without it ran
 /// the kernel's default of 100 ms).
-fn periods_per_second(period_us: Option<u64>) -> f64 {
+pub(super) fn periods_per_second(period_us: Option<u64>) -> f64 {
     1e6 / period_us.unwrap_or(100_000).max(1) as f64
 }
 

@@ -4,7 +4,7 @@
 
 use lab_results::scenario::{Cause, StoppedBy};
 
-use super::super::throttling::{throttled_bursts, throttled_seconds};
+use super::super::throttling::{periods_per_second, throttled_bursts, throttled_seconds};
 use super::reading::{self, Reading};
 use super::*;
 
@@ -135,7 +135,7 @@ pub(super) fn cpu_stalls(m: &Reading) -> Option<Cause> {
 /// transactions whatever the quota does; these seconds followed the quota.
 pub(super) fn cpu_throttled_transactions(m: &Reading) -> Option<Cause> {
     let slow = m.slow_tx_seconds()?;
-    let per_second = 1e6 / m.r.config.limits.cpu_period_us.unwrap_or(100_000).max(1) as f64;
+    let per_second = periods_per_second(m.r.config.limits.cpu_period_us);
     let shares: Vec<f64> = slow
         .slow
         .iter()
