@@ -4,7 +4,9 @@ use order_core::domain::request_hash::RequestHashKey;
 use order_core::plumbing::admission::Admission;
 use order_core::plumbing::read_admission::ReadAdmission;
 use order_core::plumbing::server::{Api, Running, start};
-use order_core::plumbing::settings::{CommonSettings, REACTIVE_MAX_IN_FLIGHT};
+use order_core::plumbing::settings::{
+    CommonSettings, REACTIVE_MAX_IN_FLIGHT, REACTIVE_ORDER_MEMORY_KIB,
+};
 
 use crate::state::AppState;
 use crate::state::Events;
@@ -52,7 +54,8 @@ impl Application {
                 batch: batch::Writer::start(&common, db.clone(), &metrics),
                 db,
                 deps: Deps::new(&common, metrics.clone())?,
-                admission: Admission::new(&common, REACTIVE_MAX_IN_FLIGHT, metrics.clone()),
+                admission: Admission::new(&common, REACTIVE_MAX_IN_FLIGHT, metrics.clone())
+                    .bounded_by_memory(&common, REACTIVE_ORDER_MEMORY_KIB),
                 reads: ReadAdmission::new(
                     settings.read_in_flight,
                     settings.read_queue,

@@ -5,7 +5,7 @@
 //! settings ([`settings`], [`events_mode`]), the one server `DATABASE_URL` may name
 //! ([`database_url`]), when a pooled connection is tested ([`connections`]), the dependencies'
 //! HTTP clients ([`deps_client`]), the Prometheus metrics with identical names ([`metrics`],
-//! [`throttling`]), tracing ([`telemetry`]), the migrations and their one migrator ([`migrate`]),
+//! [`throttling`]; the pod's limits as its cgroup sets them, [`cgroup`]), tracing ([`telemetry`]), the migrations and their one migrator ([`migrate`]),
 //! persist batching's shared writer rules ([`batch`]), the order event and its modes
 //! ([`events`]; two-phase's need of prepared transactions, [`prepared`]) and the OpenAPI document
 //! both serve ([`openapi`]).
@@ -15,6 +15,7 @@
 
 pub mod admission;
 pub mod batch;
+pub mod cgroup;
 pub mod connection_cap;
 pub mod connections;
 pub mod database_url;

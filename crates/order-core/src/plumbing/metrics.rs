@@ -198,7 +198,7 @@ impl Metrics {
         .unwrap();
         let admission_limit = gauge(
             "orders_admission_limit",
-            "MAX_IN_FLIGHT: orders admitted at once (0: no limit)",
+            "Orders admitted at once: MAX_IN_FLIGHT, or fewer where the pod's memory holds fewer (ORDER_MEMORY_KIB); 0: no limit",
         );
         let admitted = gauge(
             "orders_admitted_in_flight",

@@ -101,6 +101,14 @@ pub struct CommonSettings {
     /// 4096 in reactive-api.
     #[arg(long, env = "MAX_IN_FLIGHT")]
     pub max_in_flight: Option<usize>,
+    /// Memory one admitted order may take, KiB. With MAX_IN_FLIGHT unset, the orders admitted at
+    /// once are also no more than the pod's memory limit holds: (limit − 24 MiB for the process
+    /// itself) ÷ this, read from the API's cgroup every second; beyond it 503 `overloaded` at
+    /// once. 0: no such bound. Default: 100 in reactive-api (measured in a 128 MiB pod: 80–100 KiB
+    /// of RSS per order in flight, the most at 2.2 s); none in blocking-api, whose
+    /// BLOCKING_THREADS bound its orders.
+    #[arg(long, env = "ORDER_MEMORY_KIB")]
+    pub order_memory_kib: Option<u64>,
     /// Longest wait for admission before 503 `overloaded`.
     #[arg(long, env = "QUEUE_TIMEOUT_MS", default_value_t = 100)]
     pub queue_timeout_ms: u64,
@@ -246,6 +254,12 @@ pub const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 20_000;
 /// the CPU serves at the seed's 2.2 s per order, so it binds only after the CPU has saturated.
 pub const REACTIVE_MAX_IN_FLIGHT: usize = 4096;
 
+/// reactive-api's `ORDER_MEMORY_KIB` when unset: the most RSS one order in flight took in the
+/// lab's 128 MiB pod (80 KiB at a 22 s critical path, 100 at 2.2 s, where more of each order's
+/// buffers are live at once), so that a pod's memory limit bounds its admission wherever the
+/// critical path is long enough to fill it before the CPU does (docs/results/capacity.md).
+pub const REACTIVE_ORDER_MEMORY_KIB: u64 = 100;
+
 /// The public request-hash key of `APP_ENV=development`: fine on a laptop, never in production.
 pub const DEVELOPMENT_HASH_KEY: &str = "order-lab-development-key-not-secret";
 /// Shortest `REQUEST_HASH_KEY` accepted (bytes), in every `APP_ENV`.
@@ -271,6 +285,7 @@ impl std::fmt::Debug for CommonSettings {
             )
             .field("app_env", &self.app_env)
             .field("max_in_flight", &self.max_in_flight)
+            .field("order_memory_kib", &self.order_memory_kib)
             .field("queue_timeout_ms", &self.queue_timeout_ms)
             .field("max_loop_lag_ms", &self.max_loop_lag_ms)
             .field("request_deadline_ms", &self.request_deadline_ms)
@@ -309,6 +324,7 @@ impl CommonSettings {
             request_hash_key: None,
             app_env: AppEnv::Development,
             max_in_flight: None,
+            order_memory_kib: None,
             queue_timeout_ms: 100,
             max_loop_lag_ms: 5,
             request_deadline_ms: 30_000,

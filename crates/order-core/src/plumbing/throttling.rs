@@ -151,33 +151,9 @@ fn allowed_cpus(status: &str) -> Option<u32> {
     Some(n)
 }
 
-/// This process's cgroup directory of the cpu controller: v1's hierarchy if there is one, else
-/// v2's (the one whose `cpu.stat` exists).
+/// This process's cgroup directory of the cpu controller (the one whose `cpu.stat` exists).
 fn cpu_dir() -> Option<PathBuf> {
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let entries: Vec<(&str, &str)> = cgroups
-        .lines()
-        .filter_map(|l| {
-            let (_, rest) = l.split_once(':')?;
-            rest.split_once(':')
-        })
-        .collect();
-    let root = PathBuf::from("/sys/fs/cgroup");
-    let v1 = entries
-        .iter()
-        .filter(|(controllers, _)| controllers.split(',').any(|c| c == "cpu"))
-        .flat_map(|(controllers, path)| {
-            let path = path.trim_start_matches('/');
-            [
-                root.join(controllers).join(path),
-                root.join("cpu").join(path),
-            ]
-        });
-    let v2 = entries
-        .iter()
-        .filter(|(controllers, _)| controllers.is_empty())
-        .map(|(_, path)| root.join(path.trim_start_matches('/')));
-    v1.chain(v2).find(|dir| dir.join("cpu.stat").is_file())
+    crate::plumbing::cgroup::dir("cpu", "cpu.stat")
 }
 
 #[cfg(test)]
