@@ -318,6 +318,11 @@ pub struct CapacityPoint {
     pub stopped_by: StoppedBy,
     pub evidence: Option<Cause>,
     pub steps: Vec<StepPoint>,
+    /// Why this API's search no longer counts while the file's other searches do (a default of
+    /// that API changed after it): kept for history, left out of the crossover's ranges. The
+    /// file's own `superseded` sets aside every search in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<String>,
 }
 
 impl CapacityPoint {

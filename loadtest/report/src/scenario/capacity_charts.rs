@@ -330,6 +330,7 @@ mod tests {
                 stopped_by: by,
                 evidence: None,
                 steps,
+                superseded: None,
             }],
             sweep: Vec::new(),
             cell_settings: Default::default(),

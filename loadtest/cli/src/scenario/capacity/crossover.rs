@@ -32,6 +32,15 @@ pub fn command(args: &CrossoverArgs) -> Result<ExitCode> {
                 dir.display()
             ));
         }
+        for point in &file.capacities {
+            if let Some(why) = &point.superseded {
+                notes.push(format!(
+                    "{}: {}'s search superseded ({why}), not in the ranges",
+                    dir.display(),
+                    point.api
+                ));
+            }
+        }
         if file.scenario != crate::scenario::ScenarioName::Capacity {
             bail!(
                 "{} is of --scenario {}, not capacity",
@@ -283,6 +292,7 @@ mod tests {
             stopped_by: by,
             evidence: None,
             steps: Vec::new(),
+            superseded: None,
         }
     }
 

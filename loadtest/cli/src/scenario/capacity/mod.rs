@@ -242,6 +242,7 @@ impl Runner<'_> {
             },
             evidence,
             steps,
+            superseded: None,
         })
     }
 

@@ -82,31 +82,56 @@ impl Range {
 
 /// The searches that share a pod, a critical path and the settings that set a search apart
 /// (`cell_settings`: a durable database or not, the loop-lag rule, a pool sized by the lab or
-/// fixed), in the order given; superseded files left out.
+/// fixed), in the order given but for searches of reactive-api alone, which come last;
+/// superseded files left out. A search without blocking-api has no pool among its settings: it
+/// joins the cell that agrees with it on the others and has the pool the lab sizes (`auto`,
+/// the crossover's), else the first that agrees.
 pub fn cells(files: &[CapacityFile]) -> Vec<Vec<&CapacityFile>> {
     let mut cells: Vec<Vec<&CapacityFile>> = Vec::new();
-    for f in files.iter().filter(|f| f.superseded.is_none()) {
-        match cells.iter_mut().find(|c| same_cell(c[0], f)) {
-            Some(cell) => cell.push(f),
+    let (with_pool, without): (Vec<&CapacityFile>, Vec<&CapacityFile>) = files
+        .iter()
+        .filter(|f| f.superseded.is_none())
+        .partition(|f| f.cell_settings.contains_key(POOL));
+    for f in with_pool.into_iter().chain(without) {
+        let agrees = |c: &Vec<&CapacityFile>| same_cell(c[0], f);
+        let auto = |c: &Vec<&CapacityFile>| {
+            c[0].cell_settings.get(POOL).map(String::as_str) == Some("auto")
+        };
+        let at = cells
+            .iter()
+            .position(|c| agrees(c) && auto(c))
+            .or_else(|| cells.iter().position(agrees));
+        match at {
+            Some(i) => cells[i].push(f),
             None => cells.push(vec![f]),
         }
     }
     cells
 }
 
+/// The setting only blocking-api's searches have.
+const POOL: &str = "BLOCKING_THREADS";
+
+/// Whether `b` belongs in the cell `a` opened: same critical path, pod and settings (the pool
+/// left out where `b` has none).
 fn same_cell(a: &CapacityFile, b: &CapacityFile) -> bool {
     let pod = |f: &CapacityFile| f.limits.as_ref().map(lab_results::Limits::pod);
-    a.critical_path_ms == b.critical_path_ms
-        && pod(a) == pod(b)
-        && a.cell_settings == b.cell_settings
+    let settings = |f: &CapacityFile| {
+        let mut s = f.cell_settings.clone();
+        if !b.cell_settings.contains_key(POOL) {
+            s.remove(POOL);
+        }
+        s
+    };
+    a.critical_path_ms == b.critical_path_ms && pod(a) == pod(b) && settings(a) == settings(b)
 }
 
 /// Each search of `api` in the cell (every file's every point of that API: a file holds one
-/// search of each API it ran).
+/// search of each API it ran), but those superseded on their own.
 fn searches_of<'a>(cell: &[&'a CapacityFile], api: &str) -> Vec<&'a CapacityPoint> {
     cell.iter()
         .flat_map(|f| &f.capacities)
-        .filter(|c| c.api == api)
+        .filter(|c| c.api == api && c.superseded.is_none())
         .collect()
 }
 

@@ -166,3 +166,77 @@ fn the_table_gives_each_search_the_range_and_the_causes_counted_per_api_and_cell
         "a cell searched once has no row"
     );
 }
+
+#[test]
+fn an_apis_search_superseded_on_its_own_leaves_the_ranges_and_the_others_search_stays() {
+    // Three searches of both APIs; then reactive-api's default changed, its three searches
+    // superseded, and three new searches of reactive-api alone in the same cell.
+    let settings = |pool: Option<&str>| {
+        let mut s = std::collections::BTreeMap::from([
+            ("MAX_LOOP_LAG_MS".to_owned(), "5".to_owned()),
+            ("PG_DURABILITY".to_owned(), "on".to_owned()),
+        ]);
+        if let Some(pool) = pool {
+            s.insert(POOL.to_owned(), pool.to_owned());
+        }
+        s
+    };
+    let mut old = [
+        search(22_000, 39.0, 68.0),
+        search(22_000, 34.0, 71.0),
+        search(22_000, 37.0, 71.0),
+    ];
+    for f in &mut old {
+        f.capacities[1].superseded = Some("ORDER_MEMORY_KIB".into());
+        f.cell_settings = settings(Some("auto"));
+    }
+    // reactive-api alone: no pool among its settings.
+    let new = |rps: f64| {
+        let mut f = search(22_000, 0.0, rps);
+        f.capacities.remove(0);
+        f.cell_settings = settings(None);
+        f
+    };
+    // A fixed pool of 900 is a cell of its own, given first: reactive-api's searches still join
+    // the cell of the pool the lab sizes.
+    let mut fixed = search(22_000, 40.0, 0.0);
+    fixed.capacities.remove(1);
+    fixed.cell_settings = settings(Some("900"));
+    let files: Vec<CapacityFile> = [new(47.0), fixed]
+        .into_iter()
+        .chain(old.iter().cloned())
+        .chain([new(45.0), new(48.0)])
+        .collect();
+    let cells = cells(&files);
+    let sizes: Vec<usize> = cells.iter().map(Vec::len).collect();
+    assert_eq!(
+        sizes,
+        [1, 6],
+        "the pool of 900 (given first) apart, the rest one cell"
+    );
+    let cell = &cells[1];
+    assert!(
+        cell[..3].iter().all(|f| f.cell_settings.contains_key(POOL)),
+        "the searches with a pool first, then reactive-api's alone"
+    );
+    let (b, r) = (
+        range_of(cell, "blocking-api").unwrap(),
+        range_of(cell, "reactive-api").unwrap(),
+    );
+    assert_eq!((b.median, b.min, b.max, b.searches), (37.0, 34.0, 39.0, 3));
+    assert_eq!(
+        (r.median, r.min, r.max, r.searches),
+        (47.0, 45.0, 48.0, 3),
+        "the superseded 68–71 are left out"
+    );
+    let lines = conclusions(&files);
+    assert_eq!(
+        lines.len(),
+        1,
+        "the pool of 900 has no reactive-api search: {lines:?}"
+    );
+    assert!(
+        lines[0].contains("reactive-api served more, the ranges apart"),
+        "{lines:?}"
+    );
+}
