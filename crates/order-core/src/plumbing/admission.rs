@@ -45,7 +45,7 @@ impl Admission {
     /// `default_max` is the API's own default for an unset `MAX_IN_FLIGHT`.
     pub fn new(settings: &CommonSettings, default_max: usize, metrics: Arc<Metrics>) -> Self {
         let max = settings.max_in_flight.unwrap_or(default_max);
-        metrics.admission_limit.set(max as i64);
+        show_limit(&metrics, max);
         Admission {
             permits: (max > 0).then(|| Arc::new(Semaphore::new(max))),
             max,
@@ -74,10 +74,7 @@ impl Admission {
     /// The places in force from the start: `orders_admission_limit` says them before the first
     /// order (the lab records the gauge as the API's `MAX_IN_FLIGHT`).
     fn with_memory(mut self, memory: MemoryPlaces) -> Self {
-        let places = memory.places.load(Ordering::Relaxed);
-        self.metrics
-            .admission_limit
-            .set(i64::try_from(places).unwrap_or(i64::MAX));
+        show_limit(&self.metrics, memory.places.load(Ordering::Relaxed));
         self.memory = Some(memory);
         self
     }
@@ -194,12 +191,17 @@ impl MemoryPlaces {
         {
             let places = places_within((self.read_limit)(), self.order_bytes, self.max);
             self.places.store(places, Ordering::Relaxed);
-            metrics
-                .admission_limit
-                .set(i64::try_from(places).unwrap_or(i64::MAX));
+            show_limit(metrics, places);
         }
         self.places.load(Ordering::Relaxed)
     }
+}
+
+/// `orders_admission_limit`: the orders admitted at once now.
+fn show_limit(metrics: &Metrics, places: usize) {
+    metrics
+        .admission_limit
+        .set(i64::try_from(places).unwrap_or(i64::MAX));
 }
 
 /// (`limit` − [`MEMORY_RESERVE`]) ÷ `order_bytes`, between 1 and `max`; `max` without a limit.

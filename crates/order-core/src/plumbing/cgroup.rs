@@ -36,12 +36,11 @@ pub fn dir(controller: &str, marker: &str) -> Option<PathBuf> {
 /// The memory limit of this process's cgroup, bytes: v2's `memory.max`, else v1's
 /// `memory.limit_in_bytes`; `None` without one (or where neither can be read).
 pub fn memory_limit() -> Option<u64> {
-    let v2 = dir("memory", "memory.max")
-        .and_then(|d| std::fs::read_to_string(d.join("memory.max")).ok());
-    let text = v2.or_else(|| {
-        dir("memory", "memory.limit_in_bytes")
-            .and_then(|d| std::fs::read_to_string(d.join("memory.limit_in_bytes")).ok())
-    })?;
+    let text = ["memory.max", "memory.limit_in_bytes"]
+        .iter()
+        .find_map(|file| {
+            dir("memory", file).and_then(|d| std::fs::read_to_string(d.join(file)).ok())
+        })?;
     parse_memory_limit(&text)
 }
 
